@@ -1,0 +1,24 @@
+"""The ``agent-memory`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from . import _bench, _db, _demo, _memory, _messages
+
+app = typer.Typer(
+    name="agent-memory",
+    help="Long-term memory for AutoGen agents: database, memories, messages, demo and benchmarks.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(_db.app, name="db")
+app.add_typer(_memory.app, name="memory")
+app.add_typer(_messages.app, name="messages")
+app.add_typer(_bench.app, name="bench")
+app.command("demo")(_demo.demo_cmd)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

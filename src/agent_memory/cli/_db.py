@@ -1,0 +1,48 @@
+"""``agent-memory db upgrade|downgrade|current``."""
+
+from __future__ import annotations
+
+import typer
+
+from data_layer import current_revision, downgrade, head_revision, normalize_url, upgrade
+
+from ._common import URL_HELP, console, database_url, run
+
+app = typer.Typer(help="Create and migrate the database schema (Alembic).", no_args_is_help=True)
+
+
+@app.command("upgrade")
+@run
+async def upgrade_cmd(
+    revision: str = typer.Argument("head", help="Target revision"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Migrate the database up (creates the tables on a new database)."""
+    target = database_url(url)
+    reached = await upgrade(target, revision)
+    console.print(f"database {normalize_url(target)!r} is at revision [bold]{reached}[/]")
+
+
+@app.command("downgrade")
+@run
+async def downgrade_cmd(
+    revision: str = typer.Argument(..., help="Target revision, or 'base' to drop every table"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation"),
+) -> None:
+    """Migrate the database down (drops what later revisions added, with its data)."""
+    target = database_url(url)
+    if not yes and not typer.confirm(f"downgrade {normalize_url(target)!r} to {revision}? Data may be lost"):
+        raise typer.Exit(code=1)
+    reached = await downgrade(target, revision)
+    console.print(f"database is at revision [bold]{reached or 'base'}[/]")
+
+
+@app.command("current")
+@run
+async def current_cmd(url: str | None = typer.Option(None, "--url", help=URL_HELP)) -> None:
+    """Show the database's revision and the newest one this version ships."""
+    rev = await current_revision(database_url(url))
+    head = head_revision()
+    state = "up to date" if rev == head else "run `agent-memory db upgrade`"
+    console.print(f"current: [bold]{rev or 'none'}[/]  head: {head}  ({state})")

@@ -1,0 +1,63 @@
+"""``agent-memory demo``: the README's main job, offline on an embedded SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from platformdirs import user_data_dir
+from rich.panel import Panel
+from rich.table import Table
+
+from data_layer import AgentFusionDataLayer, upgrade
+from data_layer._types import utcnow
+
+from ..demo import DEMO_USER, FRIEND_NAMES, sample
+from ..settings import get_settings
+from ._common import console, fmt_time, run, short
+
+DEFAULT_DEMO_DB = Path(user_data_dir("agent-fusion-memory")) / "demo.db"
+
+
+def _remove_sqlite_files(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+@run
+async def demo_cmd(
+    db: Path = typer.Option(DEFAULT_DEMO_DB, "--db", help="SQLite file for the demo (re-created on every run)"),
+) -> None:
+    """Create a SQLite database, migrate it, load a sample user with two AI friends and show what is stored."""
+    _remove_sqlite_files(db)
+    url = f"sqlite+aiosqlite:///{db}"
+    console.rule("[bold]agent-fusion-memory demo (offline, SQLite)")
+    revision = await upgrade(url)
+    console.print(f"1. created and migrated [cyan]{db}[/] to revision [bold]{revision}[/]")
+    data = sample(utcnow())
+    async with AgentFusionDataLayer(url, default_settings=get_settings().user_defaults()) as layer:
+        await layer.memory.add_many(user_id=DEMO_USER, memories=data.memories)
+        await layer.messages.append_many(user_id=DEMO_USER, messages=data.messages)
+        console.print(
+            f"2. loaded {len(data.memories)} memories and {len(data.messages)} messages for user "
+            f"[bold]{DEMO_USER}[/] and two AI friends: "
+            + ", ".join(f"{fid} ({name})" for fid, name in FRIEND_NAMES.items())
+        )
+        for friend_id, name in FRIEND_NAMES.items():
+            page = await layer.memory.list_memories(user_id=DEMO_USER, friend_id=friend_id, limit=50)
+            table = Table(title=f"what {friend_id} ({name}) can see")
+            table.add_column("key", no_wrap=True, min_width=22)
+            for column in ("type", "scope", "created", "summary"):
+                table.add_column(column)
+            for r in page.items:
+                scope = "shared" if r.friend_id is None else f"only {r.friend_id}"
+                table.add_row(r.memory_key, r.memory_type, scope, fmt_time(r.created_at), short(r.summary, 48))
+            console.print(table)
+        for friend_id in FRIEND_NAMES:
+            recent = await layer.messages.latest(user_id=DEMO_USER, friend_id=friend_id, limit=4)
+            lines = "\n".join(f"[dim]{fmt_time(m.created_at)}[/] {m.role}: {short(m.content, 70)}" for m in recent)
+            console.print(Panel(lines, title=f"latest messages with {friend_id}", expand=False))
+        settings = await layer.settings.get(user_id=DEMO_USER)
+        console.print(f"3. recall settings for {DEMO_USER}: {settings.memory.model_dump()}")
+        other = await layer.memory.list_memories(user_id="someone-else", limit=10)
+        console.print(f"4. isolation: another user sees {len(other.items)} of these memories")

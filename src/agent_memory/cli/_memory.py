@@ -1,0 +1,129 @@
+"""``agent-memory memory add|get|list|delete``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.table import Table
+
+from ._common import URL_HELP, console, fmt_time, open_layer, run, short
+
+app = typer.Typer(help="Add, show, list and delete one user's memories.", no_args_is_help=True)
+
+USER = typer.Option(..., "--user", "-u", help="The user whose memories these are")
+
+
+@app.command("add")
+@run
+async def add_cmd(
+    key: str = typer.Argument(..., help="Memory key (letters, digits, '_' and '-')"),
+    content: str = typer.Argument(..., help="The content; '-' reads it from standard input"),
+    user: str = USER,
+    summary: str | None = typer.Option(None, "--summary", "-s", help="One-line summary (default: first sentence)"),
+    memory_type: str = typer.Option("general", "--type", "-t", help="Memory type, e.g. profile, event, general"),
+    friend: str | None = typer.Option(None, "--friend", "-f", help="AI friend it belongs to (omit: shared)"),
+    meta: str | None = typer.Option(None, "--meta", help='Metadata as a JSON object, e.g. \'{"topic": "work"}\''),
+    tag: list[str] = typer.Option([], "--tag", help="A keyword tag (repeatable)"),
+    replace: bool = typer.Option(False, "--replace", help="Replace an existing memory with this key"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Store a memory for a user."""
+    text = sys.stdin.read() if content == "-" else content
+    try:
+        metadata = json.loads(meta) if meta else None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--meta is not valid JSON: {exc}") from None
+    async with open_layer(url) as layer:
+        fields = {
+            "user_id": user,
+            "memory_key": key,
+            "content": text,
+            "summary": summary,
+            "memory_type": memory_type,
+            "friend_id": friend,
+            "metadata": metadata,
+            "keywords": tag or None,
+        }
+        if replace:
+            result = await layer.memory.upsert(**fields)
+            record, verb = result.record, "stored" if result.created else "replaced"
+        else:
+            record, verb = await layer.memory.add(**fields), "stored"
+    note = " [yellow](content truncated to 100 KB)[/]" if record.truncated else ""
+    console.print(f"{verb} [bold]{record.memory_key}[/] ({record.memory_type}){note}")
+
+
+@app.command("get")
+@run
+async def get_cmd(
+    key: str = typer.Argument(..., help="Memory key"),
+    user: str = USER,
+    as_json: bool = typer.Option(False, "--json", help="Print the record as JSON"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Show one memory of a user (exit code 1 when there is none)."""
+    async with open_layer(url) as layer:
+        record = await layer.memory.retrieve_memory(memory_key=key, user_id=user)
+        keywords = [k.keyword for k in await layer.memory.get_keywords(user_id=user, memory_key=key)] if record else []
+    if record is None:
+        console.print(f"user {user!r} has no memory {key!r}")
+        raise typer.Exit(code=1)
+    if as_json:
+        data = {
+            "memory_key": record.memory_key,
+            "memory_type": record.memory_type,
+            "friend_id": record.friend_id,
+            "summary": record.summary,
+            "content": record.content,
+            "metadata": record.metadata,
+            "keywords": keywords,
+            "created_at": record.created_at.isoformat(),
+        }
+        console.print_json(json.dumps(data, ensure_ascii=False))
+        return
+    console.print(f"[bold]{record.memory_key}[/] ({record.memory_type}, friend: {record.friend_id or 'shared'})")
+    console.print(f"summary:  {record.summary}")
+    console.print(f"created:  {fmt_time(record.created_at)}   keywords: {', '.join(keywords) or '-'}")
+    console.print(record.content, markup=False, highlight=False)
+
+
+@app.command("list")
+@run
+async def list_cmd(
+    user: str = USER,
+    memory_type: list[str] = typer.Option([], "--type", "-t", help="Only these types (repeatable)"),
+    friend: str | None = typer.Option(None, "--friend", "-f", help="Only what this AI friend can see"),
+    limit: int = typer.Option(20, "--limit", "-n", help="Rows per page (1-1000)"),
+    cursor: str | None = typer.Option(None, "--cursor", help="next_cursor printed by the previous page"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """List a user's memories, newest first."""
+    async with open_layer(url) as layer:
+        page = await layer.memory.list_memories(
+            user_id=user, memory_types=memory_type or None, friend_id=friend, limit=limit, cursor=cursor
+        )
+    table = Table("key", "type", "friend", "created", "summary", title=f"memories of {user}")
+    for r in page.items:
+        table.add_row(r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at), short(r.summary))
+    console.print(table)
+    if page.next_cursor:
+        console.print(f"more: --cursor {page.next_cursor}")
+
+
+@app.command("delete")
+@run
+async def delete_cmd(
+    key: str = typer.Argument(..., help="Memory key"),
+    user: str = USER,
+    hard: bool = typer.Option(False, "--hard", help="Remove the row instead of marking it inactive"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Delete a user's memory (soft delete unless --hard)."""
+    async with open_layer(url) as layer:
+        done = await layer.memory.delete(user_id=user, memory_key=key, hard=hard)
+    if not done:
+        console.print(f"user {user!r} has no active memory {key!r}")
+        raise typer.Exit(code=1)
+    console.print(f"deleted {key}{' (hard)' if hard else ''}")

@@ -1,0 +1,29 @@
+"""Settings: ``MEMORY_*`` environment variables and ``.env`` (see ``.env.example``).
+
+>>> from agent_memory.settings import load_settings
+>>> load_settings(memory_recall_rounds=2).memory_recall_rounds
+2
+"""
+
+from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
+
+from ._settings import (
+    AgentMemorySettings,
+    SearchMode,
+    SettingsError,
+    default_database_url,
+    get_settings,
+    load_settings,
+)
+
+__all__ = [
+    "AgentMemorySettings",
+    "ChatSettings",
+    "MemoryRecallSettings",
+    "SearchMode",
+    "SettingsError",
+    "UserSettings",
+    "default_database_url",
+    "get_settings",
+    "load_settings",
+]

@@ -1,0 +1,163 @@
+"""Settings from the environment and ``.env`` (seed 002 section 5.2, seed 001 section 5).
+
+Every variable is listed, with a comment, in ``.env.example``. A bad value stops the program at
+start with :class:`SettingsError`, which names the variable and the allowed values.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import annotated_types
+from platformdirs import user_data_dir
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+APP_NAME = "agent-fusion-memory"
+
+
+def default_database_url() -> str:
+    """A SQLite file in the per-user data directory (e.g. ``~/.local/share/agent-fusion-memory``)."""
+    return f"sqlite+aiosqlite:///{Path(user_data_dir(APP_NAME)) / 'memory.db'}"
+
+
+class SettingsError(ValueError):
+    """A setting has a bad value; the message names each variable and what it accepts."""
+
+
+class AgentMemorySettings(BaseSettings):
+    """All settings of the library. Field ``memory_search_keyword_weight`` is read from the
+    environment variable ``MEMORY_SEARCH_KEYWORD_WEIGHT`` (or ``.env``), and so on.
+
+    >>> AgentMemorySettings(memory_recall_rounds=2).recall_settings().rounds
+    2
+    """
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", frozen=True, validate_default=True
+    )
+
+    # -- storage -------------------------------------------------------------------------------------
+    memory_database_url: str = Field(default_factory=default_database_url)
+
+    # -- search (seed 002 section 5.2) ---------------------------------------------------------------
+    memory_search_default_mode: SearchMode = "hybrid"
+    memory_search_keyword_weight: float = Field(0.4, ge=0.0, le=1.0)
+    memory_search_text_similarity_weight: float = Field(0.4, ge=0.0, le=1.0)
+    memory_search_time_decay_weight: float = Field(0.2, ge=0.0, le=1.0)
+    memory_search_half_life_days: int = Field(30, ge=1, le=3650)
+
+    # -- keyword extraction --------------------------------------------------------------------------
+    memory_extraction_max_keywords: int = Field(5, ge=1, le=20)
+    memory_extraction_min_keyword_weight: float = Field(0.3, ge=0.0, le=1.0)
+    memory_extraction_enable_synonym_expansion: bool = True
+
+    # -- memory tools --------------------------------------------------------------------------------
+    memory_tools_enable_proactive_search: bool = True
+    memory_tools_proactive_search_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    memory_tools_max_results_per_search: int = Field(5, ge=1, le=10)
+
+    # -- recall defaults for users without stored settings (seed 001 section 5.1) -------------------
+    memory_recall_enabled: bool = True
+    memory_recall_rounds: int = Field(3, ge=1, le=5)
+    memory_recall_profile_top_k: int = Field(5, ge=1, le=10)
+    memory_recall_event_top_k: int = Field(5, ge=1, le=10)
+    memory_recall_similarity_threshold: float = Field(0.5, ge=0.0, le=1.0)
+
+    # -- chat defaults (seed 001 section 5.2) --------------------------------------------------------
+    memory_chat_show_tool_calls: bool = False
+    memory_chat_show_thinking: bool = False
+
+    @model_validator(mode="after")
+    def _weights_sum_to_one(self) -> AgentMemorySettings:
+        total = (
+            self.memory_search_keyword_weight
+            + self.memory_search_text_similarity_weight
+            + self.memory_search_time_decay_weight
+        )
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(
+                "MEMORY_SEARCH_KEYWORD_WEIGHT + MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT + "
+                f"MEMORY_SEARCH_TIME_DECAY_WEIGHT must add up to 1.0 (they add up to {total:g}), "
+                "so that relevance scores stay in 0-1"
+            )
+        return self
+
+    def recall_settings(self) -> MemoryRecallSettings:
+        """The recall settings a user gets until they store their own."""
+        return MemoryRecallSettings(
+            enabled=self.memory_recall_enabled,
+            rounds=self.memory_recall_rounds,
+            profile_top_k=self.memory_recall_profile_top_k,
+            event_top_k=self.memory_recall_event_top_k,
+            similarity_threshold=self.memory_recall_similarity_threshold,
+        )
+
+    def chat_settings(self) -> ChatSettings:
+        """The chat settings a user gets until they store their own."""
+        return ChatSettings(
+            show_tool_calls=self.memory_chat_show_tool_calls, show_thinking=self.memory_chat_show_thinking
+        )
+
+    def user_defaults(self) -> UserSettings:
+        """Default per-user settings (stored in ``system_settings`` once a user changes them)."""
+        return UserSettings(memory=self.recall_settings(), chat=self.chat_settings())
+
+
+def _allowed(field_name: str) -> str:
+    field = AgentMemorySettings.model_fields.get(field_name)
+    if field is None:
+        return ""
+    low = high = None
+    for meta in field.metadata:
+        if isinstance(meta, annotated_types.Ge):
+            low = meta.ge
+        if isinstance(meta, annotated_types.Le):
+            high = meta.le
+    if low is not None and high is not None:
+        return f" (allowed: {low} to {high})"
+    annotation = field.annotation
+    if annotation is bool:
+        return " (allowed: true or false)"
+    args = getattr(annotation, "__args__", ())
+    if args and all(isinstance(a, str) for a in args):
+        return f" (allowed: {', '.join(args)})"
+    return ""
+
+
+def explain(exc: ValidationError) -> str:
+    """One line per bad variable: ``NAME=value: problem (allowed: ...)``."""
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        if loc:
+            name = loc[0]
+            value = err.get("input")
+            lines.append(f"{name.upper()}={value!r}: {err['msg']}{_allowed(name)}")
+        else:
+            lines.append(str(err["msg"]).removeprefix("Value error, "))
+    return "invalid settings:\n  " + "\n  ".join(lines)
+
+
+def load_settings(**overrides: Any) -> AgentMemorySettings:
+    """Read the settings (environment, then ``.env``, then defaults); ``overrides`` win.
+
+    Raises :class:`SettingsError` naming each bad variable.
+    """
+    try:
+        return AgentMemorySettings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(explain(exc)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> AgentMemorySettings:
+    """The process-wide settings, read once (see :func:`load_settings`)."""
+    return load_settings()

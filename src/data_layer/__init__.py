@@ -1,0 +1,79 @@
+"""Storage for agent-fusion-memory: SQLAlchemy 2 async on SQLite (embedded) or PostgreSQL.
+
+>>> from data_layer import AgentFusionDataLayer, upgrade
+>>> await upgrade("sqlite+aiosqlite:///memory.db")  # doctest: +SKIP
+>>> async with AgentFusionDataLayer("sqlite+aiosqlite:///memory.db") as layer:  # doctest: +SKIP
+...     await layer.memory.add(user_id="u1", memory_key="pref-movies", content="喜欢科幻电影", memory_type="profile")
+"""
+
+from ._archive_repo import ArchiveRepository
+from ._engine import Backend, Database, normalize_url
+from ._errors import (
+    DataLayerError,
+    DuplicateMemoryKeyError,
+    InvalidInputError,
+    MemoryNotFoundError,
+    MessageNotFoundError,
+    UnsupportedDatabaseURLError,
+)
+from ._facade import AgentFusionDataLayer
+from ._memory_repo import ChangeListener, KeywordProvider, MemoryRepository, NewMemory
+from ._message_repo import MessageRepository, NewMessage
+from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
+from ._records import (
+    ArchiveRecord,
+    KeywordInput,
+    KeywordRecord,
+    MemoryDraft,
+    MemoryRecord,
+    MemoryType,
+    MessageRecord,
+    MessageRole,
+    Page,
+    SynonymRecord,
+    UpsertResult,
+)
+from ._settings_repo import SettingsRepository
+from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
+from ._validation import MAX_CONTENT_BYTES
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "AgentFusionDataLayer",
+    "ArchiveRecord",
+    "ArchiveRepository",
+    "Backend",
+    "ChangeListener",
+    "ChatSettings",
+    "DataLayerError",
+    "Database",
+    "DuplicateMemoryKeyError",
+    "InvalidInputError",
+    "KeywordInput",
+    "KeywordProvider",
+    "KeywordRecord",
+    "MemoryDraft",
+    "MemoryNotFoundError",
+    "MemoryRecallSettings",
+    "MemoryRecord",
+    "MemoryRepository",
+    "MemoryType",
+    "MessageNotFoundError",
+    "MessageRecord",
+    "MessageRepository",
+    "MessageRole",
+    "NewMemory",
+    "NewMessage",
+    "Page",
+    "SettingsRepository",
+    "SynonymRecord",
+    "UnsupportedDatabaseURLError",
+    "UpsertResult",
+    "UserSettings",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "normalize_url",
+    "schema_differences",
+    "upgrade",
+]

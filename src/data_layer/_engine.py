@@ -1,0 +1,143 @@
+"""Async engines for the two supported backends and the sessions the repositories use.
+
+``sqlite+aiosqlite`` is the embedded default (WAL, foreign keys on, writers queue on a busy
+timeout and start with ``BEGIN IMMEDIATE`` so concurrent writers never dead-lock);
+``postgresql+psycopg`` is the production backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
+
+from ._errors import UnsupportedDatabaseURLError
+
+Backend = Literal["sqlite", "postgresql"]
+
+SUPPORTED = "sqlite+aiosqlite:///PATH (embedded) or postgresql+psycopg://USER@HOST:PORT/DB"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_BEGIN_OPTION = "agent_memory_sqlite_begin"
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Parse a database URL and pick the async driver this library uses.
+
+    ``sqlite:///x.db`` becomes ``sqlite+aiosqlite:///x.db`` and ``postgresql://`` (or
+    ``postgres://``) becomes ``postgresql+psycopg://``. Anything else is refused with
+    :class:`UnsupportedDatabaseURLError`.
+
+    >>> str(normalize_url("sqlite:///memory.db"))
+    'sqlite+aiosqlite:///memory.db'
+    """
+    if isinstance(url, str):
+        if not url.strip():
+            raise UnsupportedDatabaseURLError(f"the database URL is empty; use {SUPPORTED}")
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url.removeprefix("postgres://")
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError) as exc:
+            raise UnsupportedDatabaseURLError(f"malformed database URL ({exc}); use {SUPPORTED}") from None
+    elif isinstance(url, URL):
+        parsed = url
+    else:
+        raise UnsupportedDatabaseURLError(f"the database URL must be a str, got {type(url).__name__}")
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "aiosqlite"):
+        if not parsed.database or parsed.database == ":memory:":
+            raise UnsupportedDatabaseURLError(
+                "in-memory SQLite is not supported (each connection would see its own database); "
+                "give a file path: sqlite+aiosqlite:///path/to/memory.db"
+            )
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend == "postgresql" and driver in ("", "psycopg"):
+        if not parsed.database:
+            raise UnsupportedDatabaseURLError(f"the PostgreSQL URL names no database; use {SUPPORTED}")
+        return parsed.set(drivername="postgresql+psycopg")
+    raise UnsupportedDatabaseURLError(f"unsupported database driver {parsed.drivername!r}; use {SUPPORTED}")
+
+
+def backend_of(url: URL) -> Backend:
+    """``"sqlite"`` or ``"postgresql"`` for a normalised URL."""
+    return "sqlite" if url.drivername.startswith("sqlite") else "postgresql"
+
+
+def create_engine(url: str | URL, *, echo: bool = False, sqlite_foreign_keys: bool = True) -> AsyncEngine:
+    """Create the async engine for a supported URL (see :func:`normalize_url`).
+
+    For SQLite the parent folder of the file is created when missing.
+    """
+    parsed = normalize_url(url)
+    if backend_of(parsed) == "postgresql":
+        return create_async_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    assert parsed.database is not None
+    Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(parsed, echo=echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    _configure_sqlite(engine, foreign_keys=sqlite_foreign_keys)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver; "begin" below issues BEGIN itself.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+class Database:
+    """An engine plus the two kinds of session the repositories use.
+
+    >>> db = Database("sqlite+aiosqlite:///./memory.db")  # doctest: +SKIP
+    >>> async with db.write() as session: ...  # doctest: +SKIP
+    """
+
+    def __init__(self, url: str | URL, *, echo: bool = False) -> None:
+        self.url = normalize_url(url)
+        self.backend: Backend = backend_of(self.url)
+        self.engine = create_engine(self.url, echo=echo)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads; its transaction is rolled back at the end."""
+        async with AsyncSession(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A session whose transaction commits at the end (``BEGIN IMMEDIATE`` on SQLite)."""
+        async with self.engine.connect() as conn:
+            if self.backend == "sqlite":
+                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+            async with AsyncSession(bind=conn, expire_on_commit=False) as session, session.begin():
+                yield session
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection]:
+        """A raw connection in a committing transaction (bulk statements)."""
+        async with self.engine.connect() as conn:
+            if self.backend == "sqlite":
+                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+            async with conn.begin():
+                yield conn
+
+    async def dispose(self) -> None:
+        """Close every pooled connection."""
+        await self.engine.dispose()

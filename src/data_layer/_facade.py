@@ -1,0 +1,54 @@
+"""``AgentFusionDataLayer``: one object that holds the engine and the four repositories."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from sqlalchemy.engine import URL
+
+from ._archive_repo import ArchiveRepository
+from ._engine import Backend, Database
+from ._memory_repo import MemoryRepository
+from ._message_repo import MessageRepository
+from ._settings_repo import SettingsRepository
+from ._user_settings import UserSettings
+
+
+class AgentFusionDataLayer:
+    """The storage facade: ``.memory``, ``.messages``, ``.archive``, ``.settings``.
+
+    It does not create or migrate tables; run the migrations first (``agent-memory db upgrade``
+    or :func:`data_layer.upgrade`).
+
+    >>> async with AgentFusionDataLayer("sqlite+aiosqlite:///memory.db") as layer:  # doctest: +SKIP
+    ...     await layer.memory.add(user_id="u1", memory_key="pref-1", content="喜欢科幻电影")
+    """
+
+    def __init__(self, url: str | URL, *, echo: bool = False, default_settings: UserSettings | None = None) -> None:
+        self.db = Database(url, echo=echo)
+        self.memory = MemoryRepository(self.db)
+        self.messages = MessageRepository(self.db)
+        self.archive = ArchiveRepository(self.db)
+        self.settings = SettingsRepository(self.db, defaults=default_settings)
+
+    @property
+    def backend(self) -> Backend:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.db.backend
+
+    @property
+    def url(self) -> URL:
+        """The normalised database URL (password hidden when rendered)."""
+        return self.db.url
+
+    async def close(self) -> None:
+        """Release the connection pool."""
+        await self.db.dispose()
+
+    async def __aenter__(self) -> AgentFusionDataLayer:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

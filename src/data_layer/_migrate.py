@@ -1,0 +1,96 @@
+"""Run the Alembic migrations programmatically (what ``agent-memory db ...`` calls).
+
+Migrations run on a dedicated engine (SQLite with foreign keys off so batch table rebuilds are
+safe) inside one transaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import URL, Connection
+
+from ._engine import backend_of, create_engine, normalize_url
+from ._tables import Base
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def alembic_config(url: str | URL | None = None) -> Config:
+    """An Alembic ``Config`` pointing at this package's migrations."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", normalize_url(url).render_as_string(hide_password=False))
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision id shipped with this version of the library."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+async def _run(url: str | URL, fn: Any) -> Any:
+    parsed = normalize_url(url)
+    engine = create_engine(parsed, sqlite_foreign_keys=False)
+    try:
+        async with engine.begin() as conn:
+            return await conn.run_sync(fn)
+    finally:
+        await engine.dispose()
+
+
+async def upgrade(url: str | URL, revision: str = "head") -> str | None:
+    """Migrate the database up to ``revision`` (default: the newest). Returns the revision reached."""
+
+    def _do(conn: Connection) -> str | None:
+        cfg = alembic_config(url)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+        return MigrationContext.configure(conn).get_current_revision()
+
+    result: str | None = await _run(url, _do)
+    return result
+
+
+async def downgrade(url: str | URL, revision: str = "base") -> str | None:
+    """Migrate the database down to ``revision`` (default: no tables). Returns the revision reached."""
+
+    def _do(conn: Connection) -> str | None:
+        cfg = alembic_config(url)
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+        return MigrationContext.configure(conn).get_current_revision()
+
+    result: str | None = await _run(url, _do)
+    return result
+
+
+async def current_revision(url: str | URL) -> str | None:
+    """The revision the database is at (``None``: never migrated)."""
+
+    def _do(conn: Connection) -> str | None:
+        return MigrationContext.configure(conn).get_current_revision()
+
+    result: str | None = await _run(url, _do)
+    return result
+
+
+async def schema_differences(url: str | URL) -> list[Any]:
+    """What Alembic's autogenerate finds between the models and the migrated database ([] = agree)."""
+    backend = backend_of(normalize_url(url))
+
+    def _do(conn: Connection) -> list[Any]:
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True, "render_as_batch": backend == "sqlite"})
+        return list(compare_metadata(ctx, Base.metadata))
+
+    result: list[Any] = await _run(url, _do)
+    return result

@@ -1,0 +1,151 @@
+"""Typed records the repositories return. They are plain frozen dataclasses, detached from any session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Generic, Literal, TypeVar
+
+T = TypeVar("T")
+
+
+class MemoryType(StrEnum):
+    """The kinds of memory the store accepts.
+
+    ``profile`` memories describe the user and are shared by every AI friend; ``event`` memories
+    record what happened in one friend's conversation and carry that ``friend_id``.
+    """
+
+    USER_PREFERENCE = "user_preference"
+    COMMAND_OUTPUT = "command_output"
+    GENERAL = "general"
+    PROFILE = "profile"
+    EVENT = "event"
+    TOOL_RESULT = "tool_result"
+    CONVERSATION = "conversation"
+
+
+MessageRole = Literal["user", "assistant", "system", "tool"]
+MESSAGE_ROLES: tuple[MessageRole, ...] = ("user", "assistant", "system", "tool")
+
+KeywordSource = Literal["llm", "user_tag", "system"]
+KEYWORD_SOURCES: tuple[KeywordSource, ...] = ("llm", "user_tag", "system")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored memory, as read from ``agent_memories``."""
+
+    id: uuid.UUID
+    memory_key: str
+    user_id: str
+    friend_id: str | None
+    memory_type: str
+    summary: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: int
+    is_active: bool
+    needs_keyword_extraction: bool
+
+    @property
+    def truncated(self) -> bool:
+        """True when the content was cut to the size limit on write (see ``metadata['truncation']``)."""
+        return "truncation" in self.metadata
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordInput:
+    """A keyword to attach to a memory. ``weight`` is in 0-1."""
+
+    keyword: str
+    weight: float = 1.0
+    source: KeywordSource = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRecord:
+    """A keyword attached to a memory (``agent_memory_keywords``)."""
+
+    memory_id: uuid.UUID
+    keyword: str
+    weight: float
+    extraction_source: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SynonymRecord:
+    """A row of ``keyword_synonyms``: ``synonym`` can stand for ``keyword`` with ``similarity_score``."""
+
+    keyword: str
+    synonym: str
+    similarity_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A validated memory ready to be written (what keyword providers see)."""
+
+    memory_key: str
+    user_id: str
+    friend_id: str | None
+    memory_type: str
+    summary: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    keywords: tuple[KeywordInput, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    """What ``upsert`` did: the stored record and whether it was created (``False``: replaced)."""
+
+    record: MemoryRecord
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One row of ``chat_messages``. Ids grow with insertion; listings order by ``(created_at, id)``."""
+
+    id: int
+    user_id: str
+    friend_id: str | None
+    thread_id: str | None
+    role: str
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """An archived tool result (``tool_result_archive``, seed 004)."""
+
+    uuid: str
+    user_id: str
+    conversation_id: str | None
+    thread_id: str | None
+    tool_name: str
+    tool_input: dict[str, Any] | None
+    query_summary: str
+    result_summary: str
+    result_full: str
+    result_length: int
+    sources: list[str] | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """A page of a listing. Pass ``next_cursor`` back to get the next page; ``None`` means the end."""
+
+    items: Sequence[T]
+    next_cursor: str | None = None

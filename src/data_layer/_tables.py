@@ -1,0 +1,153 @@
+"""SQLAlchemy 2 table models. Schema changes go through the Alembic migrations in ``migrations/``.
+
+The keyword tables follow seed 002 section 3.2.2 column for column; ``tool_result_archive`` follows
+seed 004 section 3.3 plus the ``user_id`` scope.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    false,
+    func,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from ._types import JSONType, UTCDateTime, utcnow
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Identifier columns (user, friend, thread, conversation) hold at most this many characters.
+SCOPE_ID_LENGTH = 128
+#: Memory keys hold at most this many characters.
+MEMORY_KEY_LENGTH = 255
+
+# SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+BigIntId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class AgentMemoryTable(Base):
+    __tablename__ = "agent_memories"
+    __table_args__ = (
+        UniqueConstraint("user_id", "memory_key"),
+        Index("ix_agent_memories_user_active_created", "user_id", "is_active", "created_at"),
+        Index("ix_agent_memories_user_friend", "user_id", "friend_id"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True, default=uuid.uuid4)
+    memory_key: Mapped[str] = mapped_column(String(MEMORY_KEY_LENGTH), nullable=False)
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
+    friend_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
+    memory_type: Mapped[str] = mapped_column(String(50), nullable=False)
+    summary: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    content_metadata: Mapped[dict[str, Any]] = mapped_column(JSONType, nullable=False, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    last_accessed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    access_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    is_active: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    needs_keyword_extraction: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=True, server_default=false()
+    )
+
+
+class AgentMemoryKeywordsTable(Base):
+    __tablename__ = "agent_memory_keywords"
+    __table_args__ = (
+        UniqueConstraint("memory_id", "keyword", name="unique_memory_keyword"),
+        Index("idx_memory_keywords_memory", "memory_id"),
+        Index("idx_memory_keywords_keyword", "keyword"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid(), ForeignKey("agent_memories.id", ondelete="CASCADE"), nullable=False
+    )
+    keyword: Mapped[str] = mapped_column(String(100), nullable=False)
+    # Nullable with defaults, as in seed 002's DDL; readers treat NULL as the default.
+    weight: Mapped[float | None] = mapped_column(Float, default=1.0, server_default=text("1.0"))
+    extraction_source: Mapped[str | None] = mapped_column(String(20), default="llm", server_default="llm")
+    created_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.current_timestamp()
+    )
+
+
+class KeywordSynonymsTable(Base):
+    __tablename__ = "keyword_synonyms"
+    __table_args__ = (
+        UniqueConstraint("keyword", "synonym", name="unique_keyword_synonym"),
+        Index("idx_keyword_synonyms_keyword", "keyword"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    keyword: Mapped[str] = mapped_column(String(100), nullable=False)
+    synonym: Mapped[str] = mapped_column(String(100), nullable=False)
+    similarity_score: Mapped[float | None] = mapped_column(Float, default=0.8, server_default=text("0.8"))
+
+
+class ChatMessageTable(Base):
+    __tablename__ = "chat_messages"
+    __table_args__ = (
+        Index("ix_chat_messages_user_created", "user_id", "created_at", "id"),
+        Index("ix_chat_messages_user_friend_thread", "user_id", "friend_id", "thread_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
+    friend_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
+    thread_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
+    role: Mapped[str] = mapped_column(String(20), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class ToolResultArchiveTable(Base):
+    __tablename__ = "tool_result_archive"
+    __table_args__ = (Index("ix_tool_result_archive_user_created", "user_id", "created_at"),)
+
+    uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
+    conversation_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), index=True)
+    thread_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), index=True)
+    tool_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    tool_input: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    query_summary: Mapped[str] = mapped_column(String(500), nullable=False, default="")
+    result_summary: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    result_full: Mapped[str] = mapped_column(Text, nullable=False)
+    result_length: Mapped[int] = mapped_column(Integer, nullable=False)
+    sources: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class SystemSettingsTable(Base):
+    __tablename__ = "system_settings"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSONType, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

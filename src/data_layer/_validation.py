@@ -1,0 +1,306 @@
+"""Validation and normalisation of everything that reaches the data layer from outside.
+
+Each function raises :class:`InvalidInputError` with a message that names the argument and says
+what is allowed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ._errors import InvalidInputError
+from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, KeywordInput, MemoryType
+from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
+
+#: Seed 000 section 6.2: each memory's content holds at most 100 KB (UTF-8 bytes); the rest is cut.
+MAX_CONTENT_BYTES = 100 * 1024
+MAX_SUMMARY_CHARS = 2000
+MAX_MESSAGE_BYTES = 1024 * 1024
+MAX_KEYWORD_CHARS = 100
+SUMMARY_DEFAULT_CHARS = 120
+
+#: Keys are placeholder-safe: letters (any script), digits, ``_`` and ``-`` (``[memory:KEY]``).
+MEMORY_KEY_PATTERN = re.compile(r"[\w-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def scope_id(value: object, *, name: str, optional: bool = False) -> str | None:
+    """Normalise a user, friend, thread or conversation id to ``str``.
+
+    Accepts ``str`` and ``int`` (``7`` and ``"7"`` are the same id); rejects ``bool``, floats,
+    empty strings, control characters and ids longer than 128 characters.
+    """
+    if value is None:
+        if optional:
+            return None
+        raise InvalidInputError(f"{name} is required (a str or int id)")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError(f"{name} must be a str or int id, got {type(value).__name__}")
+    text = str(value)
+    if not text or text.strip() != text:
+        raise InvalidInputError(f"{name} must be a non-empty id without surrounding spaces, got {text!r}")
+    if len(text) > SCOPE_ID_LENGTH:
+        raise InvalidInputError(f"{name} is {len(text)} characters long; at most {SCOPE_ID_LENGTH} allowed")
+    if _CONTROL.search(text):
+        raise InvalidInputError(f"{name} must not contain control characters")
+    return text
+
+
+def user_id(value: object) -> str:
+    """A required user id (see :func:`scope_id`)."""
+    result = scope_id(value, name="user_id")
+    assert result is not None
+    return result
+
+
+def memory_key(value: object) -> str:
+    """A memory key: 1-255 characters of letters (any script), digits, ``_`` or ``-``."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"memory_key must be a str, got {type(value).__name__}")
+    if not value:
+        raise InvalidInputError("memory_key must not be empty")
+    if len(value) > MEMORY_KEY_LENGTH:
+        raise InvalidInputError(f"memory_key is {len(value)} characters long; at most {MEMORY_KEY_LENGTH}")
+    if not MEMORY_KEY_PATTERN.fullmatch(value):
+        raise InvalidInputError(
+            f"memory_key {value!r} may only hold letters, digits, '_' and '-' "
+            "(so that [memory:KEY] placeholders can name it)"
+        )
+    return value
+
+
+def memory_type(value: object) -> str:
+    """One of :class:`MemoryType`'s values."""
+    allowed = [m.value for m in MemoryType]
+    if isinstance(value, MemoryType):
+        return value.value
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidInputError(f"unknown memory_type {value!r}; use one of: {', '.join(allowed)}")
+    return value
+
+
+def memory_types(values: object) -> list[str] | None:
+    """An optional, non-empty list of memory types."""
+    if values is None:
+        return None
+    if isinstance(values, str) or not isinstance(values, list | tuple | set | frozenset):
+        raise InvalidInputError("memory_types must be a list of memory type names")
+    if not values:
+        raise InvalidInputError("memory_types must not be empty; pass None for all types")
+    return [memory_type(v) for v in values]
+
+
+def text_field(value: object, *, name: str) -> str:
+    """A required ``str`` (may be empty only where the caller allows it)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes without splitting a character.
+
+    Returns the cut text and the original size in bytes.
+    """
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text, len(raw)
+    return raw[:max_bytes].decode("utf-8", errors="ignore"), len(raw)
+
+
+def content_and_metadata(content: object, metadata: object, *, on_oversize: str) -> tuple[str, dict[str, Any]]:
+    """Validate content and metadata; cut content over 100 KB and record that in the metadata.
+
+    With ``on_oversize="error"`` oversized content is refused instead.
+    """
+    text = text_field(content, name="content")
+    meta = json_object(metadata, name="metadata")
+    cut, size = truncate_utf8(text, MAX_CONTENT_BYTES)
+    if size > MAX_CONTENT_BYTES:
+        if on_oversize == "error":
+            raise InvalidInputError(
+                f"content is {size} bytes; at most {MAX_CONTENT_BYTES} allowed. Store the full text "
+                "elsewhere (for tool output: the tool-result archive) or pass on_oversize='truncate'"
+            )
+        if on_oversize != "truncate":
+            raise InvalidInputError("on_oversize must be 'truncate' or 'error'")
+        meta = {
+            **meta,
+            "truncation": {
+                "original_bytes": size,
+                "kept_bytes": len(cut.encode("utf-8")),
+                "limit_bytes": MAX_CONTENT_BYTES,
+            },
+        }
+        return cut, meta
+    if on_oversize not in ("truncate", "error"):
+        raise InvalidInputError("on_oversize must be 'truncate' or 'error'")
+    return text, meta
+
+
+def summary(value: object, content: str) -> str:
+    """The given summary, or the first sentence of the content (at most 120 characters)."""
+    if value is None:
+        return default_summary(content)
+    text = text_field(value, name="summary").strip()
+    if len(text) > MAX_SUMMARY_CHARS:
+        raise InvalidInputError(
+            f"summary is {len(text)} characters; at most {MAX_SUMMARY_CHARS}. Put details in content"
+        )
+    return text or default_summary(content)
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s|\n")
+
+
+def default_summary(content: str) -> str:
+    """An extractive summary: the first sentence or line of ``content``, at most 120 characters."""
+    stripped = " ".join(content.split())
+    if not stripped:
+        return ""
+    first = _SENTENCE_END.split(stripped, maxsplit=1)[0].strip() or stripped
+    if len(first) > SUMMARY_DEFAULT_CHARS:
+        return first[: SUMMARY_DEFAULT_CHARS - 1] + "…"
+    return first
+
+
+def json_object(value: object, *, name: str) -> dict[str, Any]:
+    """A JSON-serialisable mapping with string keys (``None`` becomes ``{}``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{name} must be a mapping (dict), got {type(value).__name__}")
+    try:
+        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}") from None
+    decoded: dict[str, Any] = json.loads(encoded)
+    return decoded
+
+
+def aware_datetime(value: object, *, name: str, optional: bool = True) -> datetime | None:
+    """A timezone-aware datetime, converted to UTC."""
+    if value is None:
+        if optional:
+            return None
+        raise InvalidInputError(f"{name} is required")
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(
+            f"{name} must be timezone-aware (for example datetime.now(timezone.utc)); got a naive datetime"
+        )
+    return value.astimezone(UTC)
+
+
+def time_range(since: object, until: object) -> tuple[datetime | None, datetime | None]:
+    """An optional ``[since, until)`` range with ``since <= until``."""
+    lo = aware_datetime(since, name="since")
+    hi = aware_datetime(until, name="until")
+    if lo is not None and hi is not None and lo > hi:
+        raise InvalidInputError(f"since ({lo.isoformat()}) is after until ({hi.isoformat()})")
+    return lo, hi
+
+
+def bounded_int(value: object, *, name: str, low: int, high: int) -> int:
+    """An ``int`` in ``[low, high]`` (``bool`` is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidInputError(f"{name}={value} is out of range; use {low} to {high}")
+    return value
+
+
+def unit_float(value: object, *, name: str) -> float:
+    """A finite number in ``[0, 1]``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{name} must be a number in 0-1, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"{name}={value} is out of range; use a number from 0 to 1")
+    return number
+
+
+def keyword_text(value: object) -> str:
+    """A keyword: non-empty after stripping and lower-casing, at most 100 characters."""
+    text = text_field(value, name="keyword").strip().lower()
+    if not text:
+        raise InvalidInputError("keyword must not be empty")
+    if len(text) > MAX_KEYWORD_CHARS:
+        raise InvalidInputError(f"keyword is {len(text)} characters; at most {MAX_KEYWORD_CHARS}")
+    if _CONTROL.search(text):
+        raise InvalidInputError("keyword must not contain control characters")
+    return text
+
+
+def keyword_inputs(values: object) -> tuple[KeywordInput, ...]:
+    """Keywords given as ``KeywordInput``, ``(keyword, weight)`` pairs or plain strings; deduplicated."""
+    if values is None:
+        return ()
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise InvalidInputError("keywords must be a list of str, (keyword, weight) or KeywordInput")
+    seen: dict[str, KeywordInput] = {}
+    for item in values:
+        if isinstance(item, KeywordInput):
+            kw, weight, source = item.keyword, item.weight, item.source
+        elif isinstance(item, str):
+            kw, weight, source = item, 1.0, "user_tag"
+        elif isinstance(item, tuple) and len(item) == 2:
+            kw, weight, source = item[0], item[1], "user_tag"
+        else:
+            raise InvalidInputError(f"cannot read keyword {item!r}; use str, (keyword, weight) or KeywordInput")
+        if source not in KEYWORD_SOURCES:
+            raise InvalidInputError(f"keyword source {source!r} unknown; use one of {KEYWORD_SOURCES}")
+        norm = keyword_text(kw)
+        w = unit_float(weight, name=f"weight of keyword {norm!r}")
+        previous = seen.get(norm)
+        if previous is None or previous.weight < w:
+            seen[norm] = KeywordInput(norm, w, source)
+    return tuple(seen.values())
+
+
+def message_role(value: object) -> str:
+    """One of ``user``, ``assistant``, ``system``, ``tool``."""
+    if value not in MESSAGE_ROLES:
+        raise InvalidInputError(f"role {value!r} unknown; use one of: {', '.join(MESSAGE_ROLES)}")
+    return str(value)
+
+
+def message_content(value: object) -> str:
+    """Message text, at most 1 MiB (UTF-8). Larger text belongs in the tool-result archive."""
+    text = text_field(value, name="content")
+    size = len(text.encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
+        raise InvalidInputError(
+            f"message content is {size} bytes; at most {MAX_MESSAGE_BYTES}. Archive large tool output instead"
+        )
+    return text
+
+
+def encode_cursor(parts: list[Any]) -> str:
+    """An opaque cursor for keyset pagination."""
+    return base64.urlsafe_b64encode(json.dumps(parts, separators=(",", ":")).encode()).decode()
+
+
+def decode_cursor(cursor: object, *, kinds: tuple[type, ...]) -> list[Any]:
+    """Read a cursor produced by :func:`encode_cursor`; the parts must have the given types."""
+    if not isinstance(cursor, str):
+        raise InvalidInputError("cursor must be the str returned as next_cursor by a previous page")
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged") from None
+    if (
+        not isinstance(parts, list)
+        or len(parts) != len(kinds)
+        or not all(isinstance(p, k) for p, k in zip(parts, kinds, strict=True))
+    ):
+        raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged")
+    return parts

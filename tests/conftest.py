@@ -1,0 +1,130 @@
+"""Shared fixtures: a real SQLite file and a real PostgreSQL database for every backend-aware test.
+
+PostgreSQL: a database ``afm_test_<random>`` is created on the server named by
+``AGENT_MEMORY_TEST_PG_URL`` (default: the local server, user postgres) for the test session,
+migrated once, emptied after each test and dropped at the end. When the server cannot be reached
+the PostgreSQL tests are skipped locally, and fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from data_layer import AgentFusionDataLayer, upgrade
+
+PG_ADMIN_URL = os.environ.get("AGENT_MEMORY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+TABLES = [
+    "agent_memory_keywords",
+    "keyword_synonyms",
+    "agent_memories",
+    "chat_messages",
+    "tool_result_archive",
+    "system_settings",
+]
+
+
+def _conninfo(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"PostgreSQL is required under CI=true but unreachable: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL unreachable ({reason}); set AGENT_MEMORY_TEST_PG_URL")
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> str:
+    """The admin URL, after checking the server answers."""
+    try:
+        with psycopg.connect(_conninfo(PG_ADMIN_URL), connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        _pg_unavailable(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    return PG_ADMIN_URL
+
+
+def create_pg_database(admin_url: str) -> str:
+    """Create an empty database; returns its URL."""
+    name = f"afm_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(_conninfo(admin_url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_database(admin_url: str, url: str) -> None:
+    name = make_url(url).database
+    with psycopg.connect(_conninfo(admin_url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_session_url(pg_admin_url: str) -> Iterator[str]:
+    """One migrated PostgreSQL database for the whole test session."""
+    url = create_pg_database(pg_admin_url)
+    try:
+        asyncio.run(upgrade(url))
+        yield url
+    finally:
+        drop_pg_database(pg_admin_url, url)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file that each test copies."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    asyncio.run(upgrade(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture
+def fresh_pg_url(pg_admin_url: str) -> Iterator[str]:
+    """An empty (unmigrated) PostgreSQL database of its own, dropped after the test."""
+    url = create_pg_database(pg_admin_url)
+    try:
+        yield url
+    finally:
+        drop_pg_database(pg_admin_url, url)
+
+
+def _truncate(url: str) -> None:
+    with psycopg.connect(_conninfo(url), autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Runs the test once on SQLite and once on PostgreSQL."""
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty database of the test's backend."""
+    if backend == "sqlite":
+        path = tmp_path / "memory.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    url = request.getfixturevalue("pg_session_url")
+    _truncate(url)
+    try:
+        yield url
+    finally:
+        _truncate(url)
+
+
+@pytest.fixture
+async def layer(db_url: str) -> AsyncIterator[AgentFusionDataLayer]:
+    """The data layer on a migrated, empty database of the test's backend."""
+    async with AgentFusionDataLayer(db_url) as dl:
+        yield dl
