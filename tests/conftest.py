@@ -23,6 +23,8 @@ from data_layer import AgentFusionDataLayer, upgrade
 
 PG_ADMIN_URL = os.environ.get("AGENT_MEMORY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 TABLES = [
+    "agent_memory_search_index",
+    "memory_index_state",
     "agent_memory_keywords",
     "keyword_synonyms",
     "agent_memories",

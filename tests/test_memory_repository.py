@@ -9,6 +9,7 @@ import pytest
 from data_layer import (
     AgentFusionDataLayer,
     KeywordInput,
+    MemoryAnalysis,
     MemoryNotFoundError,
     NewMemory,
 )
@@ -166,19 +167,82 @@ async def test_keyword_crud(layer: AgentFusionDataLayer) -> None:
         await layer.memory.get_keywords(user_id="u1", memory_key="missing")
 
 
-async def test_keyword_provider_runs_on_write(layer: AgentFusionDataLayer) -> None:
-    seen = []
+class _SplitAnalyzer:
+    """A tiny analyzer for the tests: words of the content become keywords and tokens."""
 
-    def provider(draft):  # type: ignore[no-untyped-def]
-        seen.append(draft.memory_key)
-        return [KeywordInput(w, 0.5) for w in draft.content.split()]
+    name = "split-v1"
 
-    layer.memory.set_keyword_provider(provider)
-    rec = await layer.memory.add(user_id="u1", memory_key="k", content="alpha beta", keywords=["tag"])
-    assert seen == ["k"]
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def analyze(self, drafts):  # type: ignore[no-untyped-def]
+        self.seen.extend(d.memory_key for d in drafts)
+        return [
+            MemoryAnalysis(
+                analyzer=self.name,
+                tokens=d.content.lower(),
+                keywords=tuple(KeywordInput(w, 0.5) for w in d.content.split()),
+            )
+            for d in drafts
+        ]
+
+
+async def test_analyzer_runs_on_write_and_its_output_is_stored(layer: AgentFusionDataLayer) -> None:
+    analyzer = _SplitAnalyzer()
+    layer.memory.set_analyzer(analyzer)
+    rec = await layer.memory.add(user_id="u1", memory_key="k", content="Alpha beta", keywords=["tag"])
+    assert analyzer.seen == ["k"]
     assert rec.needs_keyword_extraction is False
     kws = {k.keyword: k.extraction_source for k in await layer.memory.get_keywords(user_id="u1", memory_key="k")}
     assert kws == {"tag": "user_tag", "alpha": "system", "beta": "system"}
+    rows = await layer.memory.index_rows(user_id="u1")
+    assert [(r.memory_key, r.analyzer, r.tokens) for r in rows] == [("k", "split-v1", "alpha beta")]
+    assert set(rows[0].keywords) == {("tag", 1.0), ("alpha", 0.5), ("beta", 0.5)}
+
+
+async def test_every_write_bumps_the_revision(layer: AgentFusionDataLayer) -> None:
+    state = await layer.memory.index_state(user_id="u1")
+    assert state.revision == 0
+    await layer.memory.add(user_id="u1", memory_key="a", content="x")
+    await layer.memory.add(user_id="u1", memory_key="b", content="y")
+    s1 = await layer.memory.index_state(user_id="u1")
+    assert s1.revision == 2
+    changed = await layer.memory.index_rows(user_id="u1", after_revision=1)
+    assert [r.memory_key for r in changed] == ["b"]
+    await layer.memory.add_keywords(user_id="u1", memory_key="a", keywords=["kw"])
+    assert [r.memory_key for r in await layer.memory.index_rows(user_id="u1", after_revision=2)] == ["a"]
+    await layer.memory.delete(user_id="u1", memory_key="a")
+    deleted = await layer.memory.index_rows(user_id="u1", after_revision=3)
+    assert [(r.memory_key, r.is_active) for r in deleted] == [("a", False)]
+    await layer.memory.delete(user_id="u1", memory_key="b", hard=True)
+    s2 = await layer.memory.index_state(user_id="u1")
+    assert s2.revision == 5 and s2.hard_delete_revision == 5
+    assert await layer.memory.active_ids(user_id="u1") == set()
+    await layer.memory.add_synonym("db", "database")
+    assert (await layer.memory.index_state(user_id="u1")).vocabulary_revision == 1
+    assert (await layer.memory.index_state(user_id="u2")).revision == 0, "other users are untouched"
+
+
+async def test_pending_analysis_and_store_analysis(layer: AgentFusionDataLayer) -> None:
+    await layer.memory.add_many(user_id="u1", memories=[NewMemory("a", "one two"), NewMemory("b", "three")])
+    pending = await layer.memory.pending_analysis(user_id="u1", analyzer="split-v1")
+    assert {p.memory_key for p in pending} == {"a", "b"}
+    analyzer = _SplitAnalyzer()
+    drafts_by_id = {p.id: p for p in pending}
+    analyses = [
+        (mid, MemoryAnalysis(analyzer="split-v1", tokens=rec.content, keywords=(KeywordInput("w", 0.4),)))
+        for mid, rec in drafts_by_id.items()
+    ]
+    assert await layer.memory.store_analysis(user_id="u1", analyses=analyses) == 2
+    assert await layer.memory.pending_analysis(user_id="u1", analyzer="split-v1") == []
+    assert len(await layer.memory.pending_analysis(user_id="u1", analyzer="split-v2")) == 2
+    assert analyzer.seen == []
+    blob = b"\x00" * 16
+    first = next(iter(drafts_by_id))
+    assert await layer.memory.store_embeddings(user_id="u1", embedder="e1", vectors=[(first, blob)]) == 1
+    assert await layer.memory.store_embeddings(user_id="u2", embedder="e1", vectors=[(first, blob)]) == 0
+    row = next(r for r in await layer.memory.index_rows(user_id="u1") if r.id == first)
+    assert (row.embedder, row.embedding) == ("e1", blob)
 
 
 async def test_pending_keyword_extraction_and_backfill(layer: AgentFusionDataLayer) -> None:

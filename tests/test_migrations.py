@@ -36,6 +36,8 @@ EXPECTED = {
     "chat_messages",
     "tool_result_archive",
     "system_settings",
+    "memory_index_state",
+    "agent_memory_search_index",
 }
 
 
@@ -55,7 +57,12 @@ async def test_upgrade_downgrade_upgrade_round_trip(blank_url: str) -> None:
 
 async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: str) -> None:
     await upgrade(blank_url, "0001_base_schema")
-    assert await _tables(blank_url) == EXPECTED - {"agent_memory_keywords", "keyword_synonyms"}
+    assert await _tables(blank_url) == EXPECTED - {
+        "agent_memory_keywords",
+        "keyword_synonyms",
+        "memory_index_state",
+        "agent_memory_search_index",
+    }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(
         "INSERT INTO agent_memories (id, memory_key, user_id, memory_type, summary, content, content_metadata,"

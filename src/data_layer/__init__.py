@@ -17,13 +17,17 @@ from ._errors import (
     UnsupportedDatabaseURLError,
 )
 from ._facade import AgentFusionDataLayer
-from ._memory_repo import ChangeListener, KeywordProvider, MemoryRepository, NewMemory
+from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._records import (
     ArchiveRecord,
+    IndexRow,
+    IndexState,
     KeywordInput,
     KeywordRecord,
+    MemoryAnalysis,
+    MemoryAnalyzer,
     MemoryDraft,
     MemoryRecord,
     MemoryType,
@@ -48,10 +52,13 @@ __all__ = [
     "DataLayerError",
     "Database",
     "DuplicateMemoryKeyError",
+    "IndexRow",
+    "IndexState",
     "InvalidInputError",
     "KeywordInput",
-    "KeywordProvider",
     "KeywordRecord",
+    "MemoryAnalysis",
+    "MemoryAnalyzer",
     "MemoryDraft",
     "MemoryNotFoundError",
     "MemoryRecallSettings",

@@ -1,7 +1,8 @@
-"""Memories, their keywords and the keyword synonyms.
+"""Memories: add, upsert, read, list, delete. Keyword, synonym and index operations are mixed in from
+``_keyword_ops`` and ``_index_ops`` so that ``layer.memory`` offers them all.
 
 Every method takes ``user_id`` and touches only that user's rows; there is no call that reads across
-users. The synonym table is shared vocabulary (seed 002 section 3.2.2) and holds no user data.
+users. Every write bumps the user's revision (``memory_index_state``) in the same transaction.
 """
 
 from __future__ import annotations
@@ -16,27 +17,19 @@ from sqlalchemy import Select, and_, delete, func, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from . import _revision
 from . import _validation as v
-from ._dialect import insert_ignoring, insert_updating
 from ._engine import Database
-from ._errors import DuplicateMemoryKeyError, InvalidInputError, MemoryNotFoundError
-from ._records import (
-    KeywordInput,
-    KeywordRecord,
-    MemoryDraft,
-    MemoryRecord,
-    Page,
-    SynonymRecord,
-    UpsertResult,
-)
-from ._tables import AgentMemoryKeywordsTable, AgentMemoryTable, KeywordSynonymsTable
+from ._errors import DuplicateMemoryKeyError, InvalidInputError
+from ._index_ops import IndexOpsMixin
+from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord, Page, UpsertResult
+from ._rows import keyword_rows, record_of
+from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
 
 OnOversize = Literal["truncate", "error"]
 OnConflict = Literal["error", "replace", "skip"]
 
-#: Computes keywords for a memory about to be written (installed by the search layer).
-KeywordProvider = Callable[[MemoryDraft], Sequence[KeywordInput]]
 #: Called after a commit that changed a user's memories, with the user id.
 ChangeListener = Callable[[str], None]
 
@@ -55,29 +48,6 @@ class NewMemory:
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None
     keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None
-
-
-def _record(row: AgentMemoryTable) -> MemoryRecord:
-    return MemoryRecord(
-        id=row.id,
-        memory_key=row.memory_key,
-        user_id=row.user_id,
-        friend_id=row.friend_id,
-        memory_type=row.memory_type,
-        summary=row.summary,
-        content=row.content,
-        metadata=dict(row.content_metadata or {}),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        last_accessed_at=row.last_accessed_at,
-        access_count=row.access_count,
-        is_active=row.is_active,
-        needs_keyword_extraction=row.needs_keyword_extraction,
-    )
-
-
-def _score(value: float | None) -> float:
-    return 0.8 if value is None else value
 
 
 def _from_values(values: dict[str, Any]) -> MemoryRecord:
@@ -99,8 +69,15 @@ def _from_values(values: dict[str, Any]) -> MemoryRecord:
     )
 
 
-class MemoryRepository:
-    """Reads and writes ``agent_memories``, ``agent_memory_keywords`` and ``keyword_synonyms``.
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    draft: MemoryDraft
+    keywords: list[KeywordInput]
+    analysis: MemoryAnalysis | None
+
+
+class MemoryRepository(IndexOpsMixin):
+    """Reads and writes ``agent_memories`` and what hangs off it (keywords, synonyms, search index).
 
     >>> rec = await layer.memory.add(user_id="u1", memory_key="db-config-001",
     ...                              content='{"host": "localhost"}', summary="MySQL config")  # doctest: +SKIP
@@ -110,14 +87,19 @@ class MemoryRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._keyword_provider: KeywordProvider | None = None
+        self._analyzer: MemoryAnalyzer | None = None
         self._listeners: list[ChangeListener] = []
 
     # -- hooks -----------------------------------------------------------------------------------
 
-    def set_keyword_provider(self, provider: KeywordProvider | None) -> None:
-        """Compute keywords on every write with ``provider`` (``None``: mark memories for backfill)."""
-        self._keyword_provider = provider
+    @property
+    def analyzer(self) -> MemoryAnalyzer | None:
+        """The analyzer run on every write (``None``: memories wait for a keyword backfill)."""
+        return self._analyzer
+
+    def set_analyzer(self, analyzer: MemoryAnalyzer | None) -> None:
+        """Compute keywords and search tokens on every write with ``analyzer``."""
+        self._analyzer = analyzer
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(user_id)`` after every committed change to that user's memories."""
@@ -144,18 +126,24 @@ class MemoryRepository:
             keywords=v.keyword_inputs(item.keywords),
         )
 
-    def _keywords_for(self, draft: MemoryDraft) -> tuple[list[KeywordInput], bool]:
-        """The keywords to store and whether extraction is still pending."""
-        merged: dict[str, KeywordInput] = {k.keyword: k for k in draft.keywords}
-        if self._keyword_provider is None:
-            return list(merged.values()), True
-        for kw in v.keyword_inputs(list(self._keyword_provider(draft))):
-            if kw.keyword not in merged:
-                merged[kw.keyword] = kw
-        return list(merged.values()), False
+    def _prepare(self, drafts: Sequence[MemoryDraft]) -> list[_Prepared]:
+        """Run the analyzer (outside any transaction) and merge its keywords under the user tags."""
+        if self._analyzer is None:
+            return [_Prepared(d, list(d.keywords), None) for d in drafts]
+        analyses = self._analyzer.analyze(drafts)
+        if len(analyses) != len(drafts):
+            raise RuntimeError("the memory analyzer returned a different number of analyses than drafts")
+        prepared = []
+        for draft, analysis in zip(drafts, analyses, strict=True):
+            merged: dict[str, KeywordInput] = {k.keyword: k for k in draft.keywords}
+            for kw in v.keyword_inputs(list(analysis.keywords)):
+                merged.setdefault(kw.keyword, kw)
+            prepared.append(_Prepared(draft, list(merged.values()), analysis))
+        return prepared
 
     @staticmethod
-    def _row_values(draft: MemoryDraft, *, pending: bool, memory_id: uuid.UUID) -> dict[str, Any]:
+    def _row_values(item: _Prepared, *, memory_id: uuid.UUID, revision: int) -> dict[str, Any]:
+        draft = item.draft
         return {
             "id": memory_id,
             "memory_key": draft.memory_key,
@@ -170,22 +158,20 @@ class MemoryRepository:
             "last_accessed_at": None,
             "access_count": 0,
             "is_active": True,
-            "needs_keyword_extraction": pending,
+            "needs_keyword_extraction": item.analysis is None,
+            "revision": revision,
         }
 
     @staticmethod
-    def _keyword_rows(memory_id: uuid.UUID, keywords: Sequence[KeywordInput]) -> list[dict[str, Any]]:
-        now = utcnow()
-        return [
-            {
-                "memory_id": memory_id,
-                "keyword": k.keyword,
-                "weight": k.weight,
-                "extraction_source": k.source,
-                "created_at": now,
-            }
-            for k in keywords
-        ]
+    def _index_row(memory_id: uuid.UUID, analysis: MemoryAnalysis) -> dict[str, Any]:
+        return {
+            "memory_id": memory_id,
+            "analyzer": analysis.analyzer,
+            "tokens": analysis.tokens,
+            "embedder": analysis.embedder,
+            "embedding": analysis.embedding,
+            "updated_at": utcnow(),
+        }
 
     async def add(
         self,
@@ -251,25 +237,29 @@ class MemoryRepository:
             raise InvalidInputError(f"memory_key {dup!r} appears twice in one batch")
         if not drafts:
             return []
-        prepared = [(d, *self._keywords_for(d)) for d in drafts]
+        prepared = self._prepare(drafts)
         async with self._db.write() as session:
             existing = await self._existing(session, uid, keys)
             if existing and on_conflict == "error":
                 key = next(k for k in keys if k in existing)
                 raise DuplicateMemoryKeyError(key, inactive=not existing[key].is_active)
+            revision = await _revision.bump(session, self._db.backend, uid)
             memory_rows: list[dict[str, Any]] = []
-            keyword_rows: list[dict[str, Any]] = []
+            kw_rows: list[dict[str, Any]] = []
+            index_rows: list[dict[str, Any]] = []
             written: list[MemoryRecord] = []
-            for draft, kws, pending in prepared:
-                old = existing.get(draft.memory_key)
+            for item in prepared:
+                old = existing.get(item.draft.memory_key)
                 if old is not None:
                     if on_conflict == "skip":
                         continue
-                    values = await self._replace(session, old, draft, kws, pending)
+                    values = await self._replace(session, old, item, revision=revision)
                 else:
-                    values = self._row_values(draft, pending=pending, memory_id=uuid.uuid4())
+                    values = self._row_values(item, memory_id=uuid.uuid4(), revision=revision)
                     memory_rows.append(values)
-                    keyword_rows.extend(self._keyword_rows(values["id"], kws))
+                    kw_rows.extend(keyword_rows(values["id"], item.keywords))
+                    if item.analysis is not None:
+                        index_rows.append(self._index_row(values["id"], item.analysis))
                 written.append(_from_values(values))
             if memory_rows:
                 try:
@@ -278,8 +268,10 @@ class MemoryRepository:
                     # Another writer took one of the keys between our check and the insert.
                     taken = ", ".join(sorted(r["memory_key"] for r in memory_rows))
                     raise DuplicateMemoryKeyError(taken[:200], inactive=False) from None
-            if keyword_rows:
-                await session.execute(AgentMemoryKeywordsTable.__table__.insert(), keyword_rows)
+            if kw_rows:
+                await session.execute(AgentMemoryKeywordsTable.__table__.insert(), kw_rows)
+            if index_rows:
+                await session.execute(AgentMemorySearchIndexTable.__table__.insert(), index_rows)
         self._changed(uid)
         return written
 
@@ -313,25 +305,30 @@ class MemoryRepository:
             created_at=created_at,
             keywords=keywords,
         )
-        draft = self._draft(uid, item, on_oversize=on_oversize)
-        kws, pending = self._keywords_for(draft)
+        prepared = self._prepare([self._draft(uid, item, on_oversize=on_oversize)])[0]
         for attempt in range(2):
             try:
                 async with self._db.write() as session:
-                    existing = (await self._existing(session, uid, [draft.memory_key])).get(draft.memory_key)
+                    existing = (await self._existing(session, uid, [memory_key])).get(memory_key)
+                    revision = await _revision.bump(session, self._db.backend, uid)
                     if existing is not None:
                         values = await self._replace(
-                            session, existing, draft, kws, pending, keep_created=created_at is None
+                            session, existing, prepared, revision=revision, keep_created=created_at is None
                         )
                         created = False
                     else:
-                        values = self._row_values(draft, pending=pending, memory_id=uuid.uuid4())
+                        values = self._row_values(prepared, memory_id=uuid.uuid4(), revision=revision)
                         created = True
                         await session.execute(AgentMemoryTable.__table__.insert(), [values])
-                        if kws:
+                        if prepared.keywords:
                             await session.execute(
                                 AgentMemoryKeywordsTable.__table__.insert(),
-                                self._keyword_rows(values["id"], kws),
+                                keyword_rows(values["id"], prepared.keywords),
+                            )
+                        if prepared.analysis is not None:
+                            await session.execute(
+                                AgentMemorySearchIndexTable.__table__.insert(),
+                                [self._index_row(values["id"], prepared.analysis)],
                             )
                 break
             except IntegrityError:
@@ -344,14 +341,13 @@ class MemoryRepository:
         self,
         session: AsyncSession,
         old: AgentMemoryTable,
-        draft: MemoryDraft,
-        kws: Sequence[KeywordInput],
-        pending: bool,
+        item: _Prepared,
         *,
+        revision: int,
         keep_created: bool = False,
     ) -> dict[str, Any]:
-        """Overwrite ``old`` with ``draft``; returns the row's new values."""
-        values = self._row_values(draft, pending=pending, memory_id=old.id)
+        """Overwrite ``old`` with ``item``; returns the row's new values."""
+        values = self._row_values(item, memory_id=old.id, revision=revision)
         if keep_created:
             values["created_at"] = old.created_at
         await session.execute(
@@ -360,8 +356,15 @@ class MemoryRepository:
             .values(**{k: val for k, val in values.items() if k != "id"})
         )
         await session.execute(delete(AgentMemoryKeywordsTable).where(AgentMemoryKeywordsTable.memory_id == old.id))
-        if kws:
-            await session.execute(AgentMemoryKeywordsTable.__table__.insert(), self._keyword_rows(old.id, kws))
+        await session.execute(
+            delete(AgentMemorySearchIndexTable).where(AgentMemorySearchIndexTable.memory_id == old.id)
+        )
+        if item.keywords:
+            await session.execute(AgentMemoryKeywordsTable.__table__.insert(), keyword_rows(old.id, item.keywords))
+        if item.analysis is not None:
+            await session.execute(
+                AgentMemorySearchIndexTable.__table__.insert(), [self._index_row(old.id, item.analysis)]
+            )
         return values
 
     @staticmethod
@@ -375,17 +378,6 @@ class MemoryRepository:
             found.update({r.memory_key: r for r in rows})
         return found
 
-    @staticmethod
-    async def _by_ids(session: AsyncSession, ids: Sequence[uuid.UUID]) -> list[AgentMemoryTable]:
-        rows: list[AgentMemoryTable] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            result = await session.scalars(
-                select(AgentMemoryTable).where(AgentMemoryTable.id.in_(chunk)).execution_options(populate_existing=True)
-            )
-            rows.extend(result)
-        return rows
-
     async def delete(self, *, user_id: str | int, memory_key: str, hard: bool = False) -> bool:
         """Soft-delete (``is_active = False``) the user's memory; ``hard=True`` removes the row.
 
@@ -396,17 +388,23 @@ class MemoryRepository:
         async with self._db.write() as session:
             where = and_(AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key == key)
             if hard:
-                result = await session.execute(delete(AgentMemoryTable).where(where))
+                target = await session.scalar(select(AgentMemoryTable.id).where(where))
+                if target is None:
+                    return False
+                await _revision.bump(session, self._db.backend, uid, hard_delete=True)
+                await session.execute(delete(AgentMemoryTable).where(AgentMemoryTable.id == target))
             else:
-                result = await session.execute(
+                target = await session.scalar(select(AgentMemoryTable.id).where(where, AgentMemoryTable.is_active))
+                if target is None:
+                    return False
+                revision = await _revision.bump(session, self._db.backend, uid)
+                await session.execute(
                     update(AgentMemoryTable)
-                    .where(where, AgentMemoryTable.is_active.is_(True))
-                    .values(is_active=False, updated_at=utcnow())
+                    .where(AgentMemoryTable.id == target)
+                    .values(is_active=False, updated_at=utcnow(), revision=revision)
                 )
-        changed = bool(result.rowcount)  # type: ignore[attr-defined]
-        if changed:
-            self._changed(uid)
-        return changed
+        self._changed(uid)
+        return True
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -425,7 +423,7 @@ class MemoryRepository:
         if not touch:
             async with self._db.read() as session:
                 row = await session.scalar(select(AgentMemoryTable).where(*conditions))
-            return _record(row) if row is not None else None
+            return record_of(row) if row is not None else None
         async with self._db.write() as session:
             await session.execute(
                 update(AgentMemoryTable)
@@ -435,7 +433,7 @@ class MemoryRepository:
             row = await session.scalar(
                 select(AgentMemoryTable).where(*conditions).execution_options(populate_existing=True)
             )
-        return _record(row) if row is not None else None
+        return record_of(row) if row is not None else None
 
     async def get_many(
         self, *, user_id: str | int, memory_keys: Sequence[str], include_inactive: bool = False
@@ -447,15 +445,24 @@ class MemoryRepository:
         keys = [v.memory_key(k) for k in memory_keys]
         async with self._db.read() as session:
             found = await self._existing(session, uid, keys)
-        return {k: _record(r) for k, r in found.items() if include_inactive or r.is_active}
+        return {k: record_of(r) for k, r in found.items() if include_inactive or r.is_active}
 
     async def get_by_ids(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The user's active memories with these ids, in the given order (others are left out)."""
         uid = v.user_id(user_id)
+        wanted = list(ids)
+        by_id: dict[uuid.UUID, MemoryRecord] = {}
         async with self._db.read() as session:
-            rows = await self._by_ids(session, list(ids))
-        by_id = {r.id: r for r in rows if r.user_id == uid and r.is_active}
-        return [_record(by_id[i]) for i in ids if i in by_id]
+            for start in range(0, len(wanted), 500):
+                rows = await session.scalars(
+                    select(AgentMemoryTable).where(
+                        AgentMemoryTable.user_id == uid,
+                        AgentMemoryTable.is_active.is_(True),
+                        AgentMemoryTable.id.in_(wanted[start : start + 500]),
+                    )
+                )
+                by_id.update({r.id: record_of(r) for r in rows})
+        return [by_id[i] for i in wanted if i in by_id]
 
     def _filtered(
         self,
@@ -519,14 +526,15 @@ class MemoryRepository:
         )
         if cursor is not None:
             at_iso, at_id = v.decode_cursor(cursor, kinds=(str, str))
-            at = datetime.fromisoformat(at_iso)
-            stmt = stmt.where(
-                tuple_(AgentMemoryTable.created_at, AgentMemoryTable.id) < tuple_(at, uuid.UUID(at_id))  # type: ignore[arg-type]
-            )
+            try:
+                bound = tuple_(datetime.fromisoformat(at_iso), uuid.UUID(at_id))  # type: ignore[arg-type]
+            except ValueError:
+                raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged") from None
+            stmt = stmt.where(tuple_(AgentMemoryTable.created_at, AgentMemoryTable.id) < bound)
         stmt = stmt.order_by(AgentMemoryTable.created_at.desc(), AgentMemoryTable.id.desc()).limit(size + 1)
         async with self._db.read() as session:
             rows = list(await session.scalars(stmt))
-        items = [_record(r) for r in rows[:size]]
+        items = [record_of(r) for r in rows[:size]]
         next_cursor = None
         if len(rows) > size:
             last = items[-1]
@@ -556,241 +564,3 @@ class MemoryRepository:
         async with self._db.read() as session:
             total = await session.scalar(select(func.count()).select_from(stmt.subquery()))
         return int(total or 0)
-
-    # -- keywords ----------------------------------------------------------------------------------
-
-    async def _memory_id(self, session: AsyncSession, uid: str, key: str) -> uuid.UUID:
-        memory_id = await session.scalar(
-            select(AgentMemoryTable.id).where(
-                AgentMemoryTable.user_id == uid,
-                AgentMemoryTable.memory_key == key,
-                AgentMemoryTable.is_active.is_(True),
-            )
-        )
-        if memory_id is None:
-            raise MemoryNotFoundError(key)
-        return memory_id
-
-    async def get_keywords(self, *, user_id: str | int, memory_key: str) -> list[KeywordRecord]:
-        """The keywords of the user's memory, heaviest first."""
-        uid = v.user_id(user_id)
-        key = v.memory_key(memory_key)
-        async with self._db.read() as session:
-            memory_id = await self._memory_id(session, uid, key)
-            rows = await session.scalars(
-                select(AgentMemoryKeywordsTable)
-                .where(AgentMemoryKeywordsTable.memory_id == memory_id)
-                .order_by(AgentMemoryKeywordsTable.weight.desc(), AgentMemoryKeywordsTable.keyword)
-            )
-            return [
-                KeywordRecord(
-                    r.memory_id,
-                    r.keyword,
-                    1.0 if r.weight is None else r.weight,
-                    r.extraction_source or "llm",
-                    r.created_at,
-                )
-                for r in rows
-            ]
-
-    async def add_keywords(
-        self,
-        *,
-        user_id: str | int,
-        memory_key: str,
-        keywords: Sequence[str | tuple[str, float] | KeywordInput],
-    ) -> int:
-        """Attach keywords (plain strings are user tags of weight 1.0); an existing keyword is re-weighted.
-
-        Returns how many keywords were written.
-        """
-        uid = v.user_id(user_id)
-        key = v.memory_key(memory_key)
-        kws = v.keyword_inputs(list(keywords))
-        async with self._db.write() as session:
-            memory_id = await self._memory_id(session, uid, key)
-            if kws:
-                stmt = insert_updating(
-                    self._db.backend,
-                    AgentMemoryKeywordsTable,
-                    conflict=["memory_id", "keyword"],
-                    update=["weight", "extraction_source"],
-                )
-                await session.execute(stmt, self._keyword_rows(memory_id, kws))
-        self._changed(uid)
-        return len(kws)
-
-    async def replace_keywords(
-        self,
-        *,
-        user_id: str | int,
-        memory_key: str,
-        keywords: Sequence[str | tuple[str, float] | KeywordInput],
-        keep_user_tags: bool = True,
-    ) -> int:
-        """Replace the memory's keywords (user tags stay unless ``keep_user_tags=False``).
-
-        Clears ``needs_keyword_extraction``. Returns how many keywords the memory has afterwards.
-        """
-        uid = v.user_id(user_id)
-        key = v.memory_key(memory_key)
-        kws = v.keyword_inputs(list(keywords))
-        async with self._db.write() as session:
-            memory_id = await self._memory_id(session, uid, key)
-            await self._replace_keyword_rows(session, memory_id, kws, keep_user_tags=keep_user_tags)
-            total = await session.scalar(select(func.count()).where(AgentMemoryKeywordsTable.memory_id == memory_id))
-        self._changed(uid)
-        return int(total or 0)
-
-    async def _replace_keyword_rows(
-        self,
-        session: AsyncSession,
-        memory_id: uuid.UUID,
-        kws: Sequence[KeywordInput],
-        *,
-        keep_user_tags: bool,
-    ) -> None:
-        wipe = delete(AgentMemoryKeywordsTable).where(AgentMemoryKeywordsTable.memory_id == memory_id)
-        if keep_user_tags:
-            wipe = wipe.where(AgentMemoryKeywordsTable.extraction_source != "user_tag")
-        await session.execute(wipe)
-        if kws:
-            stmt = insert_ignoring(self._db.backend, AgentMemoryKeywordsTable, conflict=["memory_id", "keyword"])
-            await session.execute(stmt, self._keyword_rows(memory_id, kws))
-        await session.execute(
-            update(AgentMemoryTable).where(AgentMemoryTable.id == memory_id).values(needs_keyword_extraction=False)
-        )
-
-    async def remove_keywords(self, *, user_id: str | int, memory_key: str, keywords: Sequence[str]) -> int:
-        """Detach keywords from the user's memory; returns how many were removed."""
-        uid = v.user_id(user_id)
-        key = v.memory_key(memory_key)
-        if isinstance(keywords, str):
-            raise InvalidInputError("keywords must be a list of str")
-        words = [v.keyword_text(k) for k in keywords]
-        async with self._db.write() as session:
-            memory_id = await self._memory_id(session, uid, key)
-            result = await session.execute(
-                delete(AgentMemoryKeywordsTable).where(
-                    AgentMemoryKeywordsTable.memory_id == memory_id,
-                    AgentMemoryKeywordsTable.keyword.in_(words),
-                )
-            )
-        self._changed(uid)
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-    async def pending_keyword_extraction(self, *, user_id: str | int, limit: int = 500) -> list[MemoryRecord]:
-        """Active memories of the user still marked ``needs_keyword_extraction``."""
-        uid = v.user_id(user_id)
-        size = v.bounded_int(limit, name="limit", low=1, high=10_000)
-        async with self._db.read() as session:
-            rows = await session.scalars(
-                select(AgentMemoryTable)
-                .where(
-                    AgentMemoryTable.user_id == uid,
-                    AgentMemoryTable.is_active.is_(True),
-                    AgentMemoryTable.needs_keyword_extraction.is_(True),
-                )
-                .order_by(AgentMemoryTable.created_at, AgentMemoryTable.id)
-                .limit(size)
-            )
-            return [_record(r) for r in rows]
-
-    async def store_extracted_keywords(
-        self, *, user_id: str | int, extracted: Sequence[tuple[uuid.UUID, Sequence[KeywordInput]]]
-    ) -> int:
-        """Write keywords computed by a backfill for the user's memories and clear their flag.
-
-        Returns how many memories were updated (ids of other users are ignored).
-        """
-        uid = v.user_id(user_id)
-        done = 0
-        async with self._db.write() as session:
-            ids = [mid for mid, _ in extracted]
-            owned = set(
-                await session.scalars(
-                    select(AgentMemoryTable.id).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.id.in_(ids))
-                )
-            )
-            for memory_id, kws in extracted:
-                if memory_id not in owned:
-                    continue
-                await self._replace_keyword_rows(session, memory_id, v.keyword_inputs(list(kws)), keep_user_tags=True)
-                done += 1
-        if done:
-            self._changed(uid)
-        return done
-
-    async def users_pending_keyword_extraction(self) -> list[str]:
-        """Maintenance: the ids (only) of users with memories awaiting keyword extraction (backfill)."""
-        async with self._db.read() as session:
-            rows = await session.scalars(
-                select(AgentMemoryTable.user_id)
-                .where(AgentMemoryTable.is_active.is_(True), AgentMemoryTable.needs_keyword_extraction.is_(True))
-                .distinct()
-                .order_by(AgentMemoryTable.user_id)
-            )
-            return list(rows)
-
-    # -- synonyms (shared vocabulary) --------------------------------------------------------------
-
-    async def add_synonym(
-        self, keyword: str, synonym: str, *, similarity_score: float = 0.8, bidirectional: bool = True
-    ) -> None:
-        """Record that ``synonym`` can stand for ``keyword`` (and, by default, the other way round)."""
-        kw = v.keyword_text(keyword)
-        syn = v.keyword_text(synonym)
-        if kw == syn:
-            raise InvalidInputError(f"a keyword cannot be its own synonym ({kw!r})")
-        score = v.unit_float(similarity_score, name="similarity_score")
-        pairs = [(kw, syn)] + ([(syn, kw)] if bidirectional else [])
-        stmt = insert_updating(
-            self._db.backend,
-            KeywordSynonymsTable,
-            conflict=["keyword", "synonym"],
-            update=["similarity_score"],
-        )
-        async with self._db.write() as session:
-            await session.execute(stmt, [{"keyword": a, "synonym": b, "similarity_score": score} for a, b in pairs])
-
-    async def remove_synonym(self, keyword: str, synonym: str, *, bidirectional: bool = True) -> int:
-        """Forget a synonym pair; returns how many rows were removed."""
-        kw = v.keyword_text(keyword)
-        syn = v.keyword_text(synonym)
-        pairs = [(kw, syn)] + ([(syn, kw)] if bidirectional else [])
-        async with self._db.write() as session:
-            result = await session.execute(
-                delete(KeywordSynonymsTable).where(
-                    or_(*(and_(KeywordSynonymsTable.keyword == a, KeywordSynonymsTable.synonym == b) for a, b in pairs))
-                )
-            )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-    async def synonyms_for(self, keywords: Sequence[str]) -> dict[str, list[SynonymRecord]]:
-        """The recorded synonyms of each keyword, most similar first (keywords are lower-cased)."""
-        if isinstance(keywords, str):
-            raise InvalidInputError("keywords must be a list of str")
-        words = sorted({v.keyword_text(k) for k in keywords})
-        result: dict[str, list[SynonymRecord]] = {w: [] for w in words}
-        if not words:
-            return result
-        async with self._db.read() as session:
-            rows = await session.scalars(
-                select(KeywordSynonymsTable)
-                .where(KeywordSynonymsTable.keyword.in_(words))
-                .order_by(KeywordSynonymsTable.similarity_score.desc(), KeywordSynonymsTable.synonym)
-            )
-            for r in rows:
-                result[r.keyword].append(SynonymRecord(r.keyword, r.synonym, _score(r.similarity_score)))
-        return result
-
-    async def list_synonyms(self, *, limit: int = 1000) -> list[SynonymRecord]:
-        """Every synonym pair, alphabetically (at most ``limit``)."""
-        size = v.bounded_int(limit, name="limit", low=1, high=100_000)
-        async with self._db.read() as session:
-            rows = await session.scalars(
-                select(KeywordSynonymsTable)
-                .order_by(KeywordSynonymsTable.keyword, KeywordSynonymsTable.synonym)
-                .limit(size)
-            )
-            return [SynonymRecord(r.keyword, r.synonym, _score(r.similarity_score)) for r in rows]

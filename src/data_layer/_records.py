@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -149,3 +149,58 @@ class Page(Generic[T]):
 
     items: Sequence[T]
     next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryAnalysis:
+    """What a :class:`MemoryAnalyzer` computed for one memory; stored with the memory, in its transaction.
+
+    ``tokens`` are the analysed search terms joined by spaces; ``embedding`` is a float32 vector as
+    bytes, tagged with the ``embedder`` that made it.
+    """
+
+    analyzer: str
+    tokens: str
+    keywords: tuple[KeywordInput, ...] = ()
+    embedder: str | None = None
+    embedding: bytes | None = None
+
+
+class MemoryAnalyzer(Protocol):
+    """Computes keywords, search tokens and optionally an embedding for memories about to be written."""
+
+    @property
+    def name(self) -> str:
+        """Identifies the analysis; stored rows analysed under another name are re-analysed."""
+        ...
+
+    def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
+        """One analysis per draft, in order."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """Change counters: a search index built at ``revision`` is current while the counters are unchanged."""
+
+    revision: int
+    hard_delete_revision: int
+    vocabulary_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """What a search index keeps of a memory (no content: that is fetched for the results only)."""
+
+    id: uuid.UUID
+    memory_key: str
+    friend_id: str | None
+    memory_type: str
+    created_at: datetime
+    is_active: bool
+    revision: int
+    analyzer: str | None
+    tokens: str | None
+    embedder: str | None
+    embedding: bytes | None
+    keywords: tuple[tuple[str, float], ...]

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -57,6 +58,7 @@ class AgentMemoryTable(Base):
         UniqueConstraint("user_id", "memory_key"),
         Index("ix_agent_memories_user_active_created", "user_id", "is_active", "created_at"),
         Index("ix_agent_memories_user_friend", "user_id", "friend_id"),
+        Index("ix_agent_memories_user_revision", "user_id", "revision"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True, default=uuid.uuid4)
@@ -75,6 +77,8 @@ class AgentMemoryTable(Base):
     needs_keyword_extraction: Mapped[bool] = mapped_column(
         Boolean, nullable=False, default=True, server_default=false()
     )
+    #: The user's index revision of the last change to this row (see ``memory_index_state``).
+    revision: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0, server_default=text("0"))
 
 
 class AgentMemoryKeywordsTable(Base):
@@ -150,4 +154,34 @@ class SystemSettingsTable(Base):
 
     user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
     settings: Mapped[dict[str, Any]] = mapped_column(JSONType, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class MemoryIndexStateTable(Base):
+    """One row per user: a counter bumped in every transaction that changes the user's memories.
+
+    Search indexes compare it with the revision they were built at, so a write made by any process is
+    seen by the next search. The row with ``user_id = ''`` counts changes to the shared synonyms.
+    """
+
+    __tablename__ = "memory_index_state"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    revision: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    hard_delete_revision: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class AgentMemorySearchIndexTable(Base):
+    """What the search layer computed for a memory (analysed tokens, an embedding), stored for reuse."""
+
+    __tablename__ = "agent_memory_search_index"
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid(), ForeignKey("agent_memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    analyzer: Mapped[str] = mapped_column(String(64), nullable=False)
+    tokens: Mapped[str] = mapped_column(Text, nullable=False)
+    embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from data_layer import AgentFusionDataLayer, KeywordProvider, upgrade
+from data_layer import AgentFusionDataLayer, MemoryAnalyzer, upgrade
 
 from ._synthetic import synthetic_memories
 
@@ -24,13 +24,13 @@ class IngestFigures:
 
 
 async def bench_ingest(
-    url: str, *, memories: int, batch: int = 500, keyword_provider: KeywordProvider | None = None
+    url: str, *, memories: int, batch: int = 500, analyzer: MemoryAnalyzer | None = None
 ) -> IngestFigures:
     """Migrate ``url``, then write ``memories`` synthetic memories for one user in batches of ``batch``."""
     await upgrade(url)
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
     async with AgentFusionDataLayer(url) as layer:
-        layer.memory.set_keyword_provider(keyword_provider)
+        layer.memory.set_analyzer(analyzer)
         started = time.perf_counter()
         for i in range(0, len(items), batch):
             await layer.memory.add_many(user_id="bench-user", memories=items[i : i + batch])
@@ -44,5 +44,5 @@ async def bench_ingest(
         batch=batch,
         seconds=round(seconds, 3),
         rows_per_s=round(memories / seconds, 1),
-        keyword_extraction=keyword_provider is not None,
+        keyword_extraction=analyzer is not None,
     )

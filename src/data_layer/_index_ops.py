@@ -1,0 +1,274 @@
+"""What a search index needs from storage: change counters, compact rows, stored analysis and backfill."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from . import _revision
+from . import _validation as v
+from ._dialect import insert_updating
+from ._keyword_ops import KeywordOpsMixin
+from ._records import IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
+from ._rows import record_of
+from ._tables import (
+    AgentMemoryKeywordsTable,
+    AgentMemorySearchIndexTable,
+    AgentMemoryTable,
+    MemoryIndexStateTable,
+)
+from ._types import utcnow
+
+
+class IndexOpsMixin(KeywordOpsMixin):
+    """Index support operations of :class:`MemoryRepository` (keyword operations come with them)."""
+
+    async def index_state(self, *, user_id: str | int) -> IndexState:
+        """The user's change counters and the synonym vocabulary's (all 0 before the first write)."""
+        uid = v.user_id(user_id)
+        async with self._db.read() as session:
+            rows = (
+                await session.execute(
+                    select(
+                        MemoryIndexStateTable.user_id,
+                        MemoryIndexStateTable.revision,
+                        MemoryIndexStateTable.hard_delete_revision,
+                    ).where(MemoryIndexStateTable.user_id.in_([uid, _revision.VOCABULARY]))
+                )
+            ).all()
+        by_user = {r[0]: (int(r[1]), int(r[2])) for r in rows}
+        revision, hard = by_user.get(uid, (0, 0))
+        return IndexState(revision, hard, by_user.get(_revision.VOCABULARY, (0, 0))[0])
+
+    async def index_rows(
+        self, *, user_id: str | int, after_revision: int = -1, active_only: bool = False
+    ) -> list[IndexRow]:
+        """The user's memories changed after ``after_revision`` (all of them for -1), in a stable order.
+
+        Soft-deleted rows are included (``is_active=False``) unless ``active_only``, so an index can
+        drop them.
+        """
+        uid = v.user_id(user_id)
+        m, ix, kw = AgentMemoryTable, AgentMemorySearchIndexTable, AgentMemoryKeywordsTable
+        conditions: list[Any] = [m.user_id == uid, m.revision > after_revision]
+        if active_only:
+            conditions.append(m.is_active.is_(True))
+        stmt = (
+            select(
+                m.id,
+                m.memory_key,
+                m.friend_id,
+                m.memory_type,
+                m.created_at,
+                m.is_active,
+                m.revision,
+                ix.analyzer,
+                ix.tokens,
+                ix.embedder,
+                ix.embedding,
+            )
+            .outerjoin(ix, ix.memory_id == m.id)
+            .where(*conditions)
+            .order_by(m.created_at, m.memory_key)
+        )
+        kw_stmt = (
+            select(kw.memory_id, kw.keyword, kw.weight)
+            .join(m, m.id == kw.memory_id)
+            .where(*conditions)
+            .order_by(kw.memory_id, kw.keyword)
+        )
+        async with self._db.read() as session:
+            rows = (await session.execute(stmt)).all()
+            keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
+            for memory_id, keyword, weight in (await session.execute(kw_stmt)).all():
+                keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
+        return [
+            IndexRow(
+                id=r[0],
+                memory_key=r[1],
+                friend_id=r[2],
+                memory_type=r[3],
+                created_at=r[4],
+                is_active=bool(r[5]),
+                revision=int(r[6]),
+                analyzer=r[7],
+                tokens=r[8],
+                embedder=r[9],
+                embedding=r[10],
+                keywords=tuple(keywords.get(r[0], ())),
+            )
+            for r in rows
+        ]
+
+    async def active_ids(self, *, user_id: str | int) -> set[uuid.UUID]:
+        """The ids of the user's active memories (to reconcile an index after hard deletes)."""
+        uid = v.user_id(user_id)
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(AgentMemoryTable.id).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.is_active.is_(True))
+            )
+            return set(rows)
+
+    async def pending_analysis(self, *, user_id: str | int, analyzer: str, limit: int = 500) -> list[MemoryRecord]:
+        """Active memories of the user without keywords, or analysed by another analyzer (for backfill)."""
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=10_000)
+        m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(m)
+                .outerjoin(ix, ix.memory_id == m.id)
+                .where(
+                    m.user_id == uid,
+                    m.is_active.is_(True),
+                    or_(m.needs_keyword_extraction.is_(True), ix.memory_id.is_(None), ix.analyzer != analyzer),
+                )
+                .order_by(m.created_at, m.id)
+                .limit(size)
+            )
+            return [record_of(r) for r in rows]
+
+    async def pending_keyword_extraction(self, *, user_id: str | int, limit: int = 500) -> list[MemoryRecord]:
+        """Active memories of the user still marked ``needs_keyword_extraction``."""
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=10_000)
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(AgentMemoryTable)
+                .where(
+                    AgentMemoryTable.user_id == uid,
+                    AgentMemoryTable.is_active.is_(True),
+                    AgentMemoryTable.needs_keyword_extraction.is_(True),
+                )
+                .order_by(AgentMemoryTable.created_at, AgentMemoryTable.id)
+                .limit(size)
+            )
+            return [record_of(r) for r in rows]
+
+    async def users_pending_keyword_extraction(self) -> list[str]:
+        """Maintenance: the ids (only) of users with memories awaiting keyword extraction (backfill)."""
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(AgentMemoryTable.user_id)
+                .where(AgentMemoryTable.is_active.is_(True), AgentMemoryTable.needs_keyword_extraction.is_(True))
+                .distinct()
+                .order_by(AgentMemoryTable.user_id)
+            )
+            return list(rows)
+
+    async def users_with_memories(self) -> list[str]:
+        """Maintenance: the ids (only) of users who have active memories (re-indexing, backfill)."""
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(AgentMemoryTable.user_id)
+                .where(AgentMemoryTable.is_active.is_(True))
+                .distinct()
+                .order_by(AgentMemoryTable.user_id)
+            )
+            return list(rows)
+
+    async def _owned(self, session: AsyncSession, uid: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        owned: set[uuid.UUID] = set()
+        for start in range(0, len(ids), 500):
+            owned.update(
+                await session.scalars(
+                    select(AgentMemoryTable.id).where(
+                        AgentMemoryTable.user_id == uid, AgentMemoryTable.id.in_(list(ids[start : start + 500]))
+                    )
+                )
+            )
+        return owned
+
+    async def store_extracted_keywords(
+        self, *, user_id: str | int, extracted: Sequence[tuple[uuid.UUID, Sequence[KeywordInput]]]
+    ) -> int:
+        """Write keywords computed by a backfill for the user's memories and clear their flag.
+
+        Returns how many memories were updated (ids of other users are ignored).
+        """
+        uid = v.user_id(user_id)
+        done: list[uuid.UUID] = []
+        async with self._db.write() as session:
+            owned = await self._owned(session, uid, [mid for mid, _ in extracted])
+            for memory_id, kws in extracted:
+                if memory_id in owned:
+                    await self._replace_keyword_rows(
+                        session, memory_id, v.keyword_inputs(list(kws)), keep_user_tags=True
+                    )
+                    done.append(memory_id)
+            if done:
+                revision = await _revision.bump(session, self._db.backend, uid)
+                await _revision.stamp(session, done, revision)
+        if done:
+            self._changed(uid)
+        return len(done)
+
+    async def store_analysis(self, *, user_id: str | int, analyses: Sequence[tuple[uuid.UUID, MemoryAnalysis]]) -> int:
+        """Store re-computed analyses (tokens, keywords, embedding) of the user's memories.
+
+        Keeps user tags, clears ``needs_keyword_extraction``; ids of other users are ignored.
+        Returns how many memories were updated.
+        """
+        uid = v.user_id(user_id)
+        done: list[uuid.UUID] = []
+        stmt = insert_updating(
+            self._db.backend,
+            AgentMemorySearchIndexTable,
+            conflict=["memory_id"],
+            update=["analyzer", "tokens", "embedder", "embedding", "updated_at"],
+        )
+        async with self._db.write() as session:
+            owned = await self._owned(session, uid, [mid for mid, _ in analyses])
+            rows = []
+            for memory_id, analysis in analyses:
+                if memory_id not in owned:
+                    continue
+                await self._replace_keyword_rows(
+                    session, memory_id, v.keyword_inputs(list(analysis.keywords)), keep_user_tags=True
+                )
+                rows.append(
+                    {
+                        "memory_id": memory_id,
+                        "analyzer": analysis.analyzer,
+                        "tokens": analysis.tokens,
+                        "embedder": analysis.embedder,
+                        "embedding": analysis.embedding,
+                        "updated_at": utcnow(),
+                    }
+                )
+                done.append(memory_id)
+            if rows:
+                await session.execute(stmt, rows)
+                revision = await _revision.bump(session, self._db.backend, uid)
+                await _revision.stamp(session, done, revision)
+        if done:
+            self._changed(uid)
+        return len(done)
+
+    async def store_embeddings(
+        self, *, user_id: str | int, embedder: str, vectors: Sequence[tuple[uuid.UUID, bytes]]
+    ) -> int:
+        """Store embeddings (float32 bytes) made by ``embedder`` for memories that already have an index row."""
+        uid = v.user_id(user_id)
+        name = v.text_field(embedder, name="embedder")
+        done: list[uuid.UUID] = []
+        async with self._db.write() as session:
+            owned = await self._owned(session, uid, [mid for mid, _ in vectors])
+            for memory_id, blob in vectors:
+                if memory_id in owned and isinstance(blob, bytes):
+                    await session.execute(
+                        update(AgentMemorySearchIndexTable)
+                        .where(AgentMemorySearchIndexTable.memory_id == memory_id)
+                        .values(embedder=name, embedding=blob, updated_at=utcnow())
+                    )
+                    done.append(memory_id)
+            if done:
+                revision = await _revision.bump(session, self._db.backend, uid)
+                await _revision.stamp(session, done, revision)
+        if done:
+            self._changed(uid)
+        return len(done)
