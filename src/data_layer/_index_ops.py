@@ -30,16 +30,14 @@ class IndexOpsMixin(KeywordOpsMixin):
     async def index_state(self, *, user_id: str | int) -> IndexState:
         """The user's change counters and the synonym vocabulary's (all 0 before the first write)."""
         uid = v.user_id(user_id)
-        async with self._db.read() as session:
-            rows = (
-                await session.execute(
-                    select(
-                        MemoryIndexStateTable.user_id,
-                        MemoryIndexStateTable.revision,
-                        MemoryIndexStateTable.hard_delete_revision,
-                    ).where(MemoryIndexStateTable.user_id.in_([uid, _revision.VOCABULARY]))
-                )
-            ).all()
+        stmt = select(
+            MemoryIndexStateTable.user_id,
+            MemoryIndexStateTable.revision,
+            MemoryIndexStateTable.hard_delete_revision,
+        ).where(MemoryIndexStateTable.user_id.in_([uid, _revision.VOCABULARY]))
+        # called before every search: a bare connection, no ORM session
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
         by_user = {r[0]: (int(r[1]), int(r[2])) for r in rows}
         revision, hard = by_user.get(uid, (0, 0))
         return IndexState(revision, hard, by_user.get(_revision.VOCABULARY, (0, 0))[0])

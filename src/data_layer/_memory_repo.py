@@ -126,11 +126,11 @@ class MemoryRepository(IndexOpsMixin):
             keywords=v.keyword_inputs(item.keywords),
         )
 
-    def _prepare(self, drafts: Sequence[MemoryDraft]) -> list[_Prepared]:
+    async def _prepare(self, drafts: Sequence[MemoryDraft]) -> list[_Prepared]:
         """Run the analyzer (outside any transaction) and merge its keywords under the user tags."""
         if self._analyzer is None:
             return [_Prepared(d, list(d.keywords), None) for d in drafts]
-        analyses = self._analyzer.analyze(drafts)
+        analyses = await self._analyzer.analyze(drafts)
         if len(analyses) != len(drafts):
             raise RuntimeError("the memory analyzer returned a different number of analyses than drafts")
         prepared = []
@@ -237,7 +237,7 @@ class MemoryRepository(IndexOpsMixin):
             raise InvalidInputError(f"memory_key {dup!r} appears twice in one batch")
         if not drafts:
             return []
-        prepared = self._prepare(drafts)
+        prepared = await self._prepare(drafts)
         async with self._db.write() as session:
             existing = await self._existing(session, uid, keys)
             if existing and on_conflict == "error":
@@ -305,7 +305,7 @@ class MemoryRepository(IndexOpsMixin):
             created_at=created_at,
             keywords=keywords,
         )
-        prepared = self._prepare([self._draft(uid, item, on_oversize=on_oversize)])[0]
+        prepared = (await self._prepare([self._draft(uid, item, on_oversize=on_oversize)]))[0]
         for attempt in range(2):
             try:
                 async with self._db.write() as session:
@@ -452,16 +452,14 @@ class MemoryRepository(IndexOpsMixin):
         uid = v.user_id(user_id)
         wanted = list(ids)
         by_id: dict[uuid.UUID, MemoryRecord] = {}
-        async with self._db.read() as session:
+        table = AgentMemoryTable.__table__
+        # a bare connection (search fetches its results here); by primary key only: with the user in
+        # the WHERE clause SQLite picks the per-user index and scans all of the user's rows, so
+        # ownership is checked on the rows instead
+        async with self._db.engine.connect() as conn:
             for start in range(0, len(wanted), 500):
-                rows = await session.scalars(
-                    select(AgentMemoryTable).where(
-                        AgentMemoryTable.user_id == uid,
-                        AgentMemoryTable.is_active.is_(True),
-                        AgentMemoryTable.id.in_(wanted[start : start + 500]),
-                    )
-                )
-                by_id.update({r.id: record_of(r) for r in rows})
+                rows = await conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
+                by_id.update({r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active})  # type: ignore[arg-type]
         return [by_id[i] for i in wanted if i in by_id]
 
     def _filtered(

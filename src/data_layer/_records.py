@@ -174,8 +174,8 @@ class MemoryAnalyzer(Protocol):
         """Identifies the analysis; stored rows analysed under another name are re-analysed."""
         ...
 
-    def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
-        """One analysis per draft, in order."""
+    async def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
+        """One analysis per draft, in order (runs before the write transaction opens)."""
         ...
 
 

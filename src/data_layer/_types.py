@@ -29,7 +29,8 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime reached the database; convert it to UTC first")
-        value = value.astimezone(UTC)
+        if value.tzinfo is not UTC:
+            value = value.astimezone(UTC)
         if dialect.name == "sqlite":
             return value.replace(tzinfo=None)
         return value

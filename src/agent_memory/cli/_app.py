@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _bench, _db, _demo, _memory, _messages
+from . import _bench, _db, _demo, _keywords, _memory, _messages
 
 app = typer.Typer(
     name="agent-memory",
@@ -15,6 +15,7 @@ app = typer.Typer(
 app.add_typer(_db.app, name="db")
 app.add_typer(_memory.app, name="memory")
 app.add_typer(_messages.app, name="messages")
+app.add_typer(_keywords.app, name="keywords")
 app.add_typer(_bench.app, name="bench")
 app.command("demo")(_demo.demo_cmd)
 

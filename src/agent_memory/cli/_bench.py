@@ -7,7 +7,20 @@ from typing import Literal
 
 import typer
 
-from ..bench import DEFAULT_PG_ADMIN_URL, bench_ingest, temporary_postgres, temporary_sqlite
+from ..bench import (
+    DEFAULT_PG_ADMIN_URL,
+    EngineRun,
+    bench_ingest,
+    bench_latency,
+    bm25_baseline,
+    load_dataset,
+    report,
+    run_engine,
+    temporary_postgres,
+    temporary_sqlite,
+    top_k_agreement,
+)
+from ..search import SEARCH_MODES
 from ._common import emit_json, run
 
 app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)
@@ -36,3 +49,64 @@ async def ingest_cmd(
         async with temporary_postgres(pg_admin_url) as url:
             results["postgresql"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
+
+
+@app.command("retrieval")
+@run
+async def retrieval_cmd(
+    dataset: str = typer.Option(..., "--dataset", help="locomo, memdaily or generic"),
+    data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
+    backend: str = typer.Option("sqlite", "--backend", help="sqlite, postgresql or both (both: top-5 compared)"),
+    semantic_share: float = typer.Option(
+        0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score"
+    ),
+    pg_admin_url: str = typer.Option(DEFAULT_PG_ADMIN_URL, "--pg-admin-url", help="Where a temporary database goes"),
+) -> None:
+    """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    if backend not in ("sqlite", "postgresql", "both"):
+        raise ValueError("--backend must be sqlite, postgresql or both")
+    ds = load_dataset(dataset, data)
+    depth = max(max(ds.ks), 10)
+    baseline = bm25_baseline(ds, depth)
+    runs: list[EngineRun] = []
+    if backend in ("sqlite", "both"):
+        async with temporary_sqlite() as url:
+            runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
+    if backend in ("postgresql", "both"):
+        async with temporary_postgres(pg_admin_url) as url:
+            runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
+    result = report(ds, mode, runs[0], baseline)
+    if len(runs) == 2:
+        result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
+        result["backends_top5"] = top_k_agreement(runs[0], runs[1], 5)
+    emit_json(result)
+
+
+@app.command("latency")
+@run
+async def latency_cmd(
+    memories: list[int] = typer.Option([10_000], "--memories", "-n", min=1, max=1_000_000, help="Corpus size (repeat)"),
+    queries: int = typer.Option(200, "--queries", min=10, max=10_000, help="Timed searches"),
+    backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
+    pg_admin_url: str = typer.Option(DEFAULT_PG_ADMIN_URL, "--pg-admin-url", help="Where a temporary database goes"),
+) -> None:
+    """Warm search p50/p95 and ingest rate (with keyword extraction) on a synthetic zh+en corpus."""
+    if backend not in ("sqlite", "postgresql", "both"):
+        raise ValueError("--backend must be sqlite, postgresql or both")
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    results = []
+    for size in memories:
+        if backend in ("sqlite", "both"):
+            async with temporary_sqlite() as url:
+                figures = await bench_latency(url, memories=size, queries=queries, mode=mode)  # type: ignore[arg-type]
+                results.append(dataclasses.asdict(figures))
+        if backend in ("postgresql", "both"):
+            async with temporary_postgres(pg_admin_url) as url:
+                figures = await bench_latency(url, memories=size, queries=queries, mode=mode)  # type: ignore[arg-type]
+                results.append(dataclasses.asdict(figures))
+    emit_json({"bench": "latency", "results": results})

@@ -47,8 +47,13 @@ def run(fn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
 
 
 def open_layer(url: str | None) -> AgentFusionDataLayer:
-    """The data layer for ``url`` with the configured per-user defaults."""
-    return AgentFusionDataLayer(database_url(url), default_settings=get_settings().user_defaults())
+    """The data layer for ``url`` with the configured per-user defaults; memories written through it
+    get keywords and search terms (the search analysis is installed on its repository)."""
+    from ..search import search_from_settings
+
+    layer = AgentFusionDataLayer(database_url(url), default_settings=get_settings().user_defaults())
+    search_from_settings(layer.memory)
+    return layer
 
 
 def emit_json(data: Any) -> None:

@@ -13,8 +13,19 @@ from data_layer import AgentFusionDataLayer, upgrade
 from data_layer._types import utcnow
 
 from ..demo import DEMO_USER, FRIEND_NAMES, sample
+from ..search import search_from_settings
 from ..settings import get_settings
 from ._common import console, fmt_time, run, short
+
+#: (friend, query): the same words find different memories for different friends.
+DEMO_SEARCHES = (
+    ("mentor", "汇报压力"),
+    ("xiaozhu", "汇报压力"),
+    ("mentor", "MySQL 数据库配置"),
+    ("xiaozhu", "MySQL 数据库配置"),
+    ("xiaozhu", "half marathon training"),
+    ("xiaozhu", "推荐一部电影"),
+)
 
 DEFAULT_DEMO_DB = Path(user_data_dir("agent-fusion-memory")) / "demo.db"
 
@@ -36,6 +47,7 @@ async def demo_cmd(
     console.print(f"1. created and migrated [cyan]{db}[/] to revision [bold]{revision}[/]")
     data = sample(utcnow())
     async with AgentFusionDataLayer(url, default_settings=get_settings().user_defaults()) as layer:
+        engine = search_from_settings(layer.memory)  # keywords and search terms are stored on write
         await layer.memory.add_many(user_id=DEMO_USER, memories=data.memories)
         await layer.messages.append_many(user_id=DEMO_USER, messages=data.messages)
         console.print(
@@ -61,3 +73,8 @@ async def demo_cmd(
         console.print(f"3. recall settings for {DEMO_USER}: {settings.memory.model_dump()}")
         other = await layer.memory.list_memories(user_id="someone-else", limit=10)
         console.print(f"4. isolation: another user sees {len(other.items)} of these memories")
+        console.print("5. hybrid search (keyword + text + time), each friend in its own scope:")
+        for friend_id, query in DEMO_SEARCHES:
+            hits = await engine.search(query, user_id=DEMO_USER, friend_id=friend_id, limit=3, min_relevance_score=0.1)
+            found = ", ".join(f"{h.memory_key} ({h.score:.2f})" for h in hits) or "nothing"
+            console.print(f"   {friend_id} searches [bold]{query!r}[/]: {found}")

@@ -8,7 +8,7 @@ import sys
 import typer
 from rich.table import Table
 
-from ._common import URL_HELP, console, fmt_time, open_layer, run, short
+from ._common import URL_HELP, console, emit_json, fmt_time, open_layer, run, short
 
 app = typer.Typer(help="Add, show, list and delete one user's memories.", no_args_is_help=True)
 
@@ -127,3 +127,56 @@ async def delete_cmd(
         console.print(f"user {user!r} has no active memory {key!r}")
         raise typer.Exit(code=1)
     console.print(f"deleted {key}{' (hard)' if hard else ''}")
+
+
+@app.command("search")
+@run
+async def search_cmd(
+    query: str = typer.Argument(..., help="What to look for (Chinese or English)"),
+    user: str = USER,
+    friend: str | None = typer.Option(None, "--friend", "-f", help="Only this AI friend's memories and shared ones"),
+    mode: str | None = typer.Option(None, "--mode", "-m", help="hybrid, keyword or semantic (default: settings)"),
+    memory_type: list[str] = typer.Option([], "--type", "-t", help="Only these memory types (repeatable)"),
+    limit: int = typer.Option(5, "--limit", "-n", help="Results, 1-100"),
+    min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this (0-1)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Search a user's memories (hybrid keyword + text + time by default)."""
+    from ..search import SEARCH_MODES, search_from_settings
+
+    if mode is not None and mode not in SEARCH_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    async with open_layer(url) as layer:
+        engine = search_from_settings(layer.memory)
+        hits = await engine.search(
+            query,
+            user_id=user,
+            friend_id=friend,
+            mode=mode,  # type: ignore[arg-type]
+            memory_types=memory_type or None,
+            limit=limit,
+            min_relevance_score=min_score,
+        )
+    if as_json:
+        emit_json(
+            [
+                {
+                    "memory_key": h.memory_key,
+                    "score": h.score,
+                    "rank_score": h.rank_score,
+                    "memory_type": h.record.memory_type,
+                    "friend_id": h.record.friend_id,
+                    "summary": h.summary,
+                    "keywords": list(h.keywords),
+                }
+                for h in hits
+            ]
+        )
+        return
+    table = Table("key", "score", "type", "friend", "summary")
+    for h in hits:
+        table.add_row(
+            h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary)
+        )
+    console.print(table if hits else "no matching memories")

@@ -1,0 +1,37 @@
+"""Hybrid memory search: keyword tiers, text similarity (BM25F, tf-idf), embeddings and time decay.
+
+>>> from agent_memory.search import HybridMemorySearch
+>>> search = HybridMemorySearch(layer.memory)  # doctest: +SKIP
+>>> [h.memory_key for h in await search.search("MySQL 配置", user_id="u1")]  # doctest: +SKIP
+['db-config-001']
+"""
+
+from ._analyzer import SearchAnalyzer, memory_text
+from ._embeddings import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from ._engine import SEARCH_MODES, CacheTTL, HybridMemorySearch, SearchHit, SearchMode
+from ._factory import search_from_settings
+from ._index import IndexedMemory, UserIndex
+from ._model import MemoryInfo, MemoryModel
+from ._ranker import SearchResultRanker
+from ._scoring import FusionWeights
+
+__all__ = [
+    "SEARCH_MODES",
+    "CacheTTL",
+    "Embedder",
+    "FusionWeights",
+    "HashingEmbedder",
+    "HybridMemorySearch",
+    "IndexedMemory",
+    "MemoryInfo",
+    "MemoryModel",
+    "OpenAIEmbedder",
+    "SearchAnalyzer",
+    "SearchHit",
+    "SearchMode",
+    "SearchResultRanker",
+    "SentenceTransformerEmbedder",
+    "UserIndex",
+    "memory_text",
+    "search_from_settings",
+]

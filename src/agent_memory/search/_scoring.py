@@ -1,0 +1,176 @@
+"""Scoring as small pure functions. Each docstring names its formula; every result is in 0-1 unless said.
+
+These are the pieces :class:`HybridMemorySearch` combines; they hold no state and touch no database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Keyword match tiers (seed 002 section 3.3.1).
+EXACT, PREFIX, SYNONYM = 1.0, 0.8, 0.7
+#: Shortest keyword that may match another by prefix (so "a" does not match everything).
+MIN_PREFIX = 2
+
+
+def bm25_idf(n_docs: int, df: npt.ArrayLike) -> FloatArray:
+    """Lucene's BM25 idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (never negative)."""
+    d = np.asarray(df, dtype=np.float64)
+    return np.log1p((n_docs - d + 0.5) / (d + 0.5))
+
+
+def bm25_tf(tf: npt.ArrayLike, doc_len: npt.ArrayLike, avg_len: float, *, k1: float, b: float) -> FloatArray:
+    """BM25 term-frequency saturation: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``.
+
+    Equals 1 for ``tf = 1`` in a document of average length and tends to ``k1 + 1`` as ``tf`` grows.
+    """
+    t = np.asarray(tf, dtype=np.float64)
+    dl = np.asarray(doc_len, dtype=np.float64)
+    norm = k1 * (1.0 - b + b * dl / max(avg_len, 1e-9))
+    return t * (k1 + 1.0) / (t + norm)
+
+
+def normalize_bm25(score: npt.ArrayLike, query_idf_sum: float) -> FloatArray:
+    """Absolute BM25 normalisation: ``min(1, score / sum(idf of the query terms))``.
+
+    1.0 means every query term occurs (about once, in a document of average length); the value does
+    not depend on the other documents returned, so a threshold means the same in every search.
+    """
+    s = np.asarray(score, dtype=np.float64)
+    if query_idf_sum <= 0:
+        return np.zeros_like(s)
+    return np.minimum(1.0, s / query_idf_sum)
+
+
+def keyword_match(query_keyword: str, memory_keyword: str, synonyms: Mapping[str, float]) -> float:
+    """Tier of one keyword pair: exact 1.0, prefix 0.8, synonym 0.7 (times its similarity), else 0.
+
+    ``synonyms`` maps the synonyms of ``query_keyword`` to their similarity scores.
+    """
+    if query_keyword == memory_keyword:
+        return EXACT
+    shorter, longer = sorted((query_keyword, memory_keyword), key=len)
+    if len(shorter) >= MIN_PREFIX and longer.startswith(shorter):
+        return PREFIX
+    similarity = synonyms.get(memory_keyword)
+    if similarity is not None:
+        return SYNONYM * similarity
+    return 0.0
+
+
+def keyword_score(
+    query_keywords: Mapping[str, float],
+    memory_keywords: Mapping[str, float],
+    synonyms: Mapping[str, Mapping[str, float]] | None = None,
+) -> float:
+    """Weighted keyword overlap: ``sum_q w_q * max_m(tier(q, m) * w_m) / sum_q w_q``.
+
+    ``query_keywords`` and ``memory_keywords`` map keywords to weights in 0-1; ``synonyms`` maps a
+    query keyword to ``{synonym: similarity}``.
+    """
+    total = sum(query_keywords.values())
+    if total <= 0 or not memory_keywords:
+        return 0.0
+    synonyms = synonyms or {}
+    got = 0.0
+    for q, wq in query_keywords.items():
+        syn = synonyms.get(q, {})
+        best = max((keyword_match(q, m, syn) * wm for m, wm in memory_keywords.items()), default=0.0)
+        got += wq * best
+    return min(1.0, got / total)
+
+
+def time_decay(age_days: npt.ArrayLike, half_life_days: float) -> FloatArray:
+    """Exponential decay ``0.5 ** (age / half_life)``; ages below zero count as zero."""
+    age = np.maximum(np.asarray(age_days, dtype=np.float64), 0.0)
+    return np.power(0.5, age / half_life_days)
+
+
+def recency(age_days: npt.ArrayLike, half_life_days: float) -> FloatArray:
+    """Recency in 0.5-1 (seed 002: at least 50 % kept): ``0.5 + 0.5 * time_decay``."""
+    return 0.5 + 0.5 * time_decay(age_days, half_life_days)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """Weights of the hybrid score; they add up to 1 (settings check it)."""
+
+    keyword: float = 0.4
+    text: float = 0.4
+    time: float = 0.2
+
+    def __post_init__(self) -> None:
+        if min(self.keyword, self.text, self.time) < 0 or not math.isclose(
+            self.keyword + self.text + self.time, 1.0, abs_tol=1e-6
+        ):
+            raise ValueError("fusion weights must be non-negative and add up to 1")
+
+
+def fuse(keyword: npt.ArrayLike, text: npt.ArrayLike, recency_: npt.ArrayLike, weights: FusionWeights) -> FloatArray:
+    """Hybrid score ``R * (1 + w_time / (w_kw + w_text) * recency)`` scaled into 0-1, where
+    ``R = w_kw * keyword + w_text * text``.
+
+    Equivalently ``w_kw*kw + w_text*text + w_time * recency * (relevance share)``: the time part is
+    the recency of a *match*, so recency re-orders relevant memories but never makes an unrelated
+    memory relevant (a memory with no keyword or text match scores 0).
+    """
+    kw = np.asarray(keyword, dtype=np.float64)
+    tx = np.asarray(text, dtype=np.float64)
+    rc = np.asarray(recency_, dtype=np.float64)
+    share = weights.keyword + weights.text
+    if share <= 0:
+        return np.zeros(np.broadcast(kw, tx, rc).shape)
+    relevance = (weights.keyword * kw + weights.text * tx) / share
+    return relevance * (share + weights.time * rc)
+
+
+#: Type priority of the ranker (seed 002 3.3.2: user_preference > command_output > general).
+TYPE_PRIORITY: dict[str, float] = {
+    "user_preference": 1.0,
+    "profile": 1.0,
+    "command_output": 0.8,
+    "event": 0.6,
+    "tool_result": 0.5,
+    "conversation": 0.5,
+    "general": 0.4,
+}
+
+
+def interaction_score(access_count: int, days_since_access: float | None, *, half_life_days: float = 30.0) -> float:
+    """How much the user has used a memory: ``0.5 * log1p(count)/log1p(20)`` (capped at 0.5) plus
+    ``0.5 * time_decay(days since last access)``; 0 for a memory never read."""
+    if access_count <= 0 or days_since_access is None:
+        return 0.0
+    frequency = min(1.0, math.log1p(access_count) / math.log1p(20))
+    fresh = float(time_decay(days_since_access, half_life_days))
+    return 0.5 * frequency + 0.5 * fresh
+
+
+def rank_score(base: float, interaction: float, memory_type: str) -> float:
+    """Final ranking (seed 002 3.3.2): ``0.7 * relevance + 0.2 * interaction + 0.1 * type priority``."""
+    return 0.7 * base + 0.2 * interaction + 0.1 * TYPE_PRIORITY.get(memory_type, 0.4)
+
+
+def top_k(scores: FloatArray, k: int, tie_break: Sequence[object] | None = None) -> list[int]:
+    """Indices of the ``k`` highest positive scores, highest first; equal scores (to 1e-9) keep a stable
+    order given by ``tie_break`` (else by index)."""
+    positive = np.flatnonzero(scores > 0)
+    if positive.size == 0 or k <= 0:
+        return []
+    if positive.size > k:
+        part = positive[np.argpartition(-scores[positive], k - 1)[:k]]
+        cutoff = scores[part].min()
+        positive = positive[scores[positive] >= cutoff - 1e-9]
+    rounded = np.round(scores[positive], 9)
+    if tie_break is None:
+        order = sorted(range(positive.size), key=lambda i: (-rounded[i], int(positive[i])))
+    else:
+        order = sorted(range(positive.size), key=lambda i: (-rounded[i], tie_break[int(positive[i])]))
+    return [int(positive[i]) for i in order[:k]]

@@ -1,0 +1,32 @@
+"""Text processing: folding, tokenisation (jieba + stemmed English), stop words, keywords, time expressions.
+
+>>> from agent_memory.text import Tokenizer
+>>> Tokenizer().tokens("Ｄａｔａｂａｓｅ 配置")
+['databas', '配置']
+"""
+
+from ._keywords import MEMORY_KEYWORDS_PROMPT, KeywordExtractor, KeywordType, QueryKeyword
+from ._normalize import fold, has_cjk, is_cjk
+from ._stopwords import CHINESE as CHINESE_STOP_WORDS
+from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
+from ._time_expressions import TimeRange, parse_time_expressions, query_time_range, zh_number
+from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
+
+__all__ = [
+    "CHINESE_STOP_WORDS",
+    "ENGLISH_STOP_WORDS",
+    "MEMORY_KEYWORDS_PROMPT",
+    "KeywordExtractor",
+    "KeywordType",
+    "QueryKeyword",
+    "TimeRange",
+    "Tokenizer",
+    "ensure_jieba",
+    "fold",
+    "has_cjk",
+    "is_cjk",
+    "is_cjk_word",
+    "parse_time_expressions",
+    "query_time_range",
+    "zh_number",
+]

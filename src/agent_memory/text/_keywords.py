@@ -1,0 +1,236 @@
+"""Keyword extraction for memories (seed 002 section 3.2.4) and for queries (seed 000 section 2.3).
+
+Offline, keywords come from TF-IDF over the search tokens, with jieba's IDF table for Chinese words,
+plus rules by memory type and the user's own tags. With a model client, the seed's LLM prompt is used
+and the offline extractor is the fallback.
+
+>>> ex = KeywordExtractor()
+>>> [k.keyword for k in ex.extract(content="用户之前配置的MySQL数据库端口是3306", summary="MySQL 数据库配置",
+...                                  memory_type="command_output")][:3]
+['mysql', '数据库', '端口']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from autogen_core.models import ChatCompletionClient, UserMessage
+
+from data_layer import KeywordInput
+
+from ._time_expressions import parse_time_expressions
+from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
+
+KeywordType = Literal["entity", "action", "concept", "time"]
+
+#: Seed 002 appendix 8.1, the keyword extraction prompt.
+MEMORY_KEYWORDS_PROMPT = """从以下记忆中提取最多 {max_keywords} 个关键词。
+
+记忆摘要: {summary}
+记忆内容: {content}
+记忆类型: {memory_type}
+
+要求:
+1. 提取核心概念和主题词
+2. 包含用户、动作、对象等实体
+3. 每个关键词给出重要性权重 (0.0-1.0)
+4. 优先选择能区分此记忆与其他记忆的词
+
+返回 JSON 格式:
+{{
+  "keywords": [
+    {{"word": "关键词1", "weight": 0.9}},
+    {{"word": "关键词2", "weight": 0.7}}
+  ]
+}}"""
+
+#: Words added by memory type (rules of seed 002 section 3.2.4), with their weight.
+TYPE_KEYWORDS: dict[str, tuple[tuple[str, float], ...]] = {
+    "user_preference": (("偏好", 0.35), ("preference", 0.35)),
+    "command_output": (("命令", 0.35), ("command", 0.35)),
+    "profile": (("画像", 0.3), ("profile", 0.3)),
+}
+
+_COMMAND_TOKEN = re.compile(r"[A-Za-z_][\w.-]*\.(?:py|sh|js|ts|sql|yaml|yml|json|toml|cfg|ini|md|txt)\b|--[\w-]+")
+_ACTION_HINTS = (
+    "配置",
+    "执行",
+    "运行",
+    "部署",
+    "安装",
+    "删除",
+    "修改",
+    "创建",
+    "run",
+    "deploy",
+    "install",
+    "configure",
+)
+
+
+@cache
+def _idf_table() -> tuple[dict[str, float], float]:
+    ensure_jieba()
+    import jieba.analyse
+
+    table = jieba.analyse.default_tfidf
+    return table.idf_freq, float(table.median_idf)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryKeyword:
+    """A keyword of a search query, typed as seed 000's ``KeywordExtractionItem``."""
+
+    keyword: str
+    weight: float
+    type: KeywordType
+
+
+class KeywordExtractor:
+    """Weighted keywords of memories and queries.
+
+    ``max_keywords`` and ``min_weight`` come from the ``MEMORY_EXTRACTION_*`` settings;
+    ``model_client`` (any AutoGen ``ChatCompletionClient``) switches :meth:`extract_keywords` to the
+    seed's LLM prompt.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_keywords: int = 5,
+        min_weight: float = 0.3,
+        model_client: ChatCompletionClient | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        if not 1 <= max_keywords <= 20:
+            raise ValueError("max_keywords must be between 1 and 20")
+        if not 0.0 <= min_weight <= 1.0:
+            raise ValueError("min_weight must be between 0 and 1")
+        self.max_keywords = max_keywords
+        self.min_weight = min_weight
+        self.model_client = model_client
+        self._tokenizer = tokenizer or Tokenizer(stem=False, search_mode=False)
+
+    @property
+    def name(self) -> str:
+        """Identifies the offline extraction (stored with analyses)."""
+        return f"tfidf-{self.max_keywords}-{self.min_weight:g}-v1"
+
+    # -- offline -----------------------------------------------------------------------------------
+
+    def weighted_terms(self, text: str, *, boost: str = "") -> list[tuple[str, float]]:
+        """TF-IDF of the words of ``text`` (``boost`` text counts twice), heaviest first, max weight 1."""
+        idf, median = _idf_table()
+        counts: Counter[str] = Counter()
+        for word in self._tokenizer.tokens(text):
+            counts[word] += 1
+        for word in self._tokenizer.tokens(boost):
+            counts[word] += 2
+        scored: dict[str, float] = {}
+        for word, tf in counts.items():
+            if len(word) < 2 or (word.isdigit() and len(word) < 3):
+                continue
+            weight = idf.get(word, median) if is_cjk_word(word) else median
+            scored[word] = (1.0 + 0.5 * (tf - 1)) * weight
+        if not scored:
+            return []
+        top = max(scored.values())
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [(w, round(s / top, 4)) for w, s in ranked]
+
+    def extract(self, *, content: str, summary: str = "", memory_type: str | None = None) -> list[KeywordInput]:
+        """Keywords of a memory, offline: TF-IDF (summary words count more), then type rules."""
+        boost = summary if summary and summary not in content else ""
+        terms = [(w, s) for w, s in self.weighted_terms(content, boost=boost) if s >= self.min_weight]
+        chosen = [KeywordInput(w, s, "system") for w, s in terms[: self.max_keywords]]
+        taken = {k.keyword for k in chosen}
+        if memory_type == "command_output":
+            for match in _COMMAND_TOKEN.findall(content)[:2]:
+                word = match.lower()[:100]
+                if word not in taken:
+                    chosen.append(KeywordInput(word, 0.8, "system"))
+                    taken.add(word)
+        for word, weight in TYPE_KEYWORDS.get(memory_type or "", ()):
+            if word not in taken:
+                chosen.append(KeywordInput(word, weight, "system"))
+        return chosen
+
+    def query_keywords(self, query: str, *, context: str | None = None, max_keywords: int = 5) -> list[QueryKeyword]:
+        """Typed keywords of a query, offline (entity / action / concept / time), heaviest first."""
+        from datetime import UTC, datetime
+
+        found: list[QueryKeyword] = []
+        times = parse_time_expressions(query, now=datetime.now(UTC))
+        time_words = {t.expression for t in times}
+        for word, weight in self.weighted_terms(query, boost=""):
+            if any(word in t for t in time_words):
+                continue
+            found.append(QueryKeyword(word, weight, _kind(word)))
+        if context:
+            known = {k.keyword for k in found}
+            for word, weight in self.weighted_terms(context)[:3]:
+                if word not in known:
+                    found.append(QueryKeyword(word, round(0.5 * weight, 4), _kind(word)))
+        found.sort(key=lambda k: (-k.weight, k.keyword))
+        result = found[: max(0, max_keywords - len(times[:1]))]
+        result.extend(QueryKeyword(t.expression, 0.6, "time") for t in times[:1])
+        return result[:max_keywords]
+
+    # -- with a model --------------------------------------------------------------------------------
+
+    async def extract_keywords(
+        self, content: str, summary: str, memory_type: str | None = None, max_keywords: int | None = None
+    ) -> list[tuple[str, float]]:
+        """Seed 002's interface: ``(keyword, weight)`` pairs, by LLM when a client is set, else offline.
+
+        A failing or malformed LLM answer falls back to the offline extractor.
+        """
+        limit = max_keywords or self.max_keywords
+        if self.model_client is not None:
+            try:
+                return await self._llm_keywords(content, summary, memory_type, limit)
+            except (ValueError, KeyError, TypeError):
+                pass
+        return [(k.keyword, k.weight) for k in self.extract(content=content, summary=summary, memory_type=memory_type)][
+            :limit
+        ]
+
+    async def _llm_keywords(
+        self, content: str, summary: str, memory_type: str | None, limit: int
+    ) -> list[tuple[str, float]]:
+        assert self.model_client is not None
+        prompt = MEMORY_KEYWORDS_PROMPT.format(
+            max_keywords=limit, summary=summary, content=content[:4000], memory_type=memory_type or "general"
+        )
+        result = await self.model_client.create([UserMessage(content=prompt, source="system")], json_output=True)
+        if not isinstance(result.content, str):
+            raise ValueError("the model answered with a tool call, not JSON")
+        data = json.loads(result.content)
+        pairs: list[tuple[str, float]] = []
+        for item in data["keywords"]:
+            word = str(item.get("word") or item.get("keyword") or "").strip().lower()
+            weight = float(item.get("weight", 0.5))
+            if word and 0.0 <= weight <= 1.0 and len(word) <= 100:
+                pairs.append((word, weight))
+        if not pairs:
+            raise ValueError("the model returned no keywords")
+        return pairs[:limit]
+
+
+def _kind(word: str) -> KeywordType:
+    if any(hint in word for hint in _ACTION_HINTS):
+        return "action"
+    if not is_cjk_word(word) and (word[:1].isdigit() or "." in word or "_" in word):
+        return "entity"
+    return "concept" if is_cjk_word(word) else "entity"
+
+
+def keyword_inputs(pairs: Sequence[tuple[str, float]], *, source: str = "llm") -> list[KeywordInput]:
+    """``(keyword, weight)`` pairs as ``KeywordInput`` with the given extraction source."""
+    return [KeywordInput(k, w, source) for k, w in pairs]  # type: ignore[arg-type]

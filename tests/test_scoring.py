@@ -1,0 +1,238 @@
+"""Pure scoring functions on tiny inline corpora: keyword tiers, BM25 normalisation, decay, fusion, ranking."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from agent_memory.search import FusionWeights, IndexedMemory, SearchResultRanker, UserIndex
+from agent_memory.search import _components as c
+from agent_memory.search._scoring import (
+    bm25_idf,
+    bm25_tf,
+    fuse,
+    keyword_match,
+    keyword_score,
+    normalize_bm25,
+    recency,
+    time_decay,
+    top_k,
+)
+from agent_memory.text import Tokenizer
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+TOK = Tokenizer()
+
+
+def build(
+    texts: dict[str, str], *, gap_minutes: float = 120, keywords: dict[str, list[tuple[str, float]]] | None = None
+):
+    """An index over ``texts`` (key -> text), one memory every ``gap_minutes`` in one conversation."""
+    index = UserIndex()
+    for i, (key, text) in enumerate(texts.items()):
+        index.put(
+            IndexedMemory(
+                key,
+                key,
+                None,
+                "general",
+                T0 + timedelta(minutes=gap_minutes * i),
+                tuple(TOK.tokens(text)),
+                tuple((keywords or {}).get(key, ())),
+            )
+        )
+    return index
+
+
+def at(index: UserIndex, scores: np.ndarray) -> dict[str, float]:
+    """Scores by memory key."""
+    return {index.memory(int(s)).memory_key: float(scores[s]) for s in np.flatnonzero(index.mask())}
+
+
+# -- keyword tiers ----------------------------------------------------------------------------------
+
+
+def test_keyword_match_tiers() -> None:
+    assert keyword_match("数据库", "数据库", {}) == 1.0
+    assert keyword_match("数据", "数据库", {}) == 0.8
+    assert keyword_match("数据库", "数据", {}) == 0.8
+    assert keyword_match("db", "数据库", {"数据库": 0.9}) == pytest.approx(0.7 * 0.9)
+    assert keyword_match("猫", "狗", {}) == 0.0
+    # a one-character keyword never matches by prefix
+    assert keyword_match("a", "apple", {}) == 0.0
+
+
+def test_keyword_score_weights_query_terms() -> None:
+    memory = {"mysql": 1.0, "配置": 0.5}
+    assert keyword_score({"mysql": 1.0}, memory) == 1.0
+    assert keyword_score({"配置": 1.0}, memory) == 0.5
+    assert keyword_score({"mysql": 1.0, "端口": 1.0}, memory) == 0.5
+    assert keyword_score({"端口": 1.0}, memory) == 0.0
+    assert keyword_score({}, memory) == 0.0
+
+
+def test_keyword_tiers_over_an_index() -> None:
+    index = build(
+        {
+            "exact": "数据库 配置",
+            "prefix": "数据库管理员",
+            "synonym": "database settings",
+            "none": "今天 天气 很好",
+        }
+    )
+    scores = at(index, c.keyword_tiers(index, {"数据库": 1.0}, synonyms={"数据库": {"databas": 0.9}}))
+    assert scores["exact"] == pytest.approx(1.0)
+    assert scores["prefix"] == pytest.approx(0.8)
+    assert scores["synonym"] == pytest.approx(0.7 * 0.9)
+    assert scores["none"] == 0.0
+
+
+def test_stored_keyword_counts_with_its_weight() -> None:
+    index = build({"tagged": "some unrelated words", "plain": "other words"}, keywords={"tagged": [("项目", 0.6)]})
+    scores = at(index, c.keyword_tiers(index, {"项目": 1.0}))
+    assert scores["tagged"] == pytest.approx(0.6)
+    assert scores["plain"] == 0.0
+
+
+def test_neighbour_match_counts_at_most_half() -> None:
+    index = build({"a": "postgres 连接", "b": "它 在 哪", "c": "unrelated"}, gap_minutes=1)
+    scores = at(index, c.keyword_tiers(index, {"postgr": 1.0}))
+    assert scores["a"] == pytest.approx(1.0)
+    assert scores["b"] == pytest.approx(0.5)
+    assert scores["c"] == pytest.approx(0.25)
+
+
+# -- BM25 ----------------------------------------------------------------------------------------
+
+
+def test_bm25_idf_and_tf() -> None:
+    idf = bm25_idf(10, [1, 5, 10])
+    assert idf[0] > idf[1] > idf[2] > 0
+    assert bm25_tf(1, 10, 10.0, k1=1.2, b=0.75) == pytest.approx(1.0)
+    assert bm25_tf(100, 10, 10.0, k1=1.2, b=0.75) < 2.2
+    assert bm25_tf(1, 20, 10.0, k1=1.2, b=0.75) < bm25_tf(1, 5, 10.0, k1=1.2, b=0.75)
+
+
+def test_normalize_bm25_is_absolute() -> None:
+    assert normalize_bm25([3.0, 1.5, 10.0], 3.0).tolist() == [1.0, 0.5, 1.0]
+    assert normalize_bm25([2.0], 0.0).tolist() == [0.0]
+
+
+def test_bm25f_prefers_more_query_terms_and_uses_neighbours() -> None:
+    far = build({"both": "mysql port 3306", "one": "mysql backup", "none": "coffee beans"})
+    scores = at(far, c.bm25f(far, c.query_terms(TOK.tokens("mysql port"))))
+    assert scores["both"] > scores["one"] > 0 == scores["none"]
+    # with the memories a minute apart, "one" also sees its neighbour's "port"
+    near = build({"both": "mysql port 3306", "one": "mysql backup", "none": "coffee beans"}, gap_minutes=1)
+    near_scores = at(near, c.bm25f(near, c.query_terms(TOK.tokens("port"))))
+    assert near_scores["one"] > 0
+    assert near_scores["both"] > near_scores["one"]
+
+
+def test_bm25_ceiling_bounds_a_full_match() -> None:
+    index = build({"a": "mysql port", "b": "redis cache", "c": "coffee"})
+    terms = c.query_terms(TOK.tokens("mysql port"))
+    ratio = c.bm25f(index, terms) / c.bm25_ceiling(index, terms)
+    assert 0.8 < at(index, ratio)["a"] <= 1.2
+
+
+def test_tfidf_cosine_is_one_for_identical_text() -> None:
+    index = build({"a": "mysql port 3306", "b": "redis"})
+    cos = at(index, c.tfidf_cosine(index, c.query_terms(TOK.tokens("mysql port 3306")), smooth=False))
+    assert cos["a"] == pytest.approx(1.0)
+    assert cos["b"] == 0.0
+
+
+# -- time ----------------------------------------------------------------------------------------
+
+
+def test_time_decay_half_life() -> None:
+    assert time_decay(0, 30).item() == 1.0
+    assert time_decay(30, 30).item() == pytest.approx(0.5)
+    assert time_decay(60, 30).item() == pytest.approx(0.25)
+    assert time_decay(-5, 30).item() == 1.0  # the future counts as now
+
+
+def test_recency_keeps_half() -> None:
+    assert recency(0, 30).item() == 1.0
+    assert recency(10_000, 30).item() == pytest.approx(0.5)
+
+
+# -- fusion and ranking ----------------------------------------------------------------------------
+
+
+def test_fuse_never_makes_an_unrelated_memory_relevant() -> None:
+    w = FusionWeights()
+    scores = fuse([0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 1.0, 0.5], [1.0, 1.0, 0.5, 1.0], w)
+    assert scores[0] == 0.0
+    assert scores[1] == pytest.approx(1.0)
+    assert scores[1] > scores[2] > 0
+    assert scores[2] == pytest.approx(0.8 + 0.2 * 0.5)
+    assert scores[3] == pytest.approx(0.5)
+
+
+def test_fusion_weights_must_add_up() -> None:
+    with pytest.raises(ValueError, match="add up to 1"):
+        FusionWeights(keyword=0.5, text=0.5, time=0.5)
+
+
+def test_ranker_prefers_used_memories_and_preferences() -> None:
+    ranker = SearchResultRanker()
+    now = T0
+    plain = ranker.score(relevance=0.8, access_count=0, last_accessed_at=None, memory_type="general", now=now)
+    used = ranker.score(relevance=0.8, access_count=10, last_accessed_at=now, memory_type="general", now=now)
+    pref = ranker.score(relevance=0.8, access_count=0, last_accessed_at=None, memory_type="user_preference", now=now)
+    assert used > plain and pref > plain
+    assert plain == pytest.approx(0.7 * 0.8 + 0.1 * 0.4)
+    assert 0.0 <= used <= 1.0
+
+
+def test_top_k_breaks_ties_stably() -> None:
+    scores = np.array([0.5, 0.9, 0.5, 0.0, 0.5])
+    assert top_k(scores, 3) == [1, 0, 2]
+    assert top_k(scores, 3, tie_break=["c", "z", "b", "a", "a"]) == [1, 4, 2]
+    assert top_k(np.zeros(3), 2) == []
+
+
+def test_coverage_rerank_brings_the_second_part_of_a_question() -> None:
+    index = build(
+        {
+            "home1": "我 住 的 小区 叫 紫荆花园 小区",
+            "home2": "小区 的 环境 不错 小区",
+            "event": "活动 地点 是 北京",
+        }
+    )
+    terms = c.query_terms(TOK.tokens("小区 地点"))
+    scores = np.zeros(index.capacity)
+    slot = {index.memory(i).memory_key: i for i in np.flatnonzero(index.mask())}
+    scores[slot["home1"]], scores[slot["home2"]], scores[slot["event"]] = 1.0, 0.95, 0.45
+    plain = [slot["home1"], slot["home2"], slot["event"]]
+    order = c.coverage_rerank(index, scores, index.bm25_idf(terms), plain)
+    assert [index.memory(i).memory_key for i in order] == ["home1", "event", "home2"]
+
+
+def test_propagation_lifts_a_memory_that_names_the_same_thing() -> None:
+    index = build(
+        {
+            "name": "我 住 的 小区 叫 紫荆花园",
+            "follow": "紫荆花园 的 环境 很 好 绿化 多",
+            "other": "公司 在 北京",
+        }
+    )
+    terms = c.query_terms(TOK.tokens("小区"))
+    base = c.keyword_tiers(index, dict.fromkeys(terms, 1.0))
+    lifted = c.propagate(index, base, terms, index.mask())
+    before, after = at(index, base), at(index, lifted)
+    assert before["follow"] == 0.0 < after["follow"] < after["name"]
+    assert after["other"] == 0.0
+    assert max(after.values()) == pytest.approx(max(before.values()))
+
+
+def test_rank_normalise_shares_ranks_on_ties() -> None:
+    scores = np.array([0.2, 0.9, 0.2, 0.0])
+    out = c.rank_normalise(scores, np.ones(4, dtype=bool))
+    assert out[1] == 1.0 and out[0] == out[2] < 1.0 and out[3] == 0.0
+    assert math.isclose(out[0], 61 / 62)

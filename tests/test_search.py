@@ -1,0 +1,244 @@
+"""HybridMemorySearch on a real database (SQLite file and PostgreSQL): scoping, freshness, modes,
+filters, synonyms, ranking and bad input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agent_memory.bench import synthetic_memories, synthetic_queries
+from agent_memory.search import HybridMemorySearch, MemoryModel, SearchAnalyzer
+from agent_memory.text import KeywordExtractor
+from data_layer import AgentFusionDataLayer, InvalidInputError, NewMemory, upgrade
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+MEMORIES = [
+    NewMemory("db-config", "用户的 MySQL 数据库配置: host=10.0.0.5 port=3306", summary="MySQL 数据库配置",
+              memory_type="command_output", friend_id="xiaozhu", created_at=NOW - timedelta(days=2)),
+    NewMemory("likes-scifi", "The user loves science fiction movies, especially Interstellar.",
+              memory_type="user_preference", friend_id=None, created_at=NOW - timedelta(days=40)),
+    NewMemory("trip-hangzhou", "上周和朋友去杭州西湖徒步，天气很好", memory_type="event", friend_id="xiaozhu",
+              created_at=NOW - timedelta(days=8)),
+    NewMemory("mentor-career", "Discussed moving from backend work to a data engineering role.",
+              memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=10)),
+    NewMemory("coffee", "每天早上喝一杯手冲咖啡", memory_type="user_preference", friend_id=None,
+              created_at=NOW - timedelta(days=100)),
+]  # fmt: skip
+
+
+@pytest.fixture
+async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
+    engine = HybridMemorySearch(layer.memory)
+    await layer.memory.add_many(user_id="alice", memories=MEMORIES)
+    return engine
+
+
+async def keys(engine: HybridMemorySearch, query: str, **kw: object) -> list[str]:
+    kw.setdefault("user_id", "alice")
+    kw.setdefault("now", NOW)
+    return [h.memory_key for h in await engine.search(query, **kw)]  # type: ignore[arg-type]
+
+
+async def test_finds_chinese_and_english(search: HybridMemorySearch) -> None:
+    assert (await keys(search, "数据库配置"))[0] == "db-config"
+    assert (await keys(search, "mysql port"))[0] == "db-config"
+    assert (await keys(search, "which science fiction films"))[0] == "likes-scifi"
+    assert (await keys(search, "西湖徒步"))[0] == "trip-hangzhou"
+    assert (await keys(search, "ＭｙＳＱＬ"))[0] == "db-config"  # full-width folds to half-width
+
+
+async def test_scores_are_between_zero_and_one_and_thresholds_cut(search: HybridMemorySearch) -> None:
+    hits = await search.search("MySQL 数据库 配置", user_id="alice", now=NOW)
+    assert hits and all(0.0 < h.score <= 1.0 and 0.0 <= h.rank_score <= 1.0 for h in hits)
+    best = hits[0].score
+    assert best > 0.5
+    strict = await search.search("MySQL 数据库 配置", user_id="alice", now=NOW, min_relevance_score=best)
+    assert [h.memory_key for h in strict] == ["db-config"]
+    weak = await search.search("咖啡 mysql", user_id="alice", now=NOW)
+    assert weak and max(h.score for h in weak) < best
+
+
+async def test_every_memory_gets_keywords_on_write(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
+    for memory in MEMORIES:
+        kws = await layer.memory.get_keywords(user_id="alice", memory_key=memory.memory_key)
+        assert kws, memory.memory_key
+    db_kws = {k.keyword for k in await layer.memory.get_keywords(user_id="alice", memory_key="db-config")}
+    assert "mysql" in db_kws and "命令" in db_kws  # TF-IDF word and the command_output type rule
+    assert await layer.memory.pending_keyword_extraction(user_id="alice") == []
+
+
+async def test_friend_scope_and_shared_memories(search: HybridMemorySearch) -> None:
+    xiaozhu = await keys(search, "data engineering backend role mysql 咖啡", friend_id="xiaozhu", limit=10)
+    assert "mentor-career" not in xiaozhu
+    assert "db-config" in xiaozhu and "coffee" in xiaozhu  # own and shared
+    mentor = await keys(search, "data engineering backend role mysql 咖啡", friend_id="mentor", limit=10)
+    assert "mentor-career" in mentor and "db-config" not in mentor and "coffee" in mentor
+    only_own = await keys(search, "mysql 咖啡", friend_id="xiaozhu", include_shared=False, limit=10)
+    assert only_own == ["db-config"]
+
+
+async def test_another_user_sees_nothing(search: HybridMemorySearch) -> None:
+    assert await keys(search, "mysql 数据库 咖啡", user_id="mallory") == []
+    assert await keys(search, "mysql", user_id=42) == []
+
+
+async def test_a_write_is_visible_to_the_next_search(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
+    assert await keys(search, "redis 缓存") == []
+    await layer.memory.add(user_id="alice", memory_key="redis", content="Redis 缓存 运行在 6379 端口", created_at=NOW)
+    assert await keys(search, "redis 缓存") == ["redis"]  # the recent-search cache did not answer
+    await layer.memory.upsert(user_id="alice", memory_key="redis", content="现在改用 memcached 了", created_at=NOW)
+    assert await keys(search, "redis 缓存") == []
+    assert await keys(search, "memcached") == ["redis"]
+    await layer.memory.delete(user_id="alice", memory_key="redis")
+    assert await keys(search, "memcached") == []
+    await layer.memory.add(user_id="alice", memory_key="redis2", content="memcached again", created_at=NOW)
+    await layer.memory.delete(user_id="alice", memory_key="redis2", hard=True)
+    assert await keys(search, "memcached") == []
+
+
+async def test_a_second_engine_sees_writes_made_elsewhere(layer: AgentFusionDataLayer, db_url: str) -> None:
+    """Two processes share one database: each engine checks the change counter before searching."""
+    reader = HybridMemorySearch(layer.memory)
+    assert await keys(reader, "kubernetes") == []
+    async with AgentFusionDataLayer(db_url) as other:
+        HybridMemorySearch(other.memory)
+        await other.memory.add(user_id="alice", memory_key="k8s", content="部署在 Kubernetes 集群", created_at=NOW)
+    assert await keys(reader, "kubernetes") == ["k8s"]
+
+
+async def test_synonyms_expand_and_new_synonyms_apply_at_once(
+    layer: AgentFusionDataLayer, search: HybridMemorySearch
+) -> None:
+    assert "coffee" not in await keys(search, "espresso")
+    await layer.memory.add_synonym("espresso", "咖啡", similarity_score=0.9)
+    hits = await search.search("espresso", user_id="alice", now=NOW)
+    assert [h.memory_key for h in hits] == ["coffee"]
+    assert hits[0].keyword == pytest.approx(0.7 * 0.9, abs=0.01)
+
+
+async def test_modes(search: HybridMemorySearch) -> None:
+    assert (await keys(search, "mysql", mode="keyword"))[0] == "db-config"
+    assert (await keys(search, "science fiction movie", mode="semantic"))[0] == "likes-scifi"
+    with pytest.raises(InvalidInputError, match="mode must be one of"):
+        await keys(search, "mysql", mode="fuzzy")
+
+
+async def test_filters(search: HybridMemorySearch) -> None:
+    everything = "mysql 咖啡 杭州 science data"
+    prefs = await keys(search, everything, memory_types=["user_preference"], limit=10)
+    assert set(prefs) == {"coffee", "likes-scifi"}
+    recent = await keys(search, everything, time_range_days=9, limit=10)
+    assert set(recent) == {"db-config", "trip-hangzhou"}
+    window = await keys(search, everything, start=NOW - timedelta(days=50), end=NOW - timedelta(days=8), limit=10)
+    assert set(window) == {"likes-scifi", "mentor-career"}
+    named = await keys(search, "上周 去了哪里 杭州 mysql", use_time_expressions=True, limit=10)
+    assert named == ["trip-hangzhou"]
+
+
+async def test_recent_memories_rank_higher_at_equal_relevance(layer: AgentFusionDataLayer) -> None:
+    engine = HybridMemorySearch(layer.memory)
+    await layer.memory.add(user_id="bob", memory_key="old", content="跑步 训练", created_at=NOW - timedelta(days=90))
+    await layer.memory.add(user_id="bob", memory_key="new", content="跑步 训练", created_at=NOW - timedelta(days=1))
+    hits = await engine.search("跑步训练", user_id="bob", now=NOW)
+    assert [h.memory_key for h in hits] == ["new", "old"]
+    assert hits[0].recency > hits[1].recency >= 0.5
+
+
+async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:
+    engine = HybridMemorySearch(layer.memory)
+    for key in ("a", "b"):
+        await layer.memory.add(user_id="carol", memory_key=key, content="周末 爬山 计划", created_at=NOW)
+    first = await keys(engine, "爬山", user_id="carol")
+    loser = first[-1]
+    for _ in range(5):
+        await layer.memory.retrieve_memory(user_id="carol", memory_key=loser)
+    engine.forget(user_id="carol")  # access counts are cached with the records (10 min) until forgotten
+    assert (await keys(engine, "爬山", user_id="carol"))[0] == loser
+
+
+async def test_changed_analyzer_reanalyses_stored_memories(layer: AgentFusionDataLayer) -> None:
+    await layer.memory.add(user_id="dan", memory_key="m", content="项目 周报 模板", created_at=NOW)  # no analyzer yet
+    assert await layer.memory.pending_keyword_extraction(user_id="dan")
+    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(extractor=KeywordExtractor(max_keywords=3)))
+    assert await keys(engine, "周报", user_id="dan") == ["m"]
+    assert await layer.memory.pending_keyword_extraction(user_id="dan") == []
+
+
+async def test_memory_model_compat(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
+    model = MemoryModel(layer, search=search)
+    infos = await model.search_memories("数据库", user_id="alice", limit=3)
+    assert infos[0].memory_key == "db-config" and 0 < infos[0].relevance_score <= 1
+    assert infos[0].keywords
+    adv = await model.search_memories_advanced(user_id="alice", query="数据库", friend_id="mentor")
+    assert [i.memory_key for i in adv] == []
+    with pytest.raises(InvalidInputError, match="user_id is required"):
+        await model.search_memories("数据库")
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"mysql"', "'; DROP TABLE agent_memories; --", "%", "_", "100%_done", "mysql OR 1=1", "😀🔥", "数据库😀"],
+)
+async def test_odd_queries_are_just_text(layer: AgentFusionDataLayer, search: HybridMemorySearch, query: str) -> None:
+    hits = await search.search(query, user_id="alice", now=NOW, keywords=[query])
+    found = {h.memory_key for h in hits}
+    assert found <= {"db-config"}  # only a real word match, never "everything"
+    if "mysql" in query.lower() or "数据库" in query:
+        assert found == {"db-config"}
+    assert await layer.memory.count(user_id="alice") == len(MEMORIES)  # nothing dropped
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "   "}, "query is empty"),
+        ({"query": None}, "query must be a string"),
+        ({"query": "x" * 5000}, "at most 4000"),
+        ({"limit": 0}, "limit must be an integer from 1 to 100"),
+        ({"limit": 101}, "limit must be an integer from 1 to 100"),
+        ({"limit": True}, "limit must be an integer"),
+        ({"min_relevance_score": -0.1}, "min_relevance_score must be from 0 to 1"),
+        ({"min_relevance_score": 1.5}, "min_relevance_score must be from 0 to 1"),
+        ({"min_relevance_score": float("nan")}, "min_relevance_score must be from 0 to 1"),
+        ({"min_relevance_score": "high"}, "min_relevance_score must be a number"),
+        ({"time_range_days": 0}, "time_range_days must be a positive"),
+        ({"now": datetime(2026, 1, 1)}, "timezone-aware"),
+        ({"keywords": [3]}, "keywords must be strings"),
+        ({"user_id": ""}, "1-255 characters"),
+        ({"user_id": 1.5}, "ids must be strings or integers"),
+    ],
+)
+async def test_bad_input_is_refused_clearly(
+    search: HybridMemorySearch, kwargs: dict[str, object], message: str
+) -> None:
+    args: dict[str, object] = {"query": "mysql", "user_id": "alice"}
+    args.update(kwargs)
+    query = args.pop("query")
+    with pytest.raises(InvalidInputError, match=message):
+        await search.search(query, **args)  # type: ignore[arg-type]
+
+
+@pytest.mark.postgres
+async def test_sqlite_and_postgresql_rank_alike(fresh_pg_url: str, tmp_path: Path) -> None:
+    """The same memories on both backends give the same top 5, ties included (same tie-break)."""
+    sqlite_url = f"sqlite+aiosqlite:///{tmp_path / 'same.db'}"
+    for url in (sqlite_url, fresh_pg_url):
+        await upgrade(url)
+    items = list(synthetic_memories(400, start=NOW))
+    results = []
+    for url in (sqlite_url, fresh_pg_url):
+        async with AgentFusionDataLayer(url) as layer:
+            engine = HybridMemorySearch(layer.memory)
+            await layer.memory.add_many(user_id="same", memories=items)
+            results.append(
+                [
+                    [(h.memory_key, h.score) for h in await engine.search(q, user_id="same", now=NOW, limit=5)]
+                    for q in synthetic_queries(40)
+                ]
+            )
+    assert all(results[0])
+    assert results[0] == results[1]

@@ -1,0 +1,124 @@
+"""Tokenisation, time expressions and keyword extraction (offline and with a scripted model)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from autogen_core.models import ModelFamily, ModelInfo
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from agent_memory.text import KeywordExtractor, Tokenizer, fold, parse_time_expressions, query_time_range
+
+NOW = datetime(2024, 5, 15, 10, 30, tzinfo=UTC)  # a Wednesday
+
+
+def test_fold_full_width() -> None:
+    assert fold("ＭｙＳＱＬ　１２３，") == "mysql 123,"
+
+
+def test_tokens_chinese_english_and_stop_words() -> None:
+    tokens = Tokenizer().tokens("我之前的 MySQL 数据库配置 was painted")
+    assert "mysql" in tokens and "数据库" in tokens and "配置" in tokens
+    assert "paint" in tokens  # stemmed
+    assert "我" not in tokens and "的" not in tokens and "was" not in tokens
+
+
+def test_rare_single_characters_are_kept() -> None:
+    assert "猫" in Tokenizer().tokens("我养了一只猫")
+    assert "了" not in Tokenizer().tokens("我养了一只猫")
+
+
+def test_search_mode_adds_inner_words() -> None:
+    assert "数据" in Tokenizer(search_mode=True).tokens("数据库")
+    assert Tokenizer(search_mode=True).name != Tokenizer().name
+
+
+def test_query_and_memory_meet_across_widths() -> None:
+    tok = Tokenizer()
+    assert tok.tokens("Ｐｙｔｈｏｎ 编程") == tok.tokens("python 编程")
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("昨天吃了什么", datetime(2024, 5, 14, tzinfo=UTC), datetime(2024, 5, 15, tzinfo=UTC)),
+        ("去年的旅行", datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)),
+        ("what did I do last week", datetime(2024, 5, 6, tzinfo=UTC), datetime(2024, 5, 13, tzinfo=UTC)),
+        ("the trip in May 2023", datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC)),
+        ("yesterday's lunch", datetime(2024, 5, 14, tzinfo=UTC), datetime(2024, 5, 15, tzinfo=UTC)),
+    ],
+)
+def test_time_expressions(text: str, start: datetime, end: datetime) -> None:
+    found = query_time_range(text, now=NOW)
+    assert found is not None
+    assert (found.start, found.end) == (start, end)
+
+
+def test_this_week_runs_from_monday_to_now() -> None:
+    found = query_time_range("这周的会议", now=NOW)
+    assert found is not None
+    assert found.start == datetime(2024, 5, 13, tzinfo=UTC)
+    assert NOW < found.end <= datetime(2024, 5, 20, tzinfo=UTC)  # memories lie in the past
+
+
+def test_vague_time_expressions_end_now() -> None:
+    for text in ("最近在忙什么", "上次说的那个项目"):
+        found = query_time_range(text, now=NOW)
+        assert found is not None and not found.precise
+        assert found.start < NOW <= found.end
+
+
+def test_no_time_expression() -> None:
+    assert parse_time_expressions("MySQL 数据库配置", now=NOW) == []
+    with pytest.raises(ValueError, match="timezone-aware"):
+        parse_time_expressions("昨天", now=datetime(2024, 5, 15))
+
+
+def test_offline_keywords_by_type_and_weight() -> None:
+    ex = KeywordExtractor(max_keywords=3, min_weight=0.3)
+    kws = ex.extract(content="运行 deploy.sh --force 部署 nginx 服务到生产环境", memory_type="command_output")
+    words = [k.keyword for k in kws]
+    assert "deploy.sh" in words and "--force" in words and "命令" in words
+    assert all(0.0 <= k.weight <= 1.0 for k in kws)
+    pref = ex.extract(content="喜欢喝手冲咖啡", memory_type="user_preference")
+    assert "偏好" in [k.keyword for k in pref] and "咖啡" in [k.keyword for k in pref]
+
+
+def test_query_keywords_are_typed() -> None:
+    found = KeywordExtractor().query_keywords("上周 部署 nginx 的配置")
+    kinds = {k.keyword: k.type for k in found}
+    assert kinds.get("nginx") == "entity"
+    assert "time" in kinds.values()
+
+
+def _client(answers: list[str]) -> ReplayChatCompletionClient:
+    info = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+                     structured_output=False)  # fmt: skip
+    return ReplayChatCompletionClient(answers, model_info=info)
+
+
+async def test_llm_keywords_follow_the_prompt() -> None:
+    answer = json.dumps({"keywords": [{"word": "MySQL", "weight": 0.9}, {"word": "端口", "weight": 0.6}]})
+    client = _client([answer])
+    ex = KeywordExtractor(model_client=client)
+    assert await ex.extract_keywords("MySQL 端口 3306", "数据库配置", "command_output") == [
+        ("mysql", 0.9),
+        ("端口", 0.6),
+    ]
+    prompt = client.create_calls[0]["messages"][0].content
+    assert "记忆摘要: 数据库配置" in prompt and "最多 5 个关键词" in prompt
+
+
+async def test_malformed_llm_answer_falls_back_to_offline() -> None:
+    ex = KeywordExtractor(model_client=_client(["not json at all"]))
+    pairs = await ex.extract_keywords("MySQL 端口 3306 配置", "数据库配置", "general")
+    assert pairs and "mysql" in [w for w, _ in pairs]
+
+
+def test_extractor_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="max_keywords"):
+        KeywordExtractor(max_keywords=0)
+    with pytest.raises(ValueError, match="min_weight"):
+        KeywordExtractor(min_weight=2)
