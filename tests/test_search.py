@@ -242,3 +242,16 @@ async def test_sqlite_and_postgresql_rank_alike(fresh_pg_url: str, tmp_path: Pat
             )
     assert all(results[0])
     assert results[0] == results[1]
+
+
+async def test_odd_user_tags_are_stored_and_matched_as_text(layer: AgentFusionDataLayer) -> None:
+    engine = HybridMemorySearch(layer.memory)
+    tags = ["100%_done", "it's", "DROP TABLE x;--", "😀", "配置_v2"]
+    await layer.memory.add(user_id="erin", memory_key="tagged", content="季度 总结", keywords=tags, created_at=NOW)
+    await layer.memory.add(user_id="erin", memory_key="plain", content="别的 内容", created_at=NOW - timedelta(days=3))
+    stored = {k.keyword for k in await layer.memory.get_keywords(user_id="erin", memory_key="tagged")}
+    assert {t.lower() for t in tags} <= stored
+    assert await keys(engine, "100%", user_id="erin") == ["tagged"]
+    assert await keys(engine, "配置_v2", user_id="erin") == ["tagged"]
+    assert await keys(engine, "%", user_id="erin") == []
+    assert await layer.memory.count(user_id="erin") == 2

@@ -136,6 +136,7 @@ class HybridMemorySearch:
         self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
         self._row_revision: dict[str, dict[uuid.UUID, int]] = {}
         self._users: dict[str, _UserState] = {}
+        self._keyword_cache: dict[str, tuple[str, ...]] = {}
         memory.set_analyzer(self.analyzer)
 
     # -- index maintenance -------------------------------------------------------------------------
@@ -190,7 +191,7 @@ class HybridMemorySearch:
                     memory_type=row.memory_type,
                     created_at=row.created_at,
                     terms=tuple(row.tokens.split()),
-                    keywords=row.keywords,
+                    keywords=self._keyword_terms(row.keywords),
                     embedding=vector,
                 )
             )
@@ -201,6 +202,18 @@ class HybridMemorySearch:
         user.revision = max([state.revision, *(r.revision for r in rows)])
         user.hard_delete_revision = state.hard_delete_revision
         return stale
+
+    def _keyword_terms(self, keywords: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+        """Stored keywords as search terms (a tag "machine learning" becomes "machin", "learn")."""
+        out: list[tuple[str, float]] = []
+        for word, weight in keywords:
+            terms = self._keyword_cache.get(word)
+            if terms is None:
+                terms = tuple(self.analyzer.tokenizer.unique_tokens(word))
+                if len(self._keyword_cache) < 200_000:
+                    self._keyword_cache[word] = terms
+            out.extend((t, weight) for t in terms)
+        return tuple(out)
 
     async def reanalyze(self, *, user_id: str | int, batch: int = 500) -> int:
         """Analyse the user's memories stored without (or with another) analysis; returns how many."""
@@ -409,7 +422,7 @@ class HybridMemorySearch:
                 text=round(float(text_score[s]), 6),
                 semantic=round(float(sem[s]), 6),
                 recency=round(float(fresh[s]), 6),
-                keywords=tuple(k for k, _ in index.memory(s).keywords),
+                keywords=tuple(dict.fromkeys(k for k, _ in index.memory(s).keywords)),
             )
             for s in ordered[:limit]
         ]
