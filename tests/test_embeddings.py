@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -29,9 +30,9 @@ def _vector(text: str) -> list[float]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    inputs: list[str] = []
+    inputs: ClassVar[list[str]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         type(self).inputs.extend(texts)

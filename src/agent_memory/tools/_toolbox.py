@@ -1,0 +1,323 @@
+"""The MemRecallAgent tools bound to one scope (user, optional AI friend) the model cannot see or set.
+
+>>> box = MemoryToolbox(search, user_id="u1", friend_id="mentor")  # doctest: +SKIP
+>>> out = await box.search_memories(SearchMemoriesInput(query="数据库配置"))  # doctest: +SKIP
+>>> out.success, [r.memory_key for r in out.results]  # doctest: +SKIP
+(True, ['db-config-001'])
+>>> agent_tools = box.tools()  # AutoGen BaseTools for an AssistantAgent  # doctest: +SKIP
+
+Every tool returns its output model; failures come back with ``success=False`` (``approved=False``
+for the window) and a message that says what to do, never as an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from autogen_core import CancellationToken
+from autogen_core.models import ChatCompletionClient, UserMessage
+from autogen_core.tools import BaseTool
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import SQLAlchemyError
+
+from data_layer import DataLayerError, InvalidInputError
+
+from ..search import HybridMemorySearch
+from ..text import KeywordExtractor
+from ._models import (
+    ExpandContextWindowInput,
+    ExpandContextWindowOutput,
+    ExtractKeywordsInput,
+    ExtractKeywordsOutput,
+    GetMemoryDetailInput,
+    GetMemoryDetailOutput,
+    HandoffInput,
+    HandoffOutput,
+    KeywordExtractionItem,
+    MemorySearchResultItem,
+    SearchMemoriesInput,
+    SearchMemoriesOutput,
+)
+from ._registry import MEMRECALL_TOOLS
+
+logger = logging.getLogger(__name__)
+
+#: Seed 000 section 6.2.
+MAX_RESULTS = 10
+MAX_CONSECUTIVE_SEARCHES = 3
+#: The largest context window the recall may ask for (messages).
+MAX_WINDOW = 50
+
+KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
+
+用户查询: {query}
+{context}
+
+请提取最多 {max_keywords} 个关键词，按重要性排序。
+关键词类型包括:
+- entity: 人名、地名、系统名、文件名等实体
+- action: 操作、动作、命令等行为
+- concept: 概念、主题、技术术语
+- time: 时间相关词汇（如"上周"、"昨天"等）
+
+返回 JSON 格式:
+{{
+    "keywords": [
+        {{"keyword": "词1", "weight": 0.9, "type": "entity"}},
+        {{"keyword": "词2", "weight": 0.7, "type": "action"}}
+    ],
+    "expanded_query": "扩展后的查询描述"
+}}"""
+
+
+def _failure(exc: Exception) -> str:
+    if isinstance(exc, InvalidInputError):
+        return f"参数无效: {exc}"
+    if isinstance(exc, DataLayerError | SQLAlchemyError | OSError):
+        return f"数据库错误: {type(exc).__name__}。请重试一次，仍然失败则在 handoff 中报告"
+    return f"工具内部错误: {type(exc).__name__}: {exc}"
+
+
+class MemoryToolbox:
+    """The five tools of seed 000 for one user (and AI friend), with the seed's limits.
+
+    ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration
+    (the context sets them); after a run, ``expansion`` holds an approved window expansion and
+    ``handoff_input`` the handoff's arguments.
+    """
+
+    def __init__(
+        self,
+        search: HybridMemorySearch,
+        *,
+        user_id: str | int,
+        friend_id: str | int | None = None,
+        model_client: ChatCompletionClient | None = None,
+        extractor: KeywordExtractor | None = None,
+        iteration: int = 1,
+        max_iterations: int = 3,
+        window_size: int = 5,
+    ) -> None:
+        self._search = search
+        self._user_id = str(user_id)
+        self._friend_id = None if friend_id is None else str(friend_id)
+        self.model_client = model_client
+        self.extractor = extractor or KeywordExtractor()
+        self.iteration = iteration
+        self.max_iterations = max_iterations
+        self.window_size = window_size
+        self.consecutive_searches = 0
+        self.expansion: ExpandContextWindowOutput | None = None
+        self.handoff_input: HandoffInput | None = None
+
+    # -- the tools -----------------------------------------------------------------------------------
+
+    async def search_memories(self, data: SearchMemoriesInput) -> SearchMemoriesOutput:
+        """Search the scope's memories (at most 10 results, at most 3 searches in a row)."""
+        if self.consecutive_searches >= MAX_CONSECUTIVE_SEARCHES:
+            return SearchMemoriesOutput(
+                success=False,
+                total_found=0,
+                message=f"已连续搜索 {MAX_CONSECUTIVE_SEARCHES} 次（上限）。请用 get_memory_detail 查看已有结果，"
+                "或调用 handoff 结束并报告当前最佳结果",
+            )
+        self.consecutive_searches += 1
+        try:
+            expanded = [k.keyword for k in self.extractor.query_keywords(data.query)]
+            hits = await self._search.search(
+                data.query,
+                user_id=self._user_id,
+                friend_id=self._friend_id,
+                mode=data.search_mode,
+                keywords=data.keywords,
+                memory_types=data.memory_types,
+                time_range_days=data.time_range_days,
+                limit=min(data.limit, MAX_RESULTS),
+                min_relevance_score=data.min_relevance_score,
+            )
+        except Exception as exc:  # returned to the model, never raised
+            logger.warning("search_memories failed", exc_info=True)
+            return SearchMemoriesOutput(success=False, total_found=0, message=_failure(exc))
+        results = [
+            MemorySearchResultItem(
+                memory_key=h.memory_key,
+                summary=h.summary or "",
+                content_preview=h.record.content[:200] + "..." if len(h.record.content) > 200 else h.record.content,
+                memory_type=h.record.memory_type,
+                relevance_score=h.score,
+                created_at=h.record.created_at.isoformat(),
+                keywords=list(h.keywords),
+            )
+            for h in hits
+        ]
+        message = None
+        if not results:
+            message = "没有找到足够相关的记忆。可以换关键词、降低 min_relevance_score 或改用 semantic 模式再试"
+        return SearchMemoriesOutput(
+            success=True,
+            total_found=len(results),
+            results=results,
+            search_query_expanded=", ".join(expanded) or None,
+            message=message,
+        )
+
+    async def get_memory_detail(self, data: GetMemoryDetailInput) -> GetMemoryDetailOutput:
+        """The full content of one memory of the scope (another friend's event is "not found")."""
+        self.consecutive_searches = 0
+        try:
+            memory = self._search.memory
+            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=self._user_id, touch=False)
+            if record is not None and (self._friend_id is None or record.friend_id in (None, self._friend_id)):
+                # visible: read again, counting the access (hidden memories are not touched)
+                record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=self._user_id)
+        except Exception as exc:
+            logger.warning("get_memory_detail failed", exc_info=True)
+            return GetMemoryDetailOutput(success=False, message=_failure(exc))
+        visible = record is not None and (self._friend_id is None or record.friend_id in (None, self._friend_id))
+        if record is None or not visible:
+            return GetMemoryDetailOutput(
+                success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
+            )
+        return GetMemoryDetailOutput(
+            success=True,
+            memory_key=record.memory_key,
+            summary=record.summary,
+            content=record.content,
+            memory_type=record.memory_type,
+            created_at=record.created_at.isoformat(),
+            metadata=record.metadata,
+        )
+
+    async def extract_search_keywords(self, data: ExtractKeywordsInput) -> ExtractKeywordsOutput:
+        """Typed, weighted keywords of a query: by the model client (JSON) when set, else jieba-based."""
+        self.consecutive_searches = 0
+        note = None
+        if self.model_client is not None:
+            try:
+                return await self._llm_keywords(data)
+            except Exception as exc:
+                logger.warning("LLM keyword extraction failed; using the offline extractor", exc_info=True)
+                note = f"模型提取失败（{type(exc).__name__}），已改用离线提取"
+        found = self.extractor.query_keywords(data.query, context=data.context, max_keywords=data.max_keywords)
+        return ExtractKeywordsOutput(
+            success=True,
+            keywords=[KeywordExtractionItem(keyword=k.keyword, weight=k.weight, type=k.type) for k in found],
+            expanded_query=" ".join(k.keyword for k in found) or None,
+            message=note,
+        )
+
+    async def _llm_keywords(self, data: ExtractKeywordsInput) -> ExtractKeywordsOutput:
+        assert self.model_client is not None
+        prompt = KEYWORDS_PROMPT.format(
+            query=data.query,
+            context=f"上下文: {data.context}" if data.context else "",
+            max_keywords=data.max_keywords,
+        )
+        result = await self.model_client.create([UserMessage(content=prompt, source="system")], json_output=True)
+        if not isinstance(result.content, str):
+            raise ValueError("the model answered with a function call")
+        parsed = json.loads(result.content)
+        items = [KeywordExtractionItem.model_validate(k) for k in parsed.get("keywords", [])][: data.max_keywords]
+        if not items:
+            raise ValueError("the model returned no keywords")
+        return ExtractKeywordsOutput(success=True, keywords=items, expanded_query=parsed.get("expanded_query"))
+
+    async def expand_context_window(self, data: ExpandContextWindowInput) -> ExpandContextWindowOutput:
+        """Approve a larger window while iterations remain (the context then restarts the recall)."""
+        self.consecutive_searches = 0
+        refuse = None
+        if self.iteration >= self.max_iterations:
+            refuse = f"已达到最大迭代次数 ({self.max_iterations})，无法继续拓展。请调用 handoff 返回当前最佳结果"
+        elif data.requested_size <= data.current_size:
+            refuse = f"requested_size ({data.requested_size}) 必须大于 current_size ({data.current_size})"
+        elif data.requested_size > MAX_WINDOW:
+            refuse = f"requested_size 最大为 {MAX_WINDOW}"
+        if refuse is not None:
+            return ExpandContextWindowOutput(
+                approved=False,
+                new_size=data.current_size,
+                iteration=self.iteration,
+                max_iterations=self.max_iterations,
+                message=refuse,
+            )
+        out = ExpandContextWindowOutput(
+            approved=True,
+            new_size=data.requested_size,
+            iteration=self.iteration + 1,
+            max_iterations=self.max_iterations,
+            message=f"批准拓展到 {data.requested_size} 条消息，进入第 {self.iteration + 1} 轮迭代",
+        )
+        self.expansion = out
+        return out
+
+    async def handoff(self, data: HandoffInput) -> HandoffOutput:
+        """End the recall: record the arguments and format the seed's result message."""
+        self.consecutive_searches = 0
+        self.handoff_input = data
+        parts = [f"## 记忆搜索完成 (信心度: {data.confidence:.0%})", "", "### 搜索总结", data.search_summary]
+        parts += ["", "### 结束原因", data.reason]
+        if data.relevant_memory_keys:
+            parts += ["", "### 相关记忆标识", f"共找到 {len(data.relevant_memory_keys)} 个相关记忆:"]
+            parts += [f"- {key}" for key in data.relevant_memory_keys]
+        if data.needs_more_info and data.follow_up_question:
+            parts += ["", "### 需要进一步澄清", data.follow_up_question]
+        return HandoffOutput(success=True, message="\n".join(parts), task_completed=True)
+
+    # -- AutoGen -----------------------------------------------------------------------------------
+
+    def tools(self, names: list[str] | None = None) -> list[BaseTool[Any, Any]]:
+        """The tools as AutoGen ``BaseTool`` objects (default: all but ``handoff``, which an agent gets
+        through ``handoffs=``)."""
+        chosen = names if names is not None else [n for n, spec in MEMRECALL_TOOLS.items() if not spec.is_handoff]
+        unknown = [n for n in chosen if n not in MEMRECALL_TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(MEMRECALL_TOOLS)}")
+        return [_ScopedTool(self, name) for name in chosen]
+
+
+class _ScopedTool(BaseTool[BaseModel, BaseModel]):
+    """A toolbox method as an AutoGen tool; bad arguments come back as the output model, not an error."""
+
+    def __init__(self, box: MemoryToolbox, name: str) -> None:
+        spec = MEMRECALL_TOOLS[name]
+        super().__init__(spec.input_model, spec.output_model, spec.name, spec.description)
+        self._call: Callable[[Any], Awaitable[BaseModel]] = getattr(box, name)
+        self._box = box
+        self._spec = spec
+
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> BaseModel:
+        return await self._call(args)
+
+    async def run_json(self, args: Any, cancellation_token: CancellationToken, call_id: str | None = None) -> BaseModel:
+        try:
+            parsed = self._spec.input_model.model_validate(args)
+        except ValidationError as exc:
+            return self._invalid(exc)
+        return await self.run(parsed, cancellation_token)
+
+    def _invalid(self, exc: ValidationError) -> BaseModel:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+        message = f"参数无效，请修正后重试: {problems}"
+        out = self._spec.output_model
+        if out is SearchMemoriesOutput:
+            return SearchMemoriesOutput(success=False, total_found=0, message=message)
+        if out is ExpandContextWindowOutput:
+            box = self._box
+            return ExpandContextWindowOutput(
+                approved=False,
+                new_size=box.window_size,
+                iteration=box.iteration,
+                max_iterations=box.max_iterations,
+                message=message,
+            )
+        if out is HandoffOutput:
+            return HandoffOutput(success=False, message=message, task_completed=False)
+        return out.model_validate({"success": False, "message": message})
+
+    def return_value_as_string(self, value: Any) -> str:
+        if isinstance(value, BaseModel):
+            return value.model_dump_json(exclude_none=True)  # UTF-8, not \\u escapes: fewer tokens
+        return str(value)

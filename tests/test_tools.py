@@ -1,0 +1,156 @@
+"""The MemRecallAgent tools on a real database, called directly and by a real AssistantAgent."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.messages import ToolCallExecutionEvent
+from autogen_core import FunctionCall
+from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from agent_memory.search import HybridMemorySearch
+from agent_memory.tools import (
+    MEMRECALL_TOOLS,
+    ExpandContextWindowInput,
+    ExtractKeywordsInput,
+    GetMemoryDetailInput,
+    HandoffInput,
+    MemoryToolbox,
+    SearchMemoriesInput,
+)
+from data_layer import AgentFusionDataLayer, NewMemory
+
+NOW = datetime.now(UTC)
+INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+                 structured_output=False)  # fmt: skip
+
+
+@pytest.fixture
+async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
+    engine = HybridMemorySearch(layer.memory)
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("db-config", "MySQL 数据库配置: port 3306, user report", summary="MySQL 数据库配置",
+                      memory_type="command_output", friend_id="mentor", created_at=NOW - timedelta(days=1)),
+            NewMemory("breakup", "上个月和女朋友分手了，心情低落", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=3)),
+            NewMemory("movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile",
+                      created_at=NOW - timedelta(days=30)),
+        ],
+    )  # fmt: skip
+    await layer.memory.add(user_id="u2", memory_key="other", content="MySQL 别人的配置", created_at=NOW)
+    return engine
+
+
+async def test_search_is_bound_to_the_scope(search: HybridMemorySearch) -> None:
+    mentor = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    out = await mentor.search_memories(SearchMemoriesInput(query="MySQL 数据库配置", min_relevance_score=0.1))
+    assert out.success and [r.memory_key for r in out.results] == ["db-config"]
+    assert out.results[0].content_preview.startswith("MySQL") and 0 < out.results[0].relevance_score <= 1
+    assert "mysql" in out.results[0].keywords and out.search_query_expanded
+    companion = MemoryToolbox(search, user_id="u1", friend_id="xiaozhu")
+    out = await companion.search_memories(SearchMemoriesInput(query="MySQL 分手 电影", min_relevance_score=0.0))
+    assert {r.memory_key for r in out.results} == {"breakup", "movies"}  # not the mentor's, not u2's
+
+
+async def test_at_most_three_searches_in_a_row(search: HybridMemorySearch) -> None:
+    box = MemoryToolbox(search, user_id="u1")
+    for _ in range(3):
+        assert (await box.search_memories(SearchMemoriesInput(query="电影"))).success
+    blocked = await box.search_memories(SearchMemoriesInput(query="电影"))
+    assert not blocked.success and "handoff" in (blocked.message or "")
+    await box.get_memory_detail(GetMemoryDetailInput(memory_key="movies"))
+    assert (await box.search_memories(SearchMemoriesInput(query="电影"))).success
+
+
+async def test_memory_detail_respects_friend_and_user(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
+    mentor = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    ok = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="db-config"))
+    assert ok.success and ok.content and "3306" in ok.content and ok.memory_type == "command_output"
+    assert (await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="movies"))).success  # shared profile
+    hidden = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="breakup"))
+    assert not hidden.success and hidden.content is None and "未找到记忆" in (hidden.message or "")
+    other_user = MemoryToolbox(search, user_id="u2")
+    assert not (await other_user.get_memory_detail(GetMemoryDetailInput(memory_key="db-config"))).success
+    bad = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="no such key!"))
+    assert not bad.success and "参数无效" in (bad.message or "")
+    breakup = await layer.memory.retrieve_memory(memory_key="breakup", user_id="u1", touch=False)
+    assert breakup is not None and breakup.access_count == 0  # the hidden read was not counted
+
+
+async def test_keywords_offline_and_by_model(search: HybridMemorySearch) -> None:
+    offline = await MemoryToolbox(search, user_id="u1").extract_search_keywords(
+        ExtractKeywordsInput(query="上周部署 nginx 的配置", max_keywords=4)
+    )
+    assert offline.success and len(offline.keywords) <= 4
+    assert {k.type for k in offline.keywords} >= {"entity", "time"}
+    answer = json.dumps({"keywords": [{"keyword": "nginx", "weight": 0.9, "type": "entity"}], "expanded_query": "q"})
+    client = ReplayChatCompletionClient([answer, "not json"], model_info=INFO)
+    box = MemoryToolbox(search, user_id="u1", model_client=client)
+    by_model = await box.extract_search_keywords(ExtractKeywordsInput(query="nginx 配置", context="运维"))
+    assert [k.keyword for k in by_model.keywords] == ["nginx"] and by_model.expanded_query == "q"
+    assert "上下文: 运维" in client.create_calls[0]["messages"][0].content
+    fallback = await box.extract_search_keywords(ExtractKeywordsInput(query="nginx 配置"))
+    assert fallback.success and fallback.keywords and "离线" in (fallback.message or "")
+
+
+async def test_window_expansion_and_handoff(search: HybridMemorySearch) -> None:
+    box = MemoryToolbox(search, user_id="u1", iteration=1, max_iterations=2)
+    smaller = await box.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=3))
+    assert not smaller.approved and box.expansion is None
+    ok = await box.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=10))
+    assert ok.approved and ok.new_size == 10 and ok.iteration == 2 and box.expansion == ok
+    last = MemoryToolbox(search, user_id="u1", iteration=2, max_iterations=2)
+    refused = await last.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=10))
+    assert not refused.approved and "最大迭代次数" in refused.message
+    out = await box.handoff(
+        HandoffInput(
+            reason="找到了",
+            search_summary="用户的数据库配置",
+            relevant_memory_keys=["db-config"],
+            confidence=0.9,
+            needs_more_info=True,
+            follow_up_question="是哪个环境？",
+        )
+    )
+    assert out.success and "90%" in out.message and "- db-config" in out.message and "是哪个环境？" in out.message
+    assert box.handoff_input is not None and box.handoff_input.relevant_memory_keys == ["db-config"]
+
+
+def _call(call_id: str, name: str, args: dict[str, object]) -> CreateResult:
+    return CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id=call_id, name=name, arguments=json.dumps(args, ensure_ascii=False))],
+        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+
+
+async def test_an_assistant_agent_uses_the_tools(search: HybridMemorySearch) -> None:
+    """The real AutoGen loop: a bad argument comes back as the output model, then a good search works."""
+    box = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    client = ReplayChatCompletionClient(
+        [
+            _call("1", "search_memories", {"query": "数据库", "limit": 50}),
+            _call("2", "search_memories", {"query": "MySQL 数据库配置", "min_relevance_score": 0.1}),
+            _call("3", "get_memory_detail", {"memory_key": "db-config"}),
+            "done",
+        ],
+        model_info=INFO,
+    )
+    agent = AssistantAgent("recall", model_client=client, tools=box.tools(), max_tool_iterations=4)
+    result = await agent.run(task="我之前的数据库配置是什么？")
+    executions = [m for m in result.messages if isinstance(m, ToolCallExecutionEvent)]
+    outputs = [json.loads(e.content[0].content) for e in executions]
+    assert outputs[0]["success"] is False and "limit" in outputs[0]["message"]
+    assert not executions[0].content[0].is_error  # a model-readable answer, not a crash
+    assert outputs[1]["success"] is True and outputs[1]["results"][0]["memory_key"] == "db-config"
+    assert "3306" in outputs[2]["content"]
+    assert "数据库" in executions[1].content[0].content  # UTF-8, not \\u escapes
+    offered = {t.name for t in box.tools()}
+    assert offered == set(MEMRECALL_TOOLS) - {"handoff"}
