@@ -1,0 +1,163 @@
+"""MemRecallAgent through the real AssistantAgent loop: the offline planner and a scripted LLM."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from autogen_agentchat.messages import HandoffMessage, ToolCallExecutionEvent
+from autogen_core import FunctionCall
+from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task
+from agent_memory.search import HybridMemorySearch
+from data_layer import AgentFusionDataLayer, NewMemory
+
+NOW = datetime.now(UTC)
+INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+                 structured_output=False)  # fmt: skip
+
+
+@pytest.fixture
+async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
+    engine = HybridMemorySearch(layer.memory)
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("report", "用户工作压力大，下周要向管理层做季度项目汇报", memory_type="event",
+                      friend_id="mentor", created_at=NOW - timedelta(days=2)),
+            NewMemory("breakup", "用户上个月和女朋友分手了，这几周心情低落，晚上睡不好", memory_type="event",
+                      friend_id="xiaozhu", created_at=NOW - timedelta(days=5)),
+            NewMemory("job", "用户是产品经理，负责数据平台产品，工作压力不小", memory_type="profile",
+                      created_at=NOW - timedelta(days=60)),
+            NewMemory("db", "MySQL 端口 3306", summary="端口", memory_type="command_output",
+                      friend_id="mentor", created_at=NOW - timedelta(days=1)),
+        ],
+    )  # fmt: skip
+    return engine
+
+
+def test_task_round_trip() -> None:
+    text = format_task(
+        "按之前的来", [("user", "a"), ("assistant", "b: c")], iteration=2, max_iterations=3, window_size=10
+    )
+    task = parse_task(text)
+    assert (task.current, task.iteration, task.max_iterations, task.window_size) == ("按之前的来", 2, 3, 10)
+    assert task.window == (("user", "a"), ("assistant", "b: c"))
+
+
+async def test_offline_recall_finds_and_hands_off(search: HybridMemorySearch) -> None:
+    events: list[object] = []
+    recall = MemRecallAgent(search, user_id="u1", friend_id="mentor", on_event=events.append)
+    result = await recall.recall([("user", "你好"), ("user", "最近汇报压力好大，怎么办")])
+    assert result.handoff is not None and result.handoff.relevant_memory_keys[0] == "report"
+    assert 0 < result.handoff.confidence <= 1 and not result.handoff.needs_more_info
+    assert result.iterations == 1 and result.window_size == 5
+    assert any(isinstance(e, HandoffMessage) for e in events) and isinstance(events[-1], HandoffMessage)
+    searches = [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "search_memories"]
+    assert 1 <= len(searches) <= 3
+
+
+async def test_friend_isolation(search: HybridMemorySearch) -> None:
+    question = [("user", "压力大 心情低落 汇报 分手 工作")]
+    companion = await MemRecallAgent(search, user_id="u1", friend_id="xiaozhu").recall(question)
+    mentor = await MemRecallAgent(search, user_id="u1", friend_id="mentor").recall(question)
+    assert "report" not in companion.ranked_keys and "breakup" in companion.ranked_keys
+    assert "breakup" not in mentor.ranked_keys and "report" in mentor.ranked_keys
+    assert "job" in companion.ranked_keys and "job" in mentor.ranked_keys  # the shared profile reaches both
+
+
+async def test_thin_summary_is_read_in_full(search: HybridMemorySearch) -> None:
+    events: list[object] = []
+    await MemRecallAgent(search, user_id="u1", friend_id="mentor", on_event=events.append).recall(
+        [("user", "MySQL 端口")]
+    )
+    details = [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "get_memory_detail"]
+    assert details and "3306" in json.loads(details[0].content[0].content)["content"]
+
+
+async def test_nothing_found_expands_then_asks(search: HybridMemorySearch) -> None:
+    history = [("user", f"第{i}条闲聊") for i in range(30)] + [("user", "按之前说的那个方案来")]
+    result = await MemRecallAgent(search, user_id="u1", max_iterations=3, window_size=5).recall(history)
+    assert result.iterations == 3 and result.window_size == 20  # 5 -> 10 -> 20
+    assert result.handoff is not None and result.handoff.needs_more_info and result.handoff.follow_up_question
+    assert result.handoff.relevant_memory_keys == [] and result.handoff.confidence == 0.0
+
+
+def _call(name: str, args: dict[str, object], n: int) -> CreateResult:
+    return CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id=f"c{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))],
+        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+
+
+async def test_scripted_llm_uses_every_tool_and_restarts_with_more_history(search: HybridMemorySearch) -> None:
+    script = [
+        _call("extract_search_keywords", {"query": "汇报压力"}, 1),
+        _call("search_memories", {"query": "汇报", "limit": 99}, 2),  # invalid: limit is at most 10
+        _call("search_memories", {"query": "汇报 压力", "min_relevance_score": 0.1}, 3),
+        _call("get_memory_detail", {"memory_key": "report"}, 4),
+        _call("expand_context_window", {"reason": "需要更早的对话", "current_size": 3, "requested_size": 6}, 5),
+        # iteration 2 (a new agent, larger window)
+        _call("search_memories", {"query": "季度项目汇报", "min_relevance_score": 0.1}, 6),
+        _call(
+            "handoff",
+            {
+                "reason": "找到了",
+                "search_summary": "季度汇报压力",
+                "relevant_memory_keys": ["report"],
+                "confidence": 0.8,
+                "iteration_used": 2,
+                "context_window_used": 6,
+            },
+            7,
+        ),
+        "never used: the handoff ends the recall",
+    ]
+    client = ReplayChatCompletionClient(script, model_info=INFO)
+    events: list[object] = []
+    history = [("user", f"消息{i}") for i in range(8)] + [("user", "汇报的事你还记得吗")]
+    recall = MemRecallAgent(
+        search, user_id="u1", friend_id="mentor", model_client=client, window_size=3, on_event=events.append
+    )
+    result = await recall.recall(history)
+    assert result.iterations == 2 and result.window_size == 6
+    assert result.handoff is not None and result.handoff.relevant_memory_keys == ["report"]
+    assert len(client.create_calls) == 7  # stopped at the handoff
+    first_task = client.create_calls[0]["messages"][1].content
+    second_task = next(m.content for m in client.create_calls[5]["messages"] if getattr(m, "source", "") == "user")
+    assert "窗口: 3 条消息" in first_task and first_task.count("\n- user:") == 2
+    assert "迭代: 2/3，窗口: 6 条消息" in second_task and second_task.count("\n- user:") == 5
+    outputs = {
+        e.content[0].call_id: json.loads(e.content[0].content) for e in events if isinstance(e, ToolCallExecutionEvent)
+    }
+    assert outputs["c1"]["success"] and outputs["c1"]["keywords"]
+    assert outputs["c2"]["success"] is False and "limit" in outputs["c2"]["message"]
+    assert outputs["c3"]["results"][0]["memory_key"] == "report"
+    assert "季度项目汇报" in outputs["c4"]["content"]
+    assert outputs["c5"]["approved"] is True and outputs["c5"]["new_size"] == 6
+
+
+async def test_expansion_refused_at_the_iteration_limit_ends_the_recall(search: HybridMemorySearch) -> None:
+    client = ReplayChatCompletionClient(
+        [_call("expand_context_window", {"reason": "更多", "current_size": 5, "requested_size": 10}, 1), "unused"],
+        model_info=INFO,
+    )
+    events: list[object] = []
+    result = await MemRecallAgent(
+        search, user_id="u1", model_client=client, max_iterations=1, on_event=events.append
+    ).recall([("user", "之前那个")])
+    refused = [e for e in events if isinstance(e, ToolCallExecutionEvent)]
+    assert json.loads(refused[0].content[0].content)["approved"] is False
+    assert result.iterations == 1 and result.handoff is None and len(client.create_calls) == 1
+
+
+def test_planner_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="rounds"):
+        OfflineRecallPlanner(rounds=6)
+    with pytest.raises(ValueError, match="similarity_threshold"):
+        OfflineRecallPlanner(similarity_threshold=1.5)
