@@ -1,3 +1,8 @@
-"""Builders that wire agent-fusion-memory into AutoGen agents (``AgentBuilder`` arrives with recall)."""
+"""Builders that wire agent-fusion-memory into AutoGen agents.
 
-__all__: list[str] = []
+>>> from builders import AgentBuilder, MEMORY_TOOLS_SYSTEM_PROMPT
+"""
+
+from ._agent_builder import MAIN_AGENT_TOOLS, MEMORY_TOOLS_SYSTEM_PROMPT, AgentBuilder, Hook
+
+__all__ = ["MAIN_AGENT_TOOLS", "MEMORY_TOOLS_SYSTEM_PROMPT", "AgentBuilder", "Hook"]

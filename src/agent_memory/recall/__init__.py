@@ -14,6 +14,7 @@ from ._events import (
     WindowExpandedEvent,
     merge_streams,
 )
+from ._factory import memory_context
 from ._planner import DEFAULT_ROUNDS, EARLY_STOP_SCORE, OfflineRecallPlanner, RoundConfig
 from ._prompt import RECALL_SYSTEM_PROMPT, RecallTask, format_task, parse_task
 
@@ -38,6 +39,7 @@ __all__ = [
     "WindowExpandedEvent",
     "estimate_tokens",
     "format_task",
+    "memory_context",
     "merge_streams",
     "parse_task",
     "slot",

@@ -6,6 +6,7 @@ start with :class:`SettingsError`, which names the variable and the allowed valu
 
 from __future__ import annotations
 
+import json
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -71,6 +72,16 @@ class AgentMemorySettings(BaseSettings):
     memory_recall_event_top_k: int = Field(5, ge=1, le=10)
     memory_recall_similarity_threshold: float = Field(0.5, ge=0.0, le=1.0)
 
+    # -- the recall run (MemoryContext) ---------------------------------------------------------------
+    memory_recall_window_size: int = Field(5, ge=1, le=50)
+    memory_recall_max_iterations: int = Field(3, ge=1, le=5)
+    memory_recall_time_budget_s: float = Field(3.0, gt=0.0, le=120.0)
+    memory_recall_token_budget: int = Field(400, ge=20, le=8000)
+    memory_recall_injection: Literal["system", "tool_call"] = "system"
+    #: An AutoGen model client as its component JSON (``{"provider": ..., "config": ...}``); empty: the
+    #: offline planner.
+    memory_recall_model_client: str = ""
+
     # -- chat defaults (seed 001 section 5.2) --------------------------------------------------------
     memory_chat_show_tool_calls: bool = False
     memory_chat_show_thinking: bool = False
@@ -89,6 +100,22 @@ class AgentMemorySettings(BaseSettings):
                 "so that relevance scores stay in 0-1"
             )
         return self
+
+    def recall_model_client(self) -> Any:
+        """The configured recall model client (``MEMORY_RECALL_MODEL_CLIENT``), or ``None`` for the
+        offline planner."""
+        if not self.memory_recall_model_client.strip():
+            return None
+        from autogen_core.models import ChatCompletionClient
+
+        try:
+            spec = json.loads(self.memory_recall_model_client)
+            return ChatCompletionClient.load_component(spec)
+        except (ValueError, TypeError) as exc:
+            raise SettingsError(
+                "MEMORY_RECALL_MODEL_CLIENT must be an AutoGen component as JSON, e.g. "
+                '{"provider": "OpenAIChatCompletionClient", "config": {"model": "gpt-4o-mini"}}: ' + str(exc)
+            ) from None
 
     def recall_settings(self) -> MemoryRecallSettings:
         """The recall settings a user gets until they store their own."""

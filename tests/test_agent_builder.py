@@ -1,0 +1,80 @@
+"""AgentBuilder: a main AssistantAgent with recall, memory tools and the memory prompt."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from autogen_agentchat.messages import ToolCallExecutionEvent
+from autogen_core import FunctionCall
+from autogen_core.model_context import UnboundedChatCompletionContext
+from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage, SystemMessage
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from agent_memory.recall import MemoryContext
+from builders import MEMORY_TOOLS_SYSTEM_PROMPT, AgentBuilder
+from data_layer import AgentFusionDataLayer, NewMemory
+
+NOW = datetime.now(UTC)
+INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+                 structured_output=False, multiple_system_messages=True)  # fmt: skip
+
+
+@pytest.fixture
+async def builder(layer: AgentFusionDataLayer) -> AgentBuilder:
+    b = AgentBuilder(layer)
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("db", '{"host": "localhost", "port": 3306}', summary="MySQL 主从配置: port 3306",
+                      memory_type="command_output", friend_id="mentor", created_at=NOW - timedelta(days=1)),
+            NewMemory("movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile",
+                      created_at=NOW - timedelta(days=9)),
+        ],
+    )  # fmt: skip
+    return b
+
+
+async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) -> None:
+    call = FunctionCall(id="t1", name="get_memory_detail", arguments=json.dumps({"memory_key": "db"}))
+    script = [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[call],
+            usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+            cached=False,
+        ),
+        "端口是 3306。",
+    ]
+    client = ReplayChatCompletionClient(script, model_info=INFO)
+    seen: list[dict[str, Any]] = []
+    builder.register_hook(lambda kwargs: seen.append(kwargs) or None)
+    agent = builder.build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
+                          system_message="你是职场导师。")  # fmt: skip
+    result = await agent.run(task="按之前的 MySQL 配置，端口是多少？")
+    assert result.messages[-1].content == "端口是 3306。"
+    first = client.create_calls[0]
+    assert (
+        first["messages"][0].content.startswith("你是职场导师。")
+        and MEMORY_TOOLS_SYSTEM_PROMPT in first["messages"][0].content
+    )
+    recall = [m for m in first["messages"] if isinstance(m, SystemMessage) and "[memory:db:" in m.content]
+    assert len(recall) == 1
+    assert {t["name"] for t in first["tools"]} == {"search_memories", "get_memory_detail"}
+    detail = next(m for m in result.messages if isinstance(m, ToolCallExecutionEvent))
+    assert "3306" in json.loads(detail.content[0].content)["content"]
+    assert seen and isinstance(seen[0]["model_context"], MemoryContext)
+
+
+async def test_memory_tools_are_bound_to_the_friend(builder: AgentBuilder) -> None:
+    tools = builder.memory_tools(user_id="u1", friend_id="xiaozhu")
+    detail = next(t for t in tools if t.name == "get_memory_detail")
+    out = await detail.run_json({"memory_key": "db"}, cancellation_token=None)  # type: ignore[arg-type]
+    assert out.success is False  # the mentor's memory is not the companion's
+
+
+def test_with_memory_refuses_a_second_context(builder: AgentBuilder) -> None:
+    with pytest.raises(ValueError, match="already has a model_context"):
+        builder.with_memory({"model_context": UnboundedChatCompletionContext()}, user_id="u1")
