@@ -223,3 +223,26 @@ def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
 def test_bench_retrieval_missing_data_is_a_clear_error(tmp_path: Path) -> None:
     out = runner.invoke(app, ["bench", "retrieval", "--dataset", "locomo", "--data", str(tmp_path / "nope.json")])
     assert out.exit_code == 2 and "see the README" in " ".join(out.output.split())
+
+
+def test_demo_shows_a_recall_event_by_event(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["demo", "--db", str(tmp_path / "demo.db")])
+    assert out.exit_code == 0, out.output
+    recall_part = out.output.split("6. recall before a reply")[1]
+    assert "→ search_memories" in recall_part and "← " in recall_part and "handoff" in recall_part
+    assert "[memory:event-report-pressure:" in recall_part
+    assert "event-breakup" not in recall_part  # the companion's event never reaches the mentor
+
+
+def test_recall_command_json(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    assert runner.invoke(app, ["demo", "--db", str(db)]).exit_code == 0
+    url = f"sqlite+aiosqlite:///{db}"
+    out = runner.invoke(app, ["recall", "MySQL 配置的端口", "--user", "demo-user", "--friend", "mentor", "--json",
+                              "--url", url])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["handoff"]["relevant_memory_keys"][0] == "db-config-001"
+    assert data["slots"][0].startswith("[memory:db-config-001:")
+    none = runner.invoke(app, ["recall", "完全无关的话题 xyzzy", "--user", "nobody", "--json", "--url", url])
+    assert json.loads(none.output)["slots"] == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _bench, _db, _demo, _keywords, _memory, _messages
+from . import _bench, _db, _demo, _keywords, _memory, _messages, _recall
 
 app = typer.Typer(
     name="agent-memory",
@@ -18,6 +18,7 @@ app.add_typer(_messages.app, name="messages")
 app.add_typer(_keywords.app, name="keywords")
 app.add_typer(_bench.app, name="bench")
 app.command("demo")(_demo.demo_cmd)
+app.command("recall")(_recall.recall_cmd)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import typer
 from platformdirs import user_data_dir
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from data_layer import AgentFusionDataLayer, upgrade
 from data_layer._types import utcnow
@@ -16,6 +17,7 @@ from ..demo import DEMO_USER, FRIEND_NAMES, sample
 from ..search import search_from_settings
 from ..settings import get_settings
 from ._common import console, fmt_time, run, short
+from ._recall import stream_recall
 
 #: (friend, query): the same words find different memories for different friends.
 DEMO_SEARCHES = (
@@ -26,6 +28,8 @@ DEMO_SEARCHES = (
     ("xiaozhu", "half marathon training"),
     ("xiaozhu", "推荐一部电影"),
 )
+
+DEMO_RECALL_QUESTION = "汇报越来越近了，我还是很焦虑，该怎么准备？"
 
 DEFAULT_DEMO_DB = Path(user_data_dir("agent-fusion-memory")) / "demo.db"
 
@@ -78,3 +82,13 @@ async def demo_cmd(
             hits = await engine.search(query, user_id=DEMO_USER, friend_id=friend_id, limit=3, min_relevance_score=0.1)
             found = ", ".join(f"{h.memory_key} ({h.score:.2f})" for h in hits) or "nothing"
             console.print(f"   {friend_id} searches [bold]{query!r}[/]: {found}")
+        console.print(
+            "6. recall before a reply: MemRecallAgent (AutoGen AssistantAgent + memory tools, driven by the "
+            "offline planner) for a new message to mentor, event by event:"
+        )
+        context = await stream_recall(
+            layer, engine, user_id=DEMO_USER, friend_id="mentor", question=DEMO_RECALL_QUESTION
+        )
+        block = context.last_block or "(nothing recalled)"
+        # Text(): the [memory:...] slots are not rich markup
+        console.print(Panel(Text(block), title="what the main model receives first", expand=False))

@@ -143,7 +143,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self.events = events
         self._turn: tuple[int, str] | None = None
         self._injected: list[LLMMessage] = []
+        #: The last recall's result and the block the main model received ("" when nothing).
         self.last_result: RecallResult | None = None
+        self.last_block = ""
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -209,6 +211,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         started = time.perf_counter()
         self.last_result = None
+        self.last_block = ""
         try:
             settings = await self._settings()
             if not settings.enabled:
@@ -249,6 +252,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         )
         if not keys:
             return []
+        self.last_block = block
         if self.config.injection == "system":
             return [SystemMessage(content=block)]
         call = FunctionCall(id=f"recall-{self._turn[0] if self._turn else 0}", name="recall_memory",

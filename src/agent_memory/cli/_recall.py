@@ -1,0 +1,100 @@
+"""``agent-memory recall "question" --user U [--friend F]``: run the recall and show it event by event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import typer
+from autogen_agentchat.messages import HandoffMessage, TextMessage, ToolCallExecutionEvent, ToolCallRequestEvent
+from autogen_core.models import AssistantMessage, UserMessage
+
+from data_layer import AgentFusionDataLayer
+
+from ..recall import MemoryContext, RecallFinishedEvent, RecallStartedEvent, WindowExpandedEvent, memory_context
+from ..search import HybridMemorySearch, search_from_settings
+from ._common import URL_HELP, console, emit_json, open_layer, run, short
+
+
+def describe(event: Any) -> str | None:
+    """One line for the UI, or ``None`` for events not worth a line (the agent's task text)."""
+    if isinstance(event, TextMessage):
+        return None
+    if isinstance(event, RecallStartedEvent):
+        return f"[bold]recall[/] started, window {event.window_size}: {short(event.content, 60)}"
+    if isinstance(event, ToolCallRequestEvent):
+        return "\n".join(f"  → {c.name} {short(c.arguments, 90)}" for c in event.content)
+    if isinstance(event, ToolCallExecutionEvent):
+        lines = []
+        for r in event.content:
+            data = json.loads(r.content) if r.content.startswith("{") else {}
+            if r.name == "search_memories":
+                keys = ", ".join(f"{x['memory_key']} ({x['relevance_score']:.2f})" for x in data.get("results", []))
+                lines.append(f"  ← {data.get('total_found', 0)} found: {keys or data.get('message', '')}")
+            else:
+                lines.append(f"  ← {r.name}: {short(r.content, 90)}")
+        return "\n".join(lines)
+    if isinstance(event, WindowExpandedEvent):
+        return f"  window expanded to {event.new_size} messages (iteration {event.iteration})"
+    if isinstance(event, HandoffMessage):
+        return f"  handoff → {event.target}"
+    if isinstance(event, RecallFinishedEvent):
+        return f"[bold]recall[/] finished in {event.elapsed_ms:.0f} ms: {len(event.memory_keys)} memories"
+    text = getattr(event, "to_text", None)
+    return f"  {type(event).__name__}: {short(text(), 90)}" if callable(text) else None
+
+
+async def stream_recall(
+    layer: AgentFusionDataLayer,
+    search: HybridMemorySearch,
+    *,
+    user_id: str,
+    friend_id: str | None,
+    question: str,
+    history: int = 10,
+    show: bool = True,
+) -> MemoryContext:
+    """Recall for ``question`` after the stored conversation, printing each event as it happens."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    context = memory_context(layer, user_id=user_id, friend_id=friend_id, search=search, events=queue)
+    context.config = context.config.model_copy(update={"persist": False})
+    for m in await layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=history):
+        msg = UserMessage(content=m.content, source="user") if m.role == "user" else None
+        await context.add_message(msg or AssistantMessage(content=m.content, source="assistant"))
+    await context.add_message(UserMessage(content=question, source="user"))
+    task = asyncio.ensure_future(context.get_messages())
+    while not task.done() or not queue.empty():
+        try:
+            event = await asyncio.wait_for(queue.get(), timeout=0.05)
+        except TimeoutError:
+            continue
+        line = describe(event)
+        if show and line:
+            console.print(line)
+    await task
+    return context
+
+
+@run
+async def recall_cmd(
+    question: str = typer.Argument(..., help="The user's message"),
+    user: str = typer.Option(..., "--user", "-u", help="The user"),
+    friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
+    as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
+    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+) -> None:
+    """Run the memory recall for a message (offline planner unless MEMORY_RECALL_MODEL_CLIENT is set)
+    and print the events, the handoff and the slots the main model would receive."""
+    async with open_layer(url) as layer:
+        search = search_from_settings(layer.memory)
+        context = await stream_recall(
+            layer, search, user_id=user, friend_id=friend, question=question, show=not as_json
+        )
+    result = context.last_result
+    handoff = result.handoff.model_dump() if result and result.handoff else None
+    block = context.last_block
+    if as_json:
+        emit_json({"handoff": handoff, "slots": [line for line in block.splitlines() if line.startswith("[memory:")]})
+        return
+    console.print(block or "[dim](nothing recalled: the main model gets the messages unchanged)[/]", markup=False)
