@@ -82,6 +82,33 @@ class EngineRun:
     ingest_s: float
 
 
+async def load_dataset_into(
+    layer: AgentFusionDataLayer, dataset: BenchDataset
+) -> tuple[dict[tuple[str, str], str], float]:
+    """Write the dataset's docs through the analysing write path (one user per scope); returns
+    ``{(user, memory_key): doc id}`` and the seconds it took."""
+    key_to_doc: dict[tuple[str, str], str] = {}
+    by_user: dict[str, list[NewMemory]] = {}
+    for i, doc in enumerate(dataset.docs):
+        key = f"d{i:07d}"
+        key_to_doc[(doc.user_id, key)] = doc.id
+        by_user.setdefault(doc.user_id, []).append(
+            NewMemory(
+                memory_key=key,
+                content=doc.text,
+                summary=doc.text[:120],
+                friend_id=doc.friend_id,
+                metadata={"doc_id": doc.id, **doc.metadata},
+                created_at=doc.created_at,
+            )
+        )
+    started = time.perf_counter()
+    for user, items in by_user.items():
+        for i in range(0, len(items), 500):
+            await layer.memory.add_many(user_id=user, memories=items[i : i + 500])
+    return key_to_doc, time.perf_counter() - started
+
+
 async def run_engine(
     dataset: BenchDataset, url: str, *, mode: SearchMode, depth: int, semantic_share: float = 0.0
 ) -> EngineRun:
@@ -89,27 +116,8 @@ async def run_engine(
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
         engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share)
-        key_to_doc: dict[tuple[str, str], str] = {}
-        by_user: dict[str, list[NewMemory]] = {}
-        for i, doc in enumerate(dataset.docs):
-            key = f"d{i:07d}"
-            key_to_doc[(doc.user_id, key)] = doc.id
-            by_user.setdefault(doc.user_id, []).append(
-                NewMemory(
-                    memory_key=key,
-                    content=doc.text,
-                    summary=doc.text[:120],
-                    friend_id=doc.friend_id,
-                    metadata={"doc_id": doc.id, **doc.metadata},
-                    created_at=doc.created_at,
-                )
-            )
-        started = time.perf_counter()
-        for user, items in by_user.items():
-            for i in range(0, len(items), 500):
-                await layer.memory.add_many(user_id=user, memories=items[i : i + 500])
-        ingest_s = time.perf_counter() - started
-        for user in by_user:
+        key_to_doc, ingest_s = await load_dataset_into(layer, dataset)
+        for user in {d.user_id for d in dataset.docs}:
             await engine.refresh(user_id=user)
         ranked, latencies = [], []
         for q in dataset.queries:

@@ -20,6 +20,7 @@ from ..bench import (
     temporary_sqlite,
     top_k_agreement,
 )
+from ..bench._recall import recall_latency, recall_report, run_recall
 from ..search import SEARCH_MODES
 from ._common import emit_json, run
 
@@ -110,3 +111,24 @@ async def latency_cmd(
                 figures = await bench_latency(url, memories=size, queries=queries, mode=mode)  # type: ignore[arg-type]
                 results.append(dataclasses.asdict(figures))
     emit_json({"bench": "latency", "results": results})
+
+
+@app.command("recall")
+@run
+async def recall_cmd(
+    dataset: str = typer.Option(..., "--dataset", help="locomo, memdaily or generic"),
+    data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
+    latency_memories: int = typer.Option(
+        10_000, "--latency-memories", min=0, max=200_000, help="Also time recalls over N synthetic memories (0: skip)"
+    ),
+) -> None:
+    """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
+    ds = load_dataset(dataset, data)
+    depth = max(max(ds.ks), 10)
+    baseline = bm25_baseline(ds, depth)
+    async with temporary_sqlite() as url:
+        result = recall_report(ds, await run_recall(ds, url, depth=depth), baseline)
+    if latency_memories:
+        async with temporary_sqlite() as url:
+            result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories)
+    emit_json(result)

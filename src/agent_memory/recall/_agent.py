@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
@@ -109,6 +110,7 @@ class MemRecallAgent:
         window_size: int = 5,
         system_message: str | None = None,
         on_event: Any = None,
+        now: datetime | None = None,
     ) -> None:
         if not 1 <= rounds <= 5:
             raise ValueError("rounds must be between 1 and 5")
@@ -128,6 +130,7 @@ class MemRecallAgent:
         self.window_size = window_size
         self.system_message = system_message or RECALL_SYSTEM_PROMPT.format(rounds=rounds)
         self.on_event = on_event
+        self.now = now
 
     def build_agent(self, box: MemoryToolbox) -> AssistantAgent:
         """The AssistantAgent of one iteration: three tools, and ``expand_context_window`` and ``handoff``
@@ -160,6 +163,7 @@ class MemRecallAgent:
                 iteration=iteration,
                 max_iterations=self.max_iterations,
                 window_size=window,
+                now=self.now,
             )
             earlier = list(messages[:-1])[-(window - 1) :] if window > 1 else []
             task = format_task(
@@ -181,7 +185,7 @@ class MemRecallAgent:
 
 
 def _collect(item: BaseAgentEvent | BaseChatMessage, found: dict[str, dict[str, Any]]) -> None:
-    """Keep every search result the agent saw (best score per key)."""
+    """Keep every search result the agent saw (with the score of the latest search that returned it)."""
     if not isinstance(item, ToolCallExecutionEvent):
         return
     for result in item.content:
@@ -191,11 +195,15 @@ def _collect(item: BaseAgentEvent | BaseChatMessage, found: dict[str, dict[str, 
             out = SearchMemoriesOutput.model_validate_json(result.content)
         except ValueError:
             continue
+        search_no = 1 + max((f["search"] for f in found.values()), default=0)
         for r in out.results:
+            # the latest search decides: later rounds are broader, and scores of different modes are
+            # not on one scale (a keyword-mode score is not a hybrid one)
             current = found.get(r.memory_key)
-            if current is None or r.relevance_score > current["relevance_score"]:
-                found[r.memory_key] = {**r.model_dump(), "order": len(found) if current is None else current["order"]}
+            order = len(found) if current is None else current["order"]
+            found[r.memory_key] = {**r.model_dump(), "order": order, "search": search_no}
 
 
 def _best_first(found: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    return tuple(sorted(found.values(), key=lambda r: (-r["relevance_score"], r["order"])))
+    """The latest search's results in its order, then those only earlier searches returned."""
+    return tuple(sorted(found.values(), key=lambda r: (-r["search"], -r["relevance_score"], r["order"])))

@@ -5,9 +5,10 @@ its tools and events with or without a model. Each ``create`` call re-reads the 
 task and the tool results so far) and returns the next tool call:
 
 1. rounds of ``search_memories``: precise (keyword mode, score >= 0.6, 5 results), expanded (hybrid
-   with synonyms, >= 0.4, 8 results), broad (hybrid, >= 0.05, 10 results; a semantic round when the
-   search has a model embedder); stop early on two results >= 0.85, or, from the third round on,
-   after two rounds in a row with nothing new;
+   with synonyms, >= 0.4, 8 results), broad (hybrid, any score, 10 results; a semantic round when the
+   search has a model embedder); two results >= 0.85 end the refinement (the broad round still runs
+   once, so the ranked list is complete); from the third round on,
+   two rounds in a row with nothing new stop the search;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
 3. ``expand_context_window`` when nothing was found, the message points at earlier conversation
    ("之前", "上次", "as I said" ...) and iterations remain;
@@ -58,7 +59,7 @@ class RoundConfig:
 DEFAULT_ROUNDS: tuple[RoundConfig, ...] = (
     RoundConfig("precise", "keyword", 0.6, 5),
     RoundConfig("expanded", "hybrid", 0.4, 8),
-    RoundConfig("broad", "hybrid", 0.05, 10),
+    RoundConfig("broad", "hybrid", 0.0, 10),
 )
 EARLY_STOP_SCORE = 0.85
 #: Below this best score nothing is reported as relevant (scores are absolute: about the share of the
@@ -90,6 +91,7 @@ class _Seen:
     details: set[str] = field(default_factory=set)
     expansion_refused: bool = False
     search_blocked: bool = False
+    broad_done: bool = False
 
 
 class OfflineRecallPlanner(ChatCompletionClient):
@@ -127,9 +129,16 @@ class OfflineRecallPlanner(ChatCompletionClient):
             and not _new(seen.searches[-1], seen.searches[:-1])
             and not _new(seen.searches[-2], seen.searches[:-2])
         )
-        searching = done < self.rounds and len(high) < 2 and not stalled and not seen.search_blocked
+        searching = done < self.rounds and not stalled and not seen.search_blocked
+        if searching and len(high) >= 2:
+            # enough strong results: skip the remaining refinement rounds, but finish with the broad
+            # one once, so the ranked list the main model gets is complete
+            searching = not seen.broad_done
+            number = len(DEFAULT_ROUNDS)
+        else:
+            number = done + 1
         if searching:
-            config = self.round_config(done + 1)
+            config = self.round_config(number)
             query = task.current if task.iteration == 1 else _with_window(task)
             return "search_memories", {
                 "query": query,
@@ -230,8 +239,11 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
         if isinstance(message, AssistantMessage) and isinstance(message.content, list):
             for call in message.content:
                 names[call.id] = call.name
+                args = _json(call.arguments)
                 if call.name == "get_memory_detail":
-                    seen.details.add(str(json.loads(call.arguments or "{}").get("memory_key", "")))
+                    seen.details.add(str(args.get("memory_key", "")))
+                elif call.name == "search_memories" and args.get("limit") == DEFAULT_ROUNDS[-1].max_results:
+                    seen.broad_done = True
         elif isinstance(message, FunctionExecutionResultMessage):
             for result in message.content:
                 name = names.get(result.call_id, result.name)
@@ -255,16 +267,21 @@ def _json(text: str) -> dict[str, Any]:
 
 
 def _ranked(searches: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """Every result seen, once (its best score), best first."""
+    """Every result seen, once: the latest search's results best first, then those only earlier
+    searches returned (later rounds are broader; scores of different modes are not on one scale)."""
     best: dict[str, dict[str, Any]] = {}
     order: dict[str, int] = {}
-    for batch in searches:
+    last: dict[str, int] = {}
+    for number, batch in enumerate(searches):
         for item in batch:
             key = str(item.get("memory_key"))
             order.setdefault(key, len(order))
-            if key not in best or item.get("relevance_score", 0) > best[key].get("relevance_score", 0):
-                best[key] = dict(item)
-    return sorted(best.values(), key=lambda r: (-float(r.get("relevance_score", 0)), order[str(r["memory_key"])]))
+            last[key] = number
+            best[key] = dict(item)
+    return sorted(
+        best.values(),
+        key=lambda r: (-last[str(r["memory_key"])], -float(r.get("relevance_score", 0)), order[str(r["memory_key"])]),
+    )
 
 
 def _new(batch: Sequence[Mapping[str, Any]], earlier: Sequence[Sequence[Mapping[str, Any]]]) -> bool:

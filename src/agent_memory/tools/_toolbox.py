@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from autogen_core import CancellationToken
@@ -86,7 +87,8 @@ class MemoryToolbox:
 
     ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration
     (the context sets them); after a run, ``expansion`` holds an approved window expansion and
-    ``handoff_input`` the handoff's arguments.
+    ``handoff_input`` the handoff's arguments. ``now`` fixes the reference time of the time decay
+    (benchmarks replaying old conversations; default: the current time).
     """
 
     def __init__(
@@ -100,8 +102,10 @@ class MemoryToolbox:
         iteration: int = 1,
         max_iterations: int = 3,
         window_size: int = 5,
+        now: datetime | None = None,
     ) -> None:
         self._search = search
+        self._now = now
         self._user_id = str(user_id)
         self._friend_id = None if friend_id is None else str(friend_id)
         self.model_client = model_client
@@ -137,6 +141,7 @@ class MemoryToolbox:
                 time_range_days=data.time_range_days,
                 limit=min(data.limit, MAX_RESULTS),
                 min_relevance_score=data.min_relevance_score,
+                now=self._now,
             )
         except Exception as exc:  # returned to the model, never raised
             logger.warning("search_memories failed", exc_info=True)
