@@ -161,3 +161,18 @@ def test_planner_settings_are_checked() -> None:
         OfflineRecallPlanner(rounds=6)
     with pytest.raises(ValueError, match="similarity_threshold"):
         OfflineRecallPlanner(similarity_threshold=1.5)
+
+
+async def test_a_model_client_from_settings_drives_the_recall(search: HybridMemorySearch) -> None:
+    """MEMORY_RECALL_MODEL_CLIENT holds any AutoGen client as component JSON."""
+    from agent_memory.settings import SettingsError, load_settings
+
+    handoff = _call("handoff", {"reason": "r", "search_summary": "s", "relevant_memory_keys": [], "confidence": 0.1}, 1)
+    spec = ReplayChatCompletionClient([handoff], model_info=INFO).dump_component().model_dump_json()
+    client = load_settings(memory_recall_model_client=spec).recall_model_client()
+    assert isinstance(client, ReplayChatCompletionClient)
+    result = await MemRecallAgent(search, user_id="u1", model_client=client).recall([("user", "你好")])
+    assert result.handoff is not None and result.handoff.reason == "r"
+    assert load_settings().recall_model_client() is None  # empty: the offline planner
+    with pytest.raises(SettingsError, match="MEMORY_RECALL_MODEL_CLIENT"):
+        load_settings(memory_recall_model_client="{not json").recall_model_client()
