@@ -62,7 +62,7 @@ async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) 
     )
     recall = [m for m in first["messages"] if isinstance(m, SystemMessage) and "[memory:db:" in m.content]
     assert len(recall) == 1
-    assert {t["name"] for t in first["tools"]} == {"search_memories", "get_memory_detail"}
+    assert {t["name"] for t in first["tools"]} == {"search_memories", "get_memory_detail", "load_tool_history"}
     detail = next(m for m in result.messages if isinstance(m, ToolCallExecutionEvent))
     assert "3306" in json.loads(detail.content[0].content)["content"]
     assert seen and isinstance(seen[0]["model_context"], MemoryContext)

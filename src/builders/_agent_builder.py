@@ -19,6 +19,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import ChatCompletionClient
 from autogen_core.tools import BaseTool
 
+from agent_memory.archive import ARCHIVE_PROMPT, ToolResultManager
 from agent_memory.recall import memory_context
 from agent_memory.search import HybridMemorySearch, search_from_settings
 from agent_memory.settings import AgentMemorySettings, get_settings
@@ -108,11 +109,19 @@ class AgentBuilder:
         thread_id: str | int | None = None,
         events: asyncio.Queue[Any] | None = None,
     ) -> dict[str, Any]:
-        """``AssistantAgent`` keyword arguments with memory added: the recall context, the memory tools
-        (after the agent's own) and the memory prompt (after the agent's own system message)."""
+        """``AssistantAgent`` keyword arguments with memory added: the recall context (with the
+        tool-result archive of this conversation), the memory tools and ``load_tool_history`` (after
+        the agent's own) and the memory prompts (after the agent's own system message)."""
         out = dict(kwargs)
         if out.get("model_context") is not None:
             raise ValueError("the agent already has a model_context; memory brings its own MemoryContext")
+        archive = ToolResultManager(
+            self.layer,
+            user_id=user_id,
+            conversation_id=thread_id if thread_id is not None else f"{user_id}/{friend_id or '-'}",
+            thread_id=thread_id,
+            threshold=self.settings.memory_archive_threshold,
+        )
         out["model_context"] = memory_context(
             self.layer,
             user_id=user_id,
@@ -120,11 +129,14 @@ class AgentBuilder:
             thread_id=thread_id,
             search=self.search,
             events=events,
+            archive=archive,
             settings=self.settings,
         )
-        out["tools"] = [*(out.get("tools") or []), *self.memory_tools(user_id=user_id, friend_id=friend_id)]
+        memory_tools = [*self.memory_tools(user_id=user_id, friend_id=friend_id), archive.load_tool()]
+        out["tools"] = [*(out.get("tools") or []), *memory_tools]
+        prompt = f"{MEMORY_TOOLS_SYSTEM_PROMPT}\n\n{ARCHIVE_PROMPT}"
         own = out.get("system_message")
-        out["system_message"] = f"{own}\n\n{MEMORY_TOOLS_SYSTEM_PROMPT}" if own else MEMORY_TOOLS_SYSTEM_PROMPT
+        out["system_message"] = f"{own}\n\n{prompt}" if own else prompt
         out.setdefault("max_tool_iterations", 3)
         return out
 

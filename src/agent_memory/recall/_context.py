@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from data_layer import AgentFusionDataLayer, MemoryRecallSettings
 
+from ..archive import LOAD_TOOL, ToolResultManager
 from ..search import HybridMemorySearch, search_from_settings
 from ..settings import get_settings
 from ._agent import MemRecallAgent, RecallResult
@@ -119,6 +120,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         injection: InjectionMode = "system",
         persist: bool = True,
         events: asyncio.Queue[Any] | None = None,
+        archive: ToolResultManager | None = None,
         initial_messages: list[LLMMessage] | None = None,
     ) -> None:
         super().__init__(initial_messages)
@@ -141,6 +143,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._search = search
         self.model_client = model_client
         self.events = events
+        self.archive = archive
         self._turn: tuple[int, str] | None = None
         self._injected: list[LLMMessage] = []
         #: The last recall's result and the block the main model received ("" when nothing).
@@ -160,7 +163,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         return self._search
 
     async def add_message(self, message: LLMMessage) -> None:
-        """Keep the message; user and assistant text is also saved to ``chat_messages``."""
+        """Keep the message; user and assistant text is also saved to ``chat_messages``; a tool result
+        over the archive threshold is archived and kept as its placeholder."""
+        if isinstance(message, FunctionExecutionResultMessage) and self.archive is not None:
+            message = await self._archive(message)
         await super().add_message(message)
         if not self.config.persist:
             return
@@ -187,11 +193,44 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"saving a message failed: {exc}",
                                               error_type=type(exc).__name__))  # fmt: skip
 
+    async def _archive(self, message: FunctionExecutionResultMessage) -> FunctionExecutionResultMessage:
+        assert self.archive is not None
+        calls = {
+            c.id: c
+            for m in self._messages[-6:]
+            if isinstance(m, AssistantMessage) and isinstance(m.content, list)
+            for c in m.content
+        }
+        results = []
+        for r in message.content:
+            if r.name == LOAD_TOOL or len(r.content) <= self.archive.threshold:
+                results.append(r)
+                continue
+            call = calls.get(r.call_id)
+            try:
+                arguments = json.loads(call.arguments) if call and call.arguments else {}
+            except ValueError:
+                arguments = {}
+            try:
+                text = await self.archive.process_tool_result(r.name, arguments if isinstance(arguments, dict) else {},
+                                                              r.content)  # fmt: skip
+            except Exception as exc:  # keep the full result rather than lose it
+                logger.warning("archiving a tool result failed", exc_info=True)
+                await self._emit(RecallErrorEvent(source="memory_context", content=f"archiving failed: {exc}",
+                                                  error_type=type(exc).__name__))  # fmt: skip
+                text = r.content
+            results.append(r.model_copy(update={"content": text}))
+        return FunctionExecutionResultMessage(content=results)
+
     # -- recall ------------------------------------------------------------------------------------
 
     async def get_messages(self) -> list[LLMMessage]:
-        """The history (a copy), with the recall block in front once per user turn."""
+        """The history (a copy), with the recall block in front once per user turn; archived results
+        loaded in an earlier turn are back to their placeholders."""
         history = list(self._messages)
+        if self.archive is not None and history:
+            last_user = max((i for i, m in enumerate(history) if isinstance(m, UserMessage)), default=0)
+            history = [*await self.archive.restore_placeholders(history[:last_user]), *history[last_user:]]
         turn = _current_turn(history)
         if turn is None:
             return history

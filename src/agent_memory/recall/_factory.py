@@ -10,6 +10,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer
 
+from ..archive import ToolResultManager
 from ..search import HybridMemorySearch
 from ..settings import AgentMemorySettings, get_settings
 from ._context import MemoryContext
@@ -23,10 +24,11 @@ def memory_context(
     thread_id: str | int | None = None,
     search: HybridMemorySearch | None = None,
     events: asyncio.Queue[Any] | None = None,
+    archive: ToolResultManager | None = None,
     settings: AgentMemorySettings | None = None,
 ) -> MemoryContext:
     """A MemoryContext with the ``MEMORY_RECALL_*`` settings (window, iterations, time and token
-    budgets, injection mode, recall model client)."""
+    budgets, injection mode, recall model client); ``archive`` archives big tool results."""
     s = settings or get_settings()
     return MemoryContext(
         layer=layer,
@@ -41,4 +43,5 @@ def memory_context(
         token_budget=s.memory_recall_token_budget,
         injection=s.memory_recall_injection,
         events=events,
+        archive=archive,
     )

@@ -82,6 +82,12 @@ class AgentMemorySettings(BaseSettings):
     #: offline planner.
     memory_recall_model_client: str = ""
 
+    # -- tool-result archive (seed 004) and the command executor --------------------------------------
+    memory_archive_threshold: int = Field(10_000, ge=100, le=10_000_000)
+    memory_exec_timeout_s: float = Field(10.0, gt=0.0, le=3600.0)
+    memory_exec_cpu_s: int = Field(10, ge=1, le=3600)
+    memory_exec_memory_mb: int = Field(512, ge=64, le=65536)
+
     # -- chat defaults (seed 001 section 5.2) --------------------------------------------------------
     memory_chat_show_tool_calls: bool = False
     memory_chat_show_thinking: bool = False

@@ -1,0 +1,224 @@
+"""``ToolResultManager`` (seed 004): huge tool results live in ``tool_result_archive``; the context
+keeps a placeholder, and ``load_tool_history`` brings the full text back for one round.
+
+>>> manager = ToolResultManager(layer, user_id="u1", conversation_id="c1")  # doctest: +SKIP
+>>> text = await manager.process_tool_result("search_docs", {"q": "权限"}, "x" * 50_000)  # doctest: +SKIP
+>>> text.startswith("📎 [工具结果存档:")  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autogen_core import CancellationToken
+from autogen_core.models import FunctionExecutionResultMessage, LLMMessage
+from autogen_core.tools import BaseTool
+from pydantic import BaseModel, Field
+
+from data_layer import AgentFusionDataLayer, ArchiveRecord, InvalidInputError
+
+from ..text import KeywordExtractor
+
+#: Seed 004 section 3.1.
+ARCHIVE_THRESHOLD = 10_000
+LOAD_TOOL = "load_tool_history"
+LOADED_HEADER = "📎 [工具结果已加载: {uuid}] 以下是完整内容（仅本轮可见，下一轮恢复为占位符）:\n"
+_LOADED = re.compile(r"^📎 \[工具结果已加载: (?P<uuid>[0-9a-fA-F-]{32,36})\]")
+_ARCHIVED = re.compile(r"^📎 \[工具结果存档: (?P<uuid>[0-9a-fA-F-]{32,36})\]")
+_RULE = "━" * 37
+_URL = re.compile(r"https?://[^\s)\]>\"'，。]+")
+_SOURCE_LINE = re.compile(r"^(?:来源|source|出处|文档|file)\s*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+_SENTENCE = re.compile(r"[^。！？!?\n.]+[。！？!?.]?")
+
+LOAD_TOOL_DESCRIPTION = """加载之前工具调用的完整结果。
+
+使用场景：
+- 用户询问之前讨论过的细节
+- 需要回顾历史检索内容
+- 用户说"之前"、"刚才"、"上次说的"等
+
+注意：只在确实需要历史详情时调用，避免不必要的加载。"""
+
+ARCHIVE_PROMPT = """## 历史工具结果管理
+
+对话中可能包含已存档的工具结果（显示为占位符格式）。
+当用户询问之前讨论过的细节时，你可以调用 `load_tool_history` 加载完整内容。
+
+判断依据：
+- 用户明确提到"之前"、"刚才说的"、"上次"
+- 用户追问之前回答中的具体细节
+- 占位符中的摘要不足以回答用户问题"""
+
+
+def extract_sources(text: str, *, limit: int = 3) -> list[str]:
+    """Up to ``limit`` sources named in a result: ``来源:``/``source:`` lines, then URLs."""
+    found = [m.strip()[:200] for m in _SOURCE_LINE.findall(text)] + _URL.findall(text)
+    return list(dict.fromkeys(found))[:limit]
+
+
+def summarize(text: str, *, limit: int = 200, extractor: KeywordExtractor | None = None) -> str:
+    """An extractive summary: the sentences richest in the text's key terms, in their original order,
+    within ``limit`` characters."""
+    head = text[:20_000]
+    sentences = [s.strip() for s in _SENTENCE.findall(head) if len(s.strip()) >= 6]
+    if not sentences:
+        return " ".join(head.split())[:limit]
+    weights = dict((extractor or KeywordExtractor()).weighted_terms(head)[:30])
+    scored = sorted(
+        range(len(sentences)),
+        key=lambda i: (-sum(w for term, w in weights.items() if term in sentences[i].lower()), i),
+    )
+    chosen: list[int] = []
+    used = 0
+    for i in scored:
+        if used + len(sentences[i]) > limit:
+            continue
+        chosen.append(i)
+        used += len(sentences[i])
+    if not chosen:
+        return sentences[scored[0]][:limit]
+    return "".join(sentences[i] for i in sorted(chosen))
+
+
+def placeholder(record: ArchiveRecord) -> str:
+    """Seed 004 section 3.2's placeholder for an archived result."""
+    sources = "\n".join(f"- {s}" for s in (record.sources or [])) or "- (无)"
+    return (
+        f"📎 [工具结果存档: {record.uuid}]\n{_RULE}\n"
+        f"工具: {record.tool_name}\n"
+        f"查询: {record.query_summary}\n"
+        f"时间: {record.created_at.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        f"原始长度: {record.result_length}字\n{_RULE}\n"
+        f"内容摘要:\n{record.result_summary}\n\n"
+        f"主要来源:\n{sources}\n{_RULE}\n"
+        f'如需查看完整内容，请调用 load_tool_history(uuid="{record.uuid}")'
+    )
+
+
+class LoadToolHistoryInput(BaseModel):
+    """load_tool_history 的参数"""
+
+    uuid: str = Field(..., description="要加载的工具结果 UUID（从占位符中获取）")
+
+
+class ToolResultManager:
+    """Archives a user's big tool results of one conversation and loads them back on request."""
+
+    def __init__(
+        self,
+        layer: AgentFusionDataLayer,
+        *,
+        user_id: str | int,
+        conversation_id: str | int | None = None,
+        thread_id: str | int | None = None,
+        threshold: int = ARCHIVE_THRESHOLD,
+    ) -> None:
+        if not 100 <= threshold <= 10_000_000:
+            raise ValueError("threshold must be between 100 and 10,000,000 characters")
+        self.layer = layer
+        self.user_id = str(user_id)
+        self.conversation_id = None if conversation_id is None else str(conversation_id)
+        self.thread_id = None if thread_id is None else str(thread_id)
+        self.threshold = threshold
+        self._placeholders: dict[str, str] = {}
+
+    async def process_tool_result(self, tool_name: str, tool_input: Mapping[str, Any] | None, result: str) -> str:
+        """The result itself when short; else archive it and return its placeholder."""
+        if len(result) <= self.threshold or _ARCHIVED.match(result) or _LOADED.match(result):
+            return result
+        query = " ".join(f"{k}={v}" for k, v in (tool_input or {}).items())[:500]
+        record = await self.layer.archive.save(
+            user_id=self.user_id,
+            conversation_id=self.conversation_id,
+            thread_id=self.thread_id,
+            tool_name=tool_name[:100] or "tool",
+            tool_input=dict(tool_input or {}),
+            query_summary=query,
+            result_summary=summarize(result),
+            result_full=result,
+            sources=extract_sources(result),
+        )
+        text = placeholder(record)
+        self._placeholders[record.uuid] = text
+        return text
+
+    async def _record(self, uuid: str) -> ArchiveRecord:
+        try:
+            record = await self.layer.archive.get(user_id=self.user_id, archive_uuid=uuid)
+        except InvalidInputError:
+            record = None
+        if record is None or (self.conversation_id is not None and record.conversation_id != self.conversation_id):
+            raise LookupError(
+                f"no archived tool result {uuid!r} in this conversation; copy the uuid from a placeholder"
+            )
+        return record
+
+    async def load_tool_result(self, uuid: str) -> str:
+        """The full archived text, headed so that :meth:`restore_placeholders` can fold it back."""
+        record = await self._record(uuid)
+        self._placeholders.setdefault(record.uuid, placeholder(record))
+        return LOADED_HEADER.format(uuid=record.uuid) + record.result_full
+
+    async def placeholder_for(self, uuid: str) -> str:
+        """The placeholder of an archived result."""
+        if uuid not in self._placeholders:
+            self._placeholders[uuid] = placeholder(await self._record(uuid))
+        return self._placeholders[uuid]
+
+    async def prepare_context(self, messages: Sequence[LLMMessage], load_uuids: Sequence[str] = ()) -> list[LLMMessage]:
+        """The messages with the placeholders of ``load_uuids`` replaced by their full text."""
+        wanted = set(load_uuids)
+        out: list[LLMMessage] = []
+        for message in messages:
+            if isinstance(message, FunctionExecutionResultMessage) and wanted:
+                results = []
+                for r in message.content:
+                    m = _ARCHIVED.match(r.content)
+                    results.append(
+                        r.model_copy(update={"content": await self.load_tool_result(m["uuid"])})
+                        if m and m["uuid"] in wanted
+                        else r
+                    )
+                message = FunctionExecutionResultMessage(content=results)
+            out.append(message)
+        return out
+
+    async def restore_placeholders(self, messages: Sequence[LLMMessage]) -> list[LLMMessage]:
+        """The messages with every loaded full text folded back to its placeholder (the next round)."""
+        out: list[LLMMessage] = []
+        for message in messages:
+            if isinstance(message, FunctionExecutionResultMessage):
+                results = []
+                for r in message.content:
+                    m = _LOADED.match(r.content)
+                    results.append(r.model_copy(update={"content": await self.placeholder_for(m["uuid"])}) if m else r)
+                message = FunctionExecutionResultMessage(content=results)
+            out.append(message)
+        return out
+
+    def load_tool(self) -> BaseTool[LoadToolHistoryInput, BaseModel]:
+        """``load_tool_history(uuid)`` for the main agent (a wrong uuid comes back as a message)."""
+        return _LoadTool(self)
+
+
+class _LoadResult(BaseModel):
+    success: bool
+    content: str
+
+
+class _LoadTool(BaseTool[LoadToolHistoryInput, BaseModel]):
+    def __init__(self, manager: ToolResultManager) -> None:
+        super().__init__(LoadToolHistoryInput, _LoadResult, LOAD_TOOL, LOAD_TOOL_DESCRIPTION)
+        self._manager = manager
+
+    async def run(self, args: LoadToolHistoryInput, cancellation_token: CancellationToken) -> BaseModel:
+        try:
+            return _LoadResult(success=True, content=await self._manager.load_tool_result(args.uuid))
+        except LookupError as exc:
+            return _LoadResult(success=False, content=str(exc.args[0]))
+
+    def return_value_as_string(self, value: Any) -> str:
+        return value.content if isinstance(value, _LoadResult) else str(value)

@@ -1,0 +1,225 @@
+"""``CommandExecutor``: runs code and remembered commands with memory slots (seed 002, stage three).
+
+>>> executor = CommandExecutor(layer, user_id="u1", friend_id="mentor")  # doctest: +SKIP
+>>> slots = await executor.slots(["db-config-001"])  # doctest: +SKIP
+>>> r = await executor.execute_with_memory_env("_result = [memory:db-config-001]['port']", slots)  # doctest: +SKIP
+>>> r.result  # doctest: +SKIP
+3306
+>>> await executor.execute_command_references("重新执行 [memory:cmd-001]")  # doctest: +SKIP
+
+In code, ``[memory:KEY]`` (and ``:full``) stands for the memory's content (JSON-decoded when it is
+JSON), ``[memory:KEY:summary]`` for its summary and ``[memory:KEY:meta:FIELD]`` for a metadata field;
+``memory["KEY"]`` works too. The code runs in a separate process (see ``_sandbox``) that receives only
+the slots it was given. A malformed placeholder or a memory that is not available: nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, UserMessage
+
+from data_layer import AgentFusionDataLayer
+
+from ._placeholders import PlaceholderError, SlotValue, parse_placeholders, placeholder_keys, resolve
+from ._sandbox import Limits, RunOutcome, run_python, run_shell
+
+_SHELL_START = re.compile(r"^(python3?|bash|sh|ls|echo|cat|cd|git|pip|make|npm|node|docker|kubectl|curl|mysql|psql)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """The outcome of one run; ``memory_key`` is the ``command_output`` memory that records it."""
+
+    success: bool
+    result: Any = None
+    output: str = ""
+    error: str | None = None
+    memory_refs: tuple[str, ...] = ()
+    language: str = "python"
+    timed_out: bool = False
+    duration_ms: float = 0.0
+    memory_key: str | None = None
+    code: str = field(default="", repr=False)
+
+
+def to_python(code: str, slots: Mapping[str, SlotValue]) -> str:
+    """Code with its placeholders turned into variable look-ups (right to left, positions kept)."""
+    placeholders = parse_placeholders(code)
+    missing = sorted({p.key for p in placeholders if p.key not in slots})
+    if missing:
+        raise PlaceholderError(f"no memory slot for {missing}; available: {sorted(slots) or 'none'}")
+    out = code
+    for p in sorted(placeholders, key=lambda p: p.start, reverse=True):
+        key = json.dumps(p.key, ensure_ascii=False)
+        if p.format == "summary":
+            expr = f"memory_summary[{key}]"
+        elif p.format == "meta":
+            if p.field not in slots[p.key].metadata:
+                raise PlaceholderError(f"memory {p.key!r} has no metadata field {p.field!r}")
+            expr = f"memory_meta[{key}][{json.dumps(p.field, ensure_ascii=False)}]"
+        else:
+            expr = f"memory[{key}]"
+        out = out[: p.start] + expr + out[p.end :]
+    return out
+
+
+def looks_like_shell(command: str) -> bool:
+    """A one-line command that starts with a program name (``python train.py``, ``ls -la``)."""
+    text = command.strip()
+    return "\n" not in text and bool(_SHELL_START.match(text))
+
+
+class CommandExecutor:
+    """Runs code with memory slots for one user (and AI friend), each run saved as a memory.
+
+    ``limits`` caps wall-clock time, CPU, memory and file size; ``workdir`` is where commands run
+    (default: a fresh temporary folder per run); ``save_runs`` records each run as a
+    ``command_output`` memory with the code, the result and the referenced keys.
+    """
+
+    def __init__(
+        self,
+        layer: AgentFusionDataLayer,
+        *,
+        user_id: str | int,
+        friend_id: str | int | None = None,
+        limits: Limits | None = None,
+        workdir: str | Path | None = None,
+        save_runs: bool = True,
+    ) -> None:
+        self.layer = layer
+        self.user_id = str(user_id)
+        self.friend_id = None if friend_id is None else str(friend_id)
+        self.limits = limits or Limits()
+        self.workdir = workdir
+        self.save_runs = save_runs
+
+    async def slots(self, keys: Sequence[str]) -> dict[str, SlotValue]:
+        """The user's memories with these keys, as slots (another friend's events are not available).
+        Raises :class:`PlaceholderError` naming the keys that are missing."""
+        found = await self.layer.memory.get_many(user_id=self.user_id, memory_keys=list(dict.fromkeys(keys)))
+        slots = {
+            k: SlotValue(k, r.summary, r.content, r.metadata, r.memory_type)
+            for k, r in found.items()
+            if self.friend_id is None or r.friend_id in (None, self.friend_id)
+        }
+        missing = [k for k in dict.fromkeys(keys) if k not in slots]
+        if missing:
+            raise PlaceholderError(f"no memory {missing} for this user and friend; search for the right key first")
+        return slots
+
+    async def prepare_memory_context(
+        self, messages: Sequence[LLMMessage], slots: Mapping[str, SlotValue] | Sequence[SlotValue]
+    ) -> list[LLMMessage]:
+        """The messages with a system message in front listing the available slots."""
+        items = list(slots.values()) if isinstance(slots, Mapping) else list(slots)
+        if not items:
+            return list(messages)
+        lines = "\n".join(f"- [memory:{s.key}] {s.summary}" for s in items)
+        note = "你可以通过 [memory:key] 引用这些记忆，执行时会将记忆内容作为变量传入 Python 环境。"
+        return [SystemMessage(content=f"可用记忆槽:\n{lines}\n\n{note}"), *messages]
+
+    async def execute_with_memory_env(
+        self,
+        code: str,
+        slots: Mapping[str, SlotValue] | Sequence[SlotValue],
+        recent_messages: Sequence[LLMMessage] = (),
+    ) -> CommandResult:
+        """Run Python ``code`` with ``memory``, ``messages`` (the last 10 as text), ``_output`` and
+        ``_result``; stdout becomes ``_output``. Placeholders must name given slots, or nothing runs."""
+        given = dict(slots) if isinstance(slots, Mapping) else {s.key: s for s in slots}
+        try:
+            refs = tuple(placeholder_keys(code))
+            program = to_python(code, given)
+        except PlaceholderError as exc:
+            return CommandResult(False, error=str(exc), code=code)
+        outcome = await run_python(
+            program,
+            memory={k: s.value() for k, s in given.items()},
+            memory_summary={k: s.summary for k, s in given.items()},
+            memory_meta={k: dict(s.metadata) for k, s in given.items()},
+            messages=_message_lines(recent_messages),
+            limits=self.limits,
+            workdir=self.workdir,
+        )
+        return await self._finish(code, "python", refs, outcome)
+
+    async def execute_command_references(
+        self, user_request: str, referenced_memories: Sequence[str] | None = None
+    ) -> CommandResult:
+        """Run the remembered command a request refers to (``"重新执行 [memory:cmd-001]"``).
+
+        The first referenced ``command_output`` memory is the command: a shell line
+        (``metadata["language"] == "shell"``, or one line starting with a program name) runs with
+        its placeholders filled in as text; anything else runs as Python with the other referenced
+        memories as slots.
+        """
+        try:
+            keys = list(referenced_memories) if referenced_memories else placeholder_keys(user_request)
+            if not keys:
+                raise PlaceholderError("the request names no memory; write it as [memory:KEY]")
+            slots = await self.slots(keys)
+        except PlaceholderError as exc:
+            return CommandResult(False, error=str(exc))
+        commands = [s for s in slots.values() if s.memory_type == "command_output"]
+        if not commands:
+            return CommandResult(False, error=f"none of {keys} is a command (memory_type command_output)")
+        command = commands[0]
+        language = str(command.metadata.get("language") or ("shell" if looks_like_shell(command.content) else "python"))
+        if language not in ("shell", "bash", "sh"):
+            messages = [UserMessage(content=user_request, source="user")]
+            return await self.execute_with_memory_env(command.content, slots, messages)
+        try:
+            more = placeholder_keys(command.content)
+            slots.update(await self.slots([k for k in more if k not in slots]) if more else {})
+            line = resolve(command.content, slots).text
+        except PlaceholderError as exc:
+            return CommandResult(False, error=str(exc), code=command.content, language="shell")
+        outcome = await run_shell(line, limits=self.limits, workdir=self.workdir)
+        return await self._finish(line, "shell", tuple(keys), outcome)
+
+    async def _finish(self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome) -> CommandResult:
+        key = None
+        if self.save_runs:
+            key = f"run-{uuid.uuid4().hex[:12]}"
+            first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
+            record = {"code": code, "language": language, "result": outcome.result, "output": outcome.output[-5000:],
+                      "error": outcome.error, "referenced_keys": list(refs)}  # fmt: skip
+            await self.layer.memory.add(
+                user_id=self.user_id,
+                friend_id=self.friend_id,
+                memory_key=key,
+                memory_type="command_output",
+                summary=f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120],
+                content=json.dumps(record, ensure_ascii=False, default=repr),
+                metadata={"referenced_keys": list(refs), "success": outcome.ok, "language": language},
+                keywords=list(refs)[:5] or None,
+            )
+        return CommandResult(
+            success=outcome.ok,
+            result=outcome.result,
+            output=outcome.output,
+            error=outcome.error,
+            memory_refs=refs,
+            language=language,
+            timed_out=outcome.timed_out,
+            duration_ms=round(outcome.duration_ms, 1),
+            memory_key=key,
+            code=code,
+        )
+
+
+def _message_lines(messages: Sequence[LLMMessage]) -> list[str]:
+    lines = []
+    for m in list(messages)[-10:]:
+        if isinstance(m, UserMessage | AssistantMessage | SystemMessage) and isinstance(m.content, str):
+            role = {UserMessage: "User", AssistantMessage: "Assistant", SystemMessage: "System"}[type(m)]
+            lines.append(f"{role}: {m.content}")
+    return lines
