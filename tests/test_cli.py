@@ -246,3 +246,13 @@ def test_recall_command_json(tmp_path: Path) -> None:
     assert data["slots"][0].startswith("[memory:db-config-001:")
     none = runner.invoke(app, ["recall", "完全无关的话题 xyzzy", "--user", "nobody", "--json", "--url", url])
     assert json.loads(none.output)["slots"] == []
+
+
+def test_bench_archive_saves_most_tokens() -> None:
+    out = runner.invoke(app, ["bench", "archive", "--rounds", "4", "--result-chars", "20000", "--reload-round", "3"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    full, archived = data["full_tokens_per_round"], data["archive_tokens_per_round"]
+    assert len(full) == len(archived) == 4 and full == sorted(full)  # everything accumulates
+    assert archived[2] > archived[1] and archived[3] < archived[2]  # the reload shows in its round only
+    assert data["tokens_saved"] == round(1 - sum(archived) / sum(full), 4) and data["tokens_saved"] > 0.5

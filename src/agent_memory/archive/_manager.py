@@ -30,7 +30,7 @@ _LOADED = re.compile(r"^📎 \[工具结果已加载: (?P<uuid>[0-9a-fA-F-]{32,3
 _ARCHIVED = re.compile(r"^📎 \[工具结果存档: (?P<uuid>[0-9a-fA-F-]{32,36})\]")
 _RULE = "━" * 37
 _URL = re.compile(r"https?://[^\s)\]>\"'，。]+")
-_SOURCE_LINE = re.compile(r"^(?:来源|source|出处|文档|file)\s*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+_SOURCE_LINE = re.compile(r"(?:来源|出处|source|file)\s*[:：]\s*([^\s，。；;]+)", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^。！？!?\n.]+[。！？!?.]?")
 
 LOAD_TOOL_DESCRIPTION = """加载之前工具调用的完整结果。
@@ -54,7 +54,7 @@ ARCHIVE_PROMPT = """## 历史工具结果管理
 
 
 def extract_sources(text: str, *, limit: int = 3) -> list[str]:
-    """Up to ``limit`` sources named in a result: ``来源:``/``source:`` lines, then URLs."""
+    """Up to ``limit`` sources named in a result: what follows ``来源:`` / ``source:``, then URLs."""
     found = [m.strip()[:200] for m in _SOURCE_LINE.findall(text)] + _URL.findall(text)
     return list(dict.fromkeys(found))[:limit]
 

@@ -20,6 +20,7 @@ from ..bench import (
     temporary_sqlite,
     top_k_agreement,
 )
+from ..bench._archive import bench_archive
 from ..bench._recall import recall_latency, recall_report, run_recall
 from ..search import SEARCH_MODES
 from ._common import emit_json, run
@@ -132,3 +133,17 @@ async def recall_cmd(
         async with temporary_sqlite() as url:
             result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories)
     emit_json(result)
+
+
+@app.command("archive")
+@run
+async def archive_cmd(
+    rounds: int = typer.Option(10, "--rounds", min=2, max=100, help="Conversation rounds"),
+    result_chars: int = typer.Option(50_000, "--result-chars", min=1_000, max=1_000_000, help="Tool result size"),
+    reload_round: int = typer.Option(6, "--reload-round", min=2, help="Round that reloads an archived result"),
+    threshold: int = typer.Option(10_000, "--threshold", min=100, help="Archive results longer than this"),
+) -> None:
+    """Seed 004's token scenario: full accumulation against the archive (one JSON object)."""
+    async with temporary_sqlite() as url:
+        emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
+                                      threshold=threshold))  # fmt: skip

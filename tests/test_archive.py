@@ -1,0 +1,150 @@
+"""The tool-result archive (seed 004) in a real AssistantAgent turn, and its manager on its own."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+from autogen_agentchat.agents import AssistantAgent
+from autogen_core import FunctionCall
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelFamily,
+    ModelInfo,
+    RequestUsage,
+)
+from autogen_core.tools import FunctionTool
+
+from agent_memory.archive import ToolResultManager, extract_sources, summarize
+from agent_memory.recall import MemoryContext
+from agent_memory.search import HybridMemorySearch
+from data_layer import AgentFusionDataLayer
+
+BIG = ("永策Pro 权限管理配置步骤：第一步创建角色。第二步分配权限。第三步绑定用户组。来源: docs/yongce/permissions.md\n"
+       + "细节说明。" * 10_000)  # fmt: skip
+USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
+INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
+                 structured_output=False, multiple_system_messages=True)  # fmt: skip
+
+
+def search_docs(query: str) -> str:
+    """Search the product docs (returns a very long text)."""
+    return BIG
+
+
+class _Scripted(ChatCompletionClient):
+    """A scripted model: each step sees the messages and returns the next answer."""
+
+    def __init__(self, steps: Sequence[Callable[[Sequence[LLMMessage]], CreateResult | str]]) -> None:
+        self._steps = list(steps)
+        self.seen: list[list[LLMMessage]] = []
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        self.seen.append(list(messages))
+        out = self._steps[len(self.seen) - 1](messages)
+        if isinstance(out, str):
+            return CreateResult(finish_reason="stop", content=out, usage=USAGE, cached=False)
+        return out
+
+    async def create_stream(self, messages: Sequence[LLMMessage], **kwargs: Any) -> AsyncGenerator[Any, None]:
+        yield await self.create(messages)
+
+    async def close(self) -> None:
+        pass
+
+    def actual_usage(self) -> RequestUsage:
+        return USAGE
+
+    def total_usage(self) -> RequestUsage:
+        return USAGE
+
+    def count_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 0
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 10**9
+
+    @property
+    def capabilities(self) -> Any:  # type: ignore[override]
+        return INFO
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return INFO
+
+
+def _call(name: str, args: Mapping[str, Any], n: int) -> CreateResult:
+    call = FunctionCall(id=f"c{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
+    return CreateResult(finish_reason="function_calls", content=[call], usage=USAGE, cached=False)
+
+
+def _tool_texts(messages: Sequence[LLMMessage]) -> list[str]:
+    return [r.content for m in messages if isinstance(m, FunctionExecutionResultMessage) for r in m.content]
+
+
+async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(layer: AgentFusionDataLayer) -> None:
+    manager = ToolResultManager(layer, user_id="u1", conversation_id="conv-1")
+    context = MemoryContext(layer=layer, search=HybridMemorySearch(layer.memory), user_id="u1", archive=manager)
+
+    def load_from_placeholder(messages: Sequence[LLMMessage]) -> CreateResult:
+        text = _tool_texts(messages)[-1]
+        assert text.startswith("📎 [工具结果存档:") and len(text) < 2_000  # not the 50,000 characters
+        assert "原始长度: 50" in text and "docs/yongce/permissions.md" in text and "load_tool_history" in text
+        uuid = re.search(r'load_tool_history\(uuid="([^"]+)"\)', text)
+        assert uuid is not None
+        return _call("load_tool_history", {"uuid": uuid.group(1)}, 2)
+
+    def answer_with_full_text(messages: Sequence[LLMMessage]) -> str:
+        texts = _tool_texts(messages)
+        assert texts[-1].endswith(BIG)  # the full text, in this round
+        return "第三步是绑定用户组。"
+
+    def next_round(messages: Sequence[LLMMessage]) -> str:
+        texts = _tool_texts(messages)
+        assert len(texts) == 2 and all(t.startswith("📎 [工具结果存档:") for t in texts)  # folded back
+        assert sum(len(t) for t in texts) < 4_000
+        return "不客气。"
+
+    client = _Scripted([lambda m: _call("search_docs", {"query": "权限管理"}, 1), load_from_placeholder,
+                        answer_with_full_text, next_round])  # fmt: skip
+    tools = [FunctionTool(search_docs, description="search docs"), manager.load_tool()]
+    agent = AssistantAgent("main", model_client=client, model_context=context, max_tool_iterations=3, tools=tools)
+    first = await agent.run(task="永策Pro 的权限管理怎么配置？第三步是什么？")
+    assert first.messages[-1].content == "第三步是绑定用户组。"
+    second = await agent.run(task="谢谢")
+    assert second.messages[-1].content == "不客气。" and len(client.seen) == 4
+    archived = await layer.archive.list_results(user_id="u1", conversation_id="conv-1")
+    assert len(archived) == 1 and archived[0].result_full == BIG and archived[0].tool_name == "search_docs"
+    assert archived[0].tool_input == {"query": "权限管理"}
+
+
+async def test_short_results_stay_and_scope_is_enforced(layer: AgentFusionDataLayer) -> None:
+    mine = ToolResultManager(layer, user_id="u1", conversation_id="c1")
+    assert await mine.process_tool_result("t", {}, "short") == "short"
+    placeholder = await mine.process_tool_result("t", {"q": 1}, BIG)
+    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
+    assert (await mine.load_tool_result(uuid)).endswith(BIG)
+    for other in (ToolResultManager(layer, user_id="u2", conversation_id="c1"),
+                  ToolResultManager(layer, user_id="u1", conversation_id="c2")):  # fmt: skip
+        with pytest.raises(LookupError, match="no archived tool result"):
+            await other.load_tool_result(uuid)
+        result = await other.load_tool().run_json({"uuid": uuid}, cancellation_token=None)  # type: ignore[arg-type]
+        assert result.success is False
+    bad = await mine.load_tool().run_json({"uuid": "not-a-uuid"}, cancellation_token=None)  # type: ignore[arg-type]
+    assert bad.success is False
+
+
+def test_summary_and_sources() -> None:
+    text = (
+        "无关的开场白。永策Pro 权限管理需要先创建角色。然后分配权限给角色。\n"
+        "来源: 内部文档A\n参见 https://example.com/doc?id=1 。"
+    )
+    summary = summarize(text * 3, limit=60)
+    assert "权限" in summary and len(summary) <= 60
+    assert extract_sources(text) == ["内部文档A", "https://example.com/doc?id=1"]
