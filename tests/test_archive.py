@@ -148,3 +148,23 @@ def test_summary_and_sources() -> None:
     summary = summarize(text * 3, limit=60)
     assert "权限" in summary and len(summary) <= 60
     assert extract_sources(text) == ["内部文档A", "https://example.com/doc?id=1"]
+
+
+async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionDataLayer) -> None:
+    manager = ToolResultManager(layer, user_id="u1", conversation_id="c1")
+    placeholder = await manager.process_tool_result("t", {}, BIG)
+    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
+    loaded = await manager.load_tool_result(uuid)
+    await layer.archive.delete(user_id="u1", archive_uuid=uuid)
+    fresh = ToolResultManager(layer, user_id="u1", conversation_id="c1")  # e.g. after a restart
+    context = MemoryContext(layer=layer, search=HybridMemorySearch(layer.memory), user_id="u1", archive=fresh)
+    call = FunctionCall(id="l1", name="load_tool_history", arguments=json.dumps({"uuid": uuid}))
+    from autogen_core.models import AssistantMessage, FunctionExecutionResult, UserMessage
+
+    await context.add_message(UserMessage(content="第一轮", source="user"))
+    await context.add_message(AssistantMessage(content=[call], source="main"))
+    await context.add_message(FunctionExecutionResultMessage(
+        content=[FunctionExecutionResult(content=loaded, name="load_tool_history", call_id="l1")]))  # fmt: skip
+    await context.add_message(UserMessage(content="第二轮", source="user"))
+    texts = _tool_texts(await context.get_messages())
+    assert len(texts) == 1 and len(texts[0]) < 500 and "不可用" in texts[0]

@@ -96,3 +96,10 @@ async def test_wrong_dimension_is_a_clear_error(endpoint: str) -> None:
     embedder = OpenAIEmbedder(model="toy", dim=DIM + 1, base_url=endpoint)
     with pytest.raises(ValueError, match="expected 9"):
         await embedder.embed(["x"])
+
+
+def test_analyzer_names_fit_the_stored_column() -> None:
+    long = SearchAnalyzer(embedder=OpenAIEmbedder(model="a-very-long-embedding-model-name-" * 3, dim=DIM,
+                                                  base_url="http://127.0.0.1:9/v1"))  # fmt: skip
+    assert len(long.name) <= 64 and long.name != SearchAnalyzer().name
+    assert SearchAnalyzer(embedder=HashingEmbedder()).name != long.name

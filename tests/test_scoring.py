@@ -236,3 +236,12 @@ def test_rank_normalise_shares_ranks_on_ties() -> None:
     out = c.rank_normalise(scores, np.ones(4, dtype=bool))
     assert out[1] == 1.0 and out[0] == out[2] < 1.0 and out[3] == 0.0
     assert math.isclose(out[0], 61 / 62)
+
+
+def test_a_reused_slot_gets_its_own_norm() -> None:
+    index = build({"big": " ".join(f"word{i}" for i in range(400)), "other": "coffee beans"})
+    c.tfidf_cosine(index, {"coffee": 1})  # norms computed
+    index.remove("big")
+    index.put(IndexedMemory("new", "new", None, "general", T0, tuple(TOK.tokens("kubernetes cluster upgrade"))))
+    cos = at(index, c.tfidf_cosine(index, c.query_terms(TOK.tokens("kubernetes cluster upgrade")), smooth=False))
+    assert cos["new"] == pytest.approx(1.0)

@@ -255,3 +255,48 @@ async def test_odd_user_tags_are_stored_and_matched_as_text(layer: AgentFusionDa
     assert await keys(engine, "配置_v2", user_id="erin") == ["tagged"]
     assert await keys(engine, "%", user_id="erin") == []
     assert await layer.memory.count(user_id="erin") == 2
+
+
+class _SlowEmbedder:
+    """Embeds like the hashing default, but slowly (a search then waits while others write)."""
+
+    def __init__(self) -> None:
+        from agent_memory.search import HashingEmbedder
+
+        self._inner = HashingEmbedder()
+        self.name, self.dim = self._inner.name, self._inner.dim
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        await asyncio.sleep(0.3)
+        return await self._inner.embed(texts)
+
+
+async def test_concurrent_writes_never_leak_another_friends_memory(layer: AgentFusionDataLayer) -> None:
+    """A search waiting on its embedder while another search applies a delete and an insert (which
+    could reuse the freed index slot) still returns only the friend's own memories."""
+    import asyncio
+
+    engine = HybridMemorySearch(layer.memory, embedder=_SlowEmbedder(), semantic_share=0.5)
+    await layer.memory.add(user_id="f", memory_key="a1", content="项目 预算 会议", friend_id="A", created_at=NOW)
+    await engine.refresh(user_id="f")
+
+    async def churn() -> None:
+        await asyncio.sleep(0.05)
+        await layer.memory.delete(user_id="f", memory_key="a1")
+        await layer.memory.add(user_id="f", memory_key="b_secret", content="项目 预算 会议 机密", friend_id="B",
+                               created_at=NOW)  # fmt: skip
+        await engine.search("项目", user_id="f", friend_id="B", now=NOW)
+
+    hits, _ = await asyncio.gather(
+        engine.search("项目 预算 会议", user_id="f", friend_id="A", include_shared=False, now=NOW), churn()
+    )
+    assert all(h.record.friend_id == "A" for h in hits)
+    assert await keys(engine, "项目 预算", user_id="f", friend_id="A", include_shared=False) == []
+
+
+async def test_long_query_words_with_synonyms_present(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
+    await layer.memory.add_synonym("database", "db", similarity_score=0.9)
+    hits = await search.search("mysql " + "x" * 150, user_id="alice", now=NOW)
+    assert [h.memory_key for h in hits][:1] == ["db-config"]

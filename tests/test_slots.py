@@ -217,3 +217,32 @@ def test_limits_are_checked() -> None:
         Limits(memory_mb=1)
     with pytest.raises(ValueError, match="timeout_s"):
         Limits(timeout_s=0)
+
+
+async def test_memory_text_cannot_inject_shell(executor: CommandExecutor, tmp_path: Path) -> None:
+    await executor.layer.memory.add(user_id="u1", memory_key="evil", content="x", summary="hi; touch pwned $(id)",
+                                    friend_id="mentor", created_at=NOW)  # fmt: skip
+    await executor.layer.memory.add(user_id="u1", memory_key="say", content="echo [memory:evil:summary]",
+                                    memory_type="command_output", friend_id="mentor",
+                                    metadata={"language": "shell"}, created_at=NOW)  # fmt: skip
+    result = await executor.execute_command_references("[memory:say]")
+    assert result.success and result.output == "hi; touch pwned $(id)\n"
+    assert not (tmp_path / "pwned").exists()
+
+
+def _process_state(pid_file: Path) -> str:
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    return stat.read_text().split()[2] if stat.exists() else "gone"
+
+
+async def test_background_and_escaped_children_do_not_outlive_the_run(
+    executor: CommandExecutor, tmp_path: Path
+) -> None:
+    from agent_memory.slots import run_shell
+
+    quick = await run_shell("sleep 300 & echo $! > bg.pid", workdir=tmp_path, limits=Limits(timeout_s=5))
+    assert quick.ok
+    # the background child was killed with its group: gone, or a zombie waiting for init to reap it
+    assert _process_state(tmp_path / "bg.pid") in ("gone", "Z", "X")
+    escaped = await run_shell("setsid sleep 3 & echo started", workdir=tmp_path, limits=Limits(timeout_s=1))
+    assert escaped.duration_ms < 4_000  # a child that left the group does not hold the run

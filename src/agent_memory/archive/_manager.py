@@ -194,7 +194,14 @@ class ToolResultManager:
                 results = []
                 for r in message.content:
                     m = _LOADED.match(r.content)
-                    results.append(r.model_copy(update={"content": await self.placeholder_for(m["uuid"])}) if m else r)
+                    if m is None:
+                        results.append(r)
+                        continue
+                    try:
+                        text = await self.placeholder_for(m["uuid"])
+                    except Exception:  # purged or unreachable: a short note, never the full text again
+                        text = f"📎 [工具结果存档: {m['uuid']}] (存档已不可用，原始长度 {len(r.content)} 字)"
+                    results.append(r.model_copy(update={"content": text}))
                 message = FunctionExecutionResultMessage(content=results)
             out.append(message)
         return out

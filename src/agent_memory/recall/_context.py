@@ -16,6 +16,7 @@ leaves the messages as they are (the failure is reported as an event) and the re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -87,6 +88,8 @@ def estimate_tokens(text: str) -> int:
 def slot(key: str, summary: str) -> str:
     """One slot line, ``[memory:key:summary]`` (brackets and newlines in the summary are flattened)."""
     clean = " ".join(summary.replace("[", "(").replace("]", ")").split())
+    if clean in ("full", "summary") or clean.startswith("meta:"):
+        clean = f"“{clean}”"  # would read as a placeholder format
     return f"[memory:{key}:{clean}]"
 
 
@@ -230,13 +233,19 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         history = list(self._messages)
         if self.archive is not None and history:
             last_user = max((i for i, m in enumerate(history) if isinstance(m, UserMessage)), default=0)
-            history = [*await self.archive.restore_placeholders(history[:last_user]), *history[last_user:]]
+            try:
+                history = [*await self.archive.restore_placeholders(history[:last_user]), *history[last_user:]]
+            except Exception as exc:  # the reply goes on with the history as stored
+                logger.warning("restoring archive placeholders failed", exc_info=True)
+                await self._emit(RecallErrorEvent(source="memory_context", content=f"archive: {exc}"[:500],
+                                                  error_type=type(exc).__name__))  # fmt: skip
         turn = _current_turn(history)
         if turn is None:
             return history
         if turn != self._turn:
+            self._injected = []
+            self._injected = await self._recall(history, turn)
             self._turn = turn
-            self._injected = await self._recall(history)
         if not self._injected:
             return history
         if self.config.injection == "system":
@@ -244,7 +253,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         last_user = max(i for i, m in enumerate(history) if isinstance(m, UserMessage))
         return [*history[:last_user], *self._injected, *history[last_user:]]
 
-    async def _recall(self, history: Sequence[LLMMessage]) -> list[LLMMessage]:
+    async def _recall(self, history: Sequence[LLMMessage], turn: tuple[int, str]) -> list[LLMMessage]:
         conversation = _conversation(history)
         if not conversation:
             return []
@@ -252,23 +261,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self.last_result = None
         self.last_block = ""
         try:
-            settings = await self._settings()
-            if not settings.enabled:
-                return []
-            await self._emit(RecallStartedEvent(source="memory_context", content=conversation[-1][1][:200],
-                                                window_size=self.config.window_size))  # fmt: skip
-            agent = MemRecallAgent(
-                await self._engine(),
-                user_id=self.config.user_id,
-                friend_id=self.config.friend_id,
-                model_client=self.model_client,
-                rounds=settings.rounds,
-                similarity_threshold=settings.similarity_threshold,
-                max_iterations=self.config.max_iterations,
-                window_size=self.config.window_size,
-                on_event=self._on_agent_event,
-            )
-            result = await asyncio.wait_for(agent.recall(conversation), timeout=self.config.time_budget_s)
+            # settings, engine start-up and the agent all count against the time budget
+            outcome = await asyncio.wait_for(self._run_recall(conversation), timeout=self.config.time_budget_s)
         except TimeoutError:
             await self._emit(RecallTimeoutEvent(source="memory_context", budget_s=self.config.time_budget_s))
             return []
@@ -277,6 +271,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=str(exc)[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
             return []
+        if outcome is None:
+            return []
+        result, settings = outcome
         self.last_result = result
         block, keys = self._block(result, settings)
         await self._emit(
@@ -294,7 +291,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self.last_block = block
         if self.config.injection == "system":
             return [SystemMessage(content=block)]
-        call = FunctionCall(id=f"recall-{self._turn[0] if self._turn else 0}", name="recall_memory",
+        call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
                             arguments=json.dumps({"query": conversation[-1][1][:500]}, ensure_ascii=False))  # fmt: skip
         return [
             AssistantMessage(content=[call], source="memory_context"),
@@ -302,6 +299,27 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 content=[FunctionExecutionResult(content=block, name="recall_memory", call_id=call.id, is_error=False)]
             ),
         ]
+
+    async def _run_recall(
+        self, conversation: list[tuple[str, str]]
+    ) -> tuple[RecallResult, MemoryRecallSettings] | None:
+        settings = await self._settings()
+        if not settings.enabled:
+            return None
+        await self._emit(RecallStartedEvent(source="memory_context", content=conversation[-1][1][:200],
+                                            window_size=self.config.window_size))  # fmt: skip
+        agent = MemRecallAgent(
+            await self._engine(),
+            user_id=self.config.user_id,
+            friend_id=self.config.friend_id,
+            model_client=self.model_client,
+            rounds=settings.rounds,
+            similarity_threshold=settings.similarity_threshold,
+            max_iterations=self.config.max_iterations,
+            window_size=self.config.window_size,
+            on_event=self._on_agent_event,
+        )
+        return await agent.recall(conversation), settings
 
     async def _settings(self) -> MemoryRecallSettings:
         layer = await self._data()
@@ -351,8 +369,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                                              iteration=data["iteration"]))  # fmt: skip
 
     async def _emit(self, event: Any) -> None:
+        """Hand an event to the UI queue; a full (bounded) queue drops it rather than stall the reply."""
         if self.events is not None:
-            await self.events.put(event)
+            with contextlib.suppress(asyncio.QueueFull):
+                self.events.put_nowait(event)
 
     # -- component -----------------------------------------------------------------------------------
 

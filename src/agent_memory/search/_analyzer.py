@@ -8,6 +8,7 @@ Set it on the repository once and every ``add`` / ``upsert`` stores it in the sa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
@@ -47,7 +48,10 @@ class SearchAnalyzer:
     def name(self) -> str:
         """Tokenizer, keyword extractor and embedder names: a change of any of them re-analyses memories."""
         embedder = self.embedder.name if self.embedder is not None else "none"
-        return f"{self.tokenizer.name}|{self.extractor.name}|{embedder}"[:100]
+        full = f"{self.tokenizer.name}|{self.extractor.name}|{embedder}"
+        if len(full) <= 64:  # the stored column's size
+            return full
+        return f"{full[:47]}~{hashlib.sha1(full.encode()).hexdigest()[:16]}"
 
     async def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
         """One analysis per draft (called by the repository before its write transaction)."""

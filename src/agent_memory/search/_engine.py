@@ -144,24 +144,21 @@ class HybridMemorySearch:
     async def refresh(self, *, user_id: str | int) -> UserIndex:
         """Bring the user's index up to date with storage (searches do this themselves)."""
         uid = _user(user_id)
-        state = await self.memory.index_state(user_id=uid)
-        current = self._users.get(uid)
-        if (
-            current
-            and current.revision == state.revision
-            and current.hard_delete_revision == state.hard_delete_revision
-        ):
-            current.vocabulary_revision = state.vocabulary_revision
-            return current.index
         current = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
-        current.vocabulary_revision = state.vocabulary_revision
         async with current.lock:
-            for _ in range(3):
-                stale = await self._apply_changes(uid, current)
-                if not stale:
-                    break
-                await self.reanalyze(user_id=uid)
+            return await self._refresh_locked(uid, current)
+
+    async def _refresh_locked(self, uid: str, current: _UserState) -> UserIndex:
+        state = await self.memory.index_state(user_id=uid)
+        current.vocabulary_revision = state.vocabulary_revision
+        if current.revision == state.revision and current.hard_delete_revision == state.hard_delete_revision:
             return current.index
+        for _ in range(3):
+            stale = await self._apply_changes(uid, current)
+            if not stale:
+                break
+            await self.reanalyze(user_id=uid)
+        return current.index
 
     async def _apply_changes(self, uid: str, user: _UserState) -> int:
         state = await self.memory.index_state(user_id=uid)
@@ -298,29 +295,22 @@ class HybridMemorySearch:
         friend = None if friend_id is None else _user(friend_id)
         types = tuple(sorted(set(memory_types))) if memory_types else None
 
-        index = await self.refresh(user_id=uid)
-        state = self._users[uid]
-        key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, text, friend,
-               include_shared, chosen_mode, types, start, end, limit, float(min_relevance_score),
-               when.replace(second=0, microsecond=0))  # fmt: skip
-        cached = self._recent.get(key)
-        if cached is not None:
-            return list(cached)
-        hits = await self._search(
-            index,
-            state,
-            uid,
-            text,
-            chosen_mode,
-            friend,
-            include_shared,
-            types,
-            start,
-            end,
-            limit,
-            min_relevance_score,
-            when,
-        )
+        state = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
+        # the whole search holds the user's lock: a concurrent refresh must not move slots (a freed
+        # slot could be reused by another friend's memory) while this search still reads them
+        async with state.lock:
+            index = await self._refresh_locked(uid, state)
+            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, text, friend,
+                   include_shared, chosen_mode, types, start, end, limit, float(min_relevance_score),
+                   when.replace(second=0, microsecond=0))  # fmt: skip
+            cached = self._recent.get(key)
+            if cached is not None:
+                return list(cached)
+            hits = await self._search(
+                index, state, uid, text, chosen_mode, friend, include_shared, types, start, end, limit,
+                min_relevance_score, when,
+            )  # fmt: skip
+            hits = [h for h in hits if _in_scope(h.record, uid, friend, include_shared)]
         self._recent[key] = hits
         return list(hits)
 
@@ -460,6 +450,8 @@ class HybridMemorySearch:
         result: dict[str, dict[str, float]] = {}
         missing = []
         for term in terms:
+            if len(term) > 100 or not term.isprintable():
+                continue  # keyword_synonyms holds words of at most 100 characters
             hit = self._synonyms.get((vocab, term))
             if hit is None:
                 missing.append(term)
@@ -476,6 +468,15 @@ class HybridMemorySearch:
                 if mapped:
                     result[term] = mapped
         return result
+
+
+def _in_scope(record: MemoryRecord, uid: str, friend: str | None, include_shared: bool) -> bool:
+    """A last check on every result: the user's own, active, and in the friend scope."""
+    if record.user_id != uid or not record.is_active:
+        return False
+    if friend is None:
+        return True
+    return record.friend_id == friend or (include_shared and record.friend_id is None)
 
 
 def _user(value: str | int) -> str:

@@ -141,6 +141,7 @@ class UserIndex:
         session = memory.friend_id or ""
         bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
         self._changed(session)
+        self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
 
     def remove(self, memory_id: Hashable) -> None:
         """Drop a memory (no error when it is not indexed)."""
@@ -158,6 +159,8 @@ class UserIndex:
         members.remove((entry.ts, entry.memory.memory_key, slot))
         self._slots[slot] = None
         self._free.append(slot)
+        if self._norms is not None and slot < len(self._norms):
+            self._norms[slot] = 0.0
         self._changed(session)
 
     def _post(self, table: dict[str, _Postings], term: str, slot: int, value: float) -> None:

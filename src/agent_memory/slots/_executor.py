@@ -16,7 +16,9 @@ the slots it was given. A malformed placeholder or a memory that is not availabl
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shlex
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,9 +29,10 @@ from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, Use
 
 from data_layer import AgentFusionDataLayer
 
-from ._placeholders import PlaceholderError, SlotValue, parse_placeholders, placeholder_keys, resolve
+from ._placeholders import PlaceholderError, SlotValue, format_value, parse_placeholders, placeholder_keys
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
 
+logger = logging.getLogger(__name__)
 _SHELL_START = re.compile(r"^(python3?|bash|sh|ls|echo|cat|cd|git|pip|make|npm|node|docker|kubectl|curl|mysql|psql)\b")
 
 
@@ -67,6 +70,19 @@ def to_python(code: str, slots: Mapping[str, SlotValue]) -> str:
         else:
             expr = f"memory[{key}]"
         out = out[: p.start] + expr + out[p.end :]
+    return out
+
+
+def shell_fill(command: str, slots: Mapping[str, SlotValue]) -> str:
+    """A shell line with each placeholder replaced by its value as one quoted word (``shlex.quote``),
+    so memory text can never add shell syntax (``; rm -rf ~`` stays a literal argument)."""
+    placeholders = parse_placeholders(command)
+    missing = sorted({p.key for p in placeholders if p.key not in slots})
+    if missing:
+        raise PlaceholderError(f"no memory slot for {missing}; available: {sorted(slots) or 'none'}")
+    out = command
+    for p in sorted(placeholders, key=lambda p: p.start, reverse=True):
+        out = out[: p.start] + shlex.quote(format_value(slots[p.key], p)) + out[p.end :]
     return out
 
 
@@ -179,7 +195,7 @@ class CommandExecutor:
         try:
             more = placeholder_keys(command.content)
             slots.update(await self.slots([k for k in more if k not in slots]) if more else {})
-            line = resolve(command.content, slots).text
+            line = shell_fill(command.content, slots)
         except PlaceholderError as exc:
             return CommandResult(False, error=str(exc), code=command.content, language="shell")
         outcome = await run_shell(line, limits=self.limits, workdir=self.workdir)
@@ -188,20 +204,10 @@ class CommandExecutor:
     async def _finish(self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome) -> CommandResult:
         key = None
         if self.save_runs:
-            key = f"run-{uuid.uuid4().hex[:12]}"
-            first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
-            record = {"code": code, "language": language, "result": outcome.result, "output": outcome.output[-5000:],
-                      "error": outcome.error, "referenced_keys": list(refs)}  # fmt: skip
-            await self.layer.memory.add(
-                user_id=self.user_id,
-                friend_id=self.friend_id,
-                memory_key=key,
-                memory_type="command_output",
-                summary=f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120],
-                content=json.dumps(record, ensure_ascii=False, default=repr),
-                metadata={"referenced_keys": list(refs), "success": outcome.ok, "language": language},
-                keywords=list(refs)[:5] or None,
-            )
+            try:
+                key = await self._save(code, language, refs, outcome)
+            except Exception:  # the run happened; its result is returned even if it cannot be saved
+                logger.warning("could not save a command run", exc_info=True)
         return CommandResult(
             success=outcome.ok,
             result=outcome.result,
@@ -214,6 +220,23 @@ class CommandExecutor:
             memory_key=key,
             code=code,
         )
+
+    async def _save(self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome) -> str:
+        key = f"run-{uuid.uuid4().hex[:12]}"
+        first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
+        record = {"code": code, "language": language, "result": outcome.result, "output": outcome.output[-5000:],
+                  "error": outcome.error, "referenced_keys": list(refs)}  # fmt: skip
+        await self.layer.memory.add(
+            user_id=self.user_id,
+            friend_id=self.friend_id,
+            memory_key=key,
+            memory_type="command_output",
+            summary=f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120],
+            content=json.dumps(record, ensure_ascii=False, default=repr),
+            metadata={"referenced_keys": list(refs), "success": outcome.ok, "language": language},
+            keywords=[r for r in refs if len(r) <= 100][:5] or None,
+        )
+        return key
 
 
 def _message_lines(messages: Sequence[LLMMessage]) -> list[str]:

@@ -6,6 +6,10 @@ memory limits before the code starts. Here every run gets a new session (the who
 killed on time-out), ``RLIMIT_AS`` / ``RLIMIT_CPU`` / ``RLIMIT_FSIZE`` set before ``exec``, a scrubbed
 environment (no database URL or keys) and its own working folder.
 
+It is not a sandbox for hostile code: the child runs as the same OS user, so it can read whatever that
+user can (files, and the parent's start-up environment through ``/proc``), and a child that calls
+``setsid`` leaves the process group. Use a container or a separate OS user for untrusted code.
+
 >>> out = asyncio.run(run_python("print(memory['k']['port'])", memory={"k": {"port": 3306}}))  # doctest: +SKIP
 >>> out.output  # doctest: +SKIP
 '3306\\n'
@@ -124,29 +128,45 @@ def _environment(workdir: Path) -> dict[str, str]:
     }
 
 
-async def _run(argv: Sequence[str], *, workdir: Path, limits: Limits) -> tuple[int | None, str, str, bool, float]:
+async def _run(
+    argv: Sequence[str], *, workdir: Path, scratch: Path, limits: Limits
+) -> tuple[int | None, str, str, bool, float]:
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=workdir,
-        env=_environment(workdir),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group: a time-out kills grandchildren too
-        preexec_fn=_limit(limits),
-    )
-    timed_out = False
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout=limits.timeout_s)
-    except TimeoutError:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        out, err = await process.communicate()
+    # output goes to files, not pipes: a background child that keeps a pipe open cannot hold the run
+    with (scratch / "stdout.txt").open("wb") as out_fh, (scratch / "stderr.txt").open("wb") as err_fh:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=workdir,
+            env=_environment(workdir),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out_fh,
+            stderr=err_fh,
+            start_new_session=True,  # its own process group: a time-out kills grandchildren too
+            preexec_fn=_limit(limits),
+        )
+        timed_out = False
+        try:
+            await asyncio.wait_for(process.wait(), timeout=limits.timeout_s)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            # always: a time-out, a cancelled caller, or children left running in the background
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if process.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), timeout=5)
     duration = (time.perf_counter() - started) * 1000
-    text = out.decode("utf-8", "replace")[-100_000:]
-    return process.returncode, text, err.decode("utf-8", "replace")[-20_000:], timed_out, duration
+    out = _tail(scratch / "stdout.txt", 100_000)
+    err = _tail(scratch / "stderr.txt", 20_000)
+    return process.returncode, out, err, timed_out, duration
+
+
+def _tail(path: Path, limit: int) -> str:
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - limit * 4))
+        return fh.read().decode("utf-8", "replace")[-limit:]
 
 
 async def run_python(
@@ -180,14 +200,18 @@ async def run_python(
         )
         cwd = Path(workdir) if workdir is not None else folder
         argv = [sys.executable, "-I", "-c", _RUNNER, str(payload), str(result_path)]
-        code_, out, err, timed_out, duration = await _run(argv, workdir=cwd, limits=chosen)
+        code_, out, err, timed_out, duration = await _run(argv, workdir=cwd, scratch=folder, limits=chosen)
         if timed_out:
             return RunOutcome(False, None, out, f"stopped after the {chosen.timeout_s:g} s time limit", code_, True,
                               duration)  # fmt: skip
         if not result_path.exists():
             reason = _killed_reason(code_, err, chosen)
             return RunOutcome(False, None, out, reason, code_, False, duration)
-        data = json.loads(result_path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(result_path.read_text(encoding="utf-8"))
+        except ValueError:
+            reason = f"the result could not be read ({_killed_reason(code_, err, chosen)}; over the file size limit?)"
+            return RunOutcome(False, None, out, reason, code_, False, duration)
     return RunOutcome(bool(data["ok"]), data["result"], data["output"] + out, data["error"], code_, False, duration)
 
 
@@ -195,8 +219,11 @@ async def run_shell(command: str, *, limits: Limits | None = None, workdir: str 
     """Run a shell command line (``/bin/sh -c``) under the same limits."""
     chosen = limits or Limits()
     with tempfile.TemporaryDirectory(prefix="memexec-") as scratch:
-        cwd = Path(workdir) if workdir is not None else Path(scratch)
-        code_, out, err, timed_out, duration = await _run(["/bin/sh", "-c", command], workdir=cwd, limits=chosen)
+        folder = Path(scratch)
+        cwd = Path(workdir) if workdir is not None else folder
+        code_, out, err, timed_out, duration = await _run(
+            ["/bin/sh", "-c", command], workdir=cwd, scratch=folder, limits=chosen
+        )
     if timed_out:
         return RunOutcome(False, None, out, f"stopped after the {chosen.timeout_s:g} s time limit", code_, True,
                           duration)  # fmt: skip

@@ -206,7 +206,13 @@ class MemoryToolbox:
             except Exception as exc:
                 logger.warning("LLM keyword extraction failed; using the offline extractor", exc_info=True)
                 note = f"模型提取失败（{type(exc).__name__}），已改用离线提取"
-        found = self.extractor.query_keywords(data.query, context=data.context, max_keywords=data.max_keywords)
+        try:
+            found = self.extractor.query_keywords(
+                data.query[:4000], context=(data.context or "")[:4000] or None, max_keywords=data.max_keywords
+            )
+        except Exception as exc:
+            logger.warning("offline keyword extraction failed", exc_info=True)
+            return ExtractKeywordsOutput(success=False, message=_failure(exc))
         return ExtractKeywordsOutput(
             success=True,
             keywords=[KeywordExtractionItem(keyword=k.keyword, weight=k.weight, type=k.type) for k in found],
