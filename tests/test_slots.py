@@ -231,8 +231,17 @@ async def test_memory_text_cannot_inject_shell(executor: CommandExecutor, tmp_pa
 
 
 def _process_state(pid_file: Path) -> str:
+    """The process's state letter once SIGKILL has had time to land (it is delivered asynchronously)."""
+    import time
+
     stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
-    return stat.read_text().split()[2] if stat.exists() else "gone"
+    state = "gone"
+    for _ in range(40):
+        state = stat.read_text().split()[2] if stat.exists() else "gone"
+        if state in ("gone", "Z", "X"):
+            break
+        time.sleep(0.05)
+    return state
 
 
 async def test_background_and_escaped_children_do_not_outlive_the_run(
