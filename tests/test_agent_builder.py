@@ -10,16 +10,14 @@ import pytest
 from autogen_agentchat.messages import ToolCallExecutionEvent
 from autogen_core import FunctionCall
 from autogen_core.model_context import UnboundedChatCompletionContext
-from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage, SystemMessage
-from autogen_ext.models.replay import ReplayChatCompletionClient
+from autogen_core.models import CreateResult, RequestUsage, SystemMessage
 
 from agent_memory.recall import MemoryContext
 from builders import MEMORY_TOOLS_SYSTEM_PROMPT, AgentBuilder
 from data_layer import AgentFusionDataLayer, NewMemory
+from scripted import replay
 
 NOW = datetime.now(UTC)
-INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                 structured_output=False, multiple_system_messages=True)  # fmt: skip
 
 
 @pytest.fixture
@@ -48,7 +46,7 @@ async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) 
         ),
         "端口是 3306。",
     ]
-    client = ReplayChatCompletionClient(script, model_info=INFO)
+    client = replay(script)
     seen: list[dict[str, Any]] = []
     builder.register_hook(lambda kwargs: seen.append(kwargs) or None)
     agent = builder.build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",

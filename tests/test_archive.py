@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -15,7 +15,6 @@ from autogen_core.models import (
     CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelFamily,
     ModelInfo,
     RequestUsage,
 )
@@ -25,12 +24,10 @@ from agent_memory.archive import ToolResultManager, extract_sources, summarize
 from agent_memory.recall import MemoryContext
 from agent_memory.search import HybridMemorySearch
 from data_layer import AgentFusionDataLayer
+from scripted import MODEL_INFO, USAGE, call
 
 BIG = ("永策Pro 权限管理配置步骤：第一步创建角色。第二步分配权限。第三步绑定用户组。来源: docs/yongce/permissions.md\n"
        + "细节说明。" * 10_000)  # fmt: skip
-USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
-INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
-                 structured_output=False, multiple_system_messages=True)  # fmt: skip
 
 
 def search_docs(query: str) -> str:
@@ -72,16 +69,11 @@ class _Scripted(ChatCompletionClient):
 
     @property
     def capabilities(self) -> Any:  # type: ignore[override]
-        return INFO
+        return MODEL_INFO
 
     @property
     def model_info(self) -> ModelInfo:
-        return INFO
-
-
-def _call(name: str, args: Mapping[str, Any], n: int) -> CreateResult:
-    call = FunctionCall(id=f"c{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
-    return CreateResult(finish_reason="function_calls", content=[call], usage=USAGE, cached=False)
+        return MODEL_INFO
 
 
 def _tool_texts(messages: Sequence[LLMMessage]) -> list[str]:
@@ -98,7 +90,7 @@ async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(lay
         assert "原始长度: 50" in text and "docs/yongce/permissions.md" in text and "load_tool_history" in text
         uuid = re.search(r'load_tool_history\(uuid="([^"]+)"\)', text)
         assert uuid is not None
-        return _call("load_tool_history", {"uuid": uuid.group(1)}, 2)
+        return call("load_tool_history", {"uuid": uuid.group(1)}, 2)
 
     def answer_with_full_text(messages: Sequence[LLMMessage]) -> str:
         texts = _tool_texts(messages)
@@ -111,7 +103,7 @@ async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(lay
         assert sum(len(t) for t in texts) < 4_000
         return "不客气。"
 
-    client = _Scripted([lambda m: _call("search_docs", {"query": "权限管理"}, 1), load_from_placeholder,
+    client = _Scripted([lambda m: call("search_docs", {"query": "权限管理"}, 1), load_from_placeholder,
                         answer_with_full_text, next_round])  # fmt: skip
     tools = [FunctionTool(search_docs, description="search docs"), manager.load_tool()]
     agent = AssistantAgent("main", model_client=client, model_context=context, max_tool_iterations=3, tools=tools)

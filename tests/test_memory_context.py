@@ -9,14 +9,10 @@ from typing import Any
 
 import pytest
 from autogen_agentchat.agents import AssistantAgent
-from autogen_core import FunctionCall
 from autogen_core.models import (
     AssistantMessage,
     CreateResult,
     FunctionExecutionResultMessage,
-    ModelFamily,
-    ModelInfo,
-    RequestUsage,
     SystemMessage,
 )
 from autogen_core.tools import FunctionTool
@@ -34,10 +30,9 @@ from agent_memory.recall import (
 from agent_memory.search import HybridMemorySearch
 from agent_memory.tools import MemoryToolbox
 from data_layer import AgentFusionDataLayer, NewMemory
+from scripted import call, replay
 
 NOW = datetime.now(UTC)
-INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                 structured_output=False, multiple_system_messages=True)  # fmt: skip
 
 
 @pytest.fixture
@@ -53,11 +48,6 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
         ],
     )  # fmt: skip
     return engine
-
-
-def _tool_call(name: str, n: int) -> CreateResult:
-    return CreateResult(finish_reason="function_calls", content=[FunctionCall(id=f"m{n}", name=name, arguments="{}")],
-                        usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)  # fmt: skip
 
 
 def _clock() -> str:
@@ -82,13 +72,13 @@ async def test_recall_block_leads_every_model_call_of_a_turn(
 ) -> None:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     context = MemoryContext(layer=layer, search=search, user_id="u1", friend_id="mentor", events=queue)
-    client = ReplayChatCompletionClient([_tool_call("_clock", 1), "先列出汇报的结论。", "好的。"], model_info=INFO)
+    client = replay([call("_clock", {}, 1), "先列出汇报的结论。", "好的。"])
     agent = _main(client, context)
     result = await agent.run(task="最近汇报压力好大，怎么准备？")
     assert result.messages[-1].content == "先列出汇报的结论。"
     assert len(client.create_calls) == 2  # the tool round and the answer
-    for call in client.create_calls:
-        msgs = call["messages"]
+    for request in client.create_calls:
+        msgs = request["messages"]
         recall = [m for m in msgs if isinstance(m, SystemMessage) and m.content.startswith("[记忆召回]")]
         assert len(recall) == 1 and msgs.index(recall[0]) == 1  # right after the agent's own system message
         assert "[memory:report:下周季度项目汇报，压力大]" in recall[0].content
@@ -112,7 +102,7 @@ async def test_recall_block_leads_every_model_call_of_a_turn(
 
 async def test_tool_call_injection(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
     context = MemoryContext(layer=layer, search=search, user_id="u1", friend_id="mentor", injection="tool_call")
-    client = ReplayChatCompletionClient(["好的"], model_info=INFO)
+    client = replay(["好的"])
     await _main(client, context).run(task="汇报压力大")
     msgs = client.create_calls[0]["messages"]
     kinds = [type(m).__name__ for m in msgs]
@@ -125,7 +115,7 @@ async def test_nothing_relevant_leaves_messages_unchanged(
     layer: AgentFusionDataLayer, search: HybridMemorySearch
 ) -> None:
     context = MemoryContext(layer=layer, search=search, user_id="new-user")
-    client = ReplayChatCompletionClient(["你好！"], model_info=INFO)
+    client = replay(["你好！"])
     await _main(client, context).run(task="你好")
     assert [type(m).__name__ for m in client.create_calls[0]["messages"]] == ["SystemMessage", "UserMessage"]
 
@@ -134,7 +124,7 @@ async def test_database_unavailable(tmp_path: Any) -> None:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     context = MemoryContext(database_url="postgresql+psycopg://postgres@127.0.0.1:1/nowhere", user_id="u1",
                             events=queue, time_budget_s=10)  # fmt: skip
-    client = ReplayChatCompletionClient(["照常回答"], model_info=INFO)
+    client = replay(["照常回答"])
     result = await _main(client, context).run(task="之前的配置")
     assert result.messages[-1].content == "照常回答"
     assert [type(m).__name__ for m in client.create_calls[0]["messages"]] == ["SystemMessage", "UserMessage"]
@@ -150,7 +140,7 @@ async def test_a_raising_tool(
     monkeypatch.setattr(MemoryToolbox, "search_memories", boom)
     queue: asyncio.Queue[Any] = asyncio.Queue()
     context = MemoryContext(layer=layer, search=search, user_id="u1", friend_id="mentor", events=queue)
-    client = ReplayChatCompletionClient(["照常回答"], model_info=INFO)
+    client = replay(["照常回答"])
     result = await _main(client, context).run(task="汇报压力大")
     assert result.messages[-1].content == "照常回答"
     assert not any(
@@ -170,7 +160,7 @@ async def test_time_budget(layer: AgentFusionDataLayer, search: HybridMemorySear
     queue: asyncio.Queue[Any] = asyncio.Queue()
     context = MemoryContext(layer=layer, search=search, user_id="u1", friend_id="mentor", events=queue,
                             model_client=_SlowPlanner(), time_budget_s=0.2)  # fmt: skip
-    client = ReplayChatCompletionClient(["照常回答"], model_info=INFO)
+    client = replay(["照常回答"])
     loop = asyncio.get_running_loop()
     started = loop.time()
     result = await _main(client, context).run(task="汇报压力大")
@@ -183,7 +173,7 @@ async def test_time_budget(layer: AgentFusionDataLayer, search: HybridMemorySear
 async def test_events_merge_with_the_main_stream(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     context = MemoryContext(layer=layer, search=search, user_id="u1", friend_id="mentor", events=queue)
-    client = ReplayChatCompletionClient(["回答"], model_info=INFO)
+    client = replay(["回答"])
     names = [type(e).__name__ async for e in merge_streams(_main(client, context).run_stream(task="汇报压力"), queue)]
     assert names.index("RecallStartedEvent") < names.index("RecallFinishedEvent") < names.index("TaskResult")
     assert "ToolCallRequestEvent" in names and "HandoffMessage" in names

@@ -7,17 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from autogen_agentchat.messages import HandoffMessage, ToolCallExecutionEvent
-from autogen_core import FunctionCall
-from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task
 from agent_memory.search import HybridMemorySearch
 from data_layer import AgentFusionDataLayer, NewMemory
+from scripted import call, replay
 
 NOW = datetime.now(UTC)
-INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                 structured_output=False)  # fmt: skip
 
 
 @pytest.fixture
@@ -86,25 +83,16 @@ async def test_nothing_found_expands_then_asks(search: HybridMemorySearch) -> No
     assert result.handoff.relevant_memory_keys == [] and result.handoff.confidence == 0.0
 
 
-def _call(name: str, args: dict[str, object], n: int) -> CreateResult:
-    return CreateResult(
-        finish_reason="function_calls",
-        content=[FunctionCall(id=f"c{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))],
-        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
-        cached=False,
-    )
-
-
 async def test_scripted_llm_uses_every_tool_and_restarts_with_more_history(search: HybridMemorySearch) -> None:
     script = [
-        _call("extract_search_keywords", {"query": "汇报压力"}, 1),
-        _call("search_memories", {"query": "汇报", "limit": 99}, 2),  # invalid: limit is at most 10
-        _call("search_memories", {"query": "汇报 压力", "min_relevance_score": 0.1}, 3),
-        _call("get_memory_detail", {"memory_key": "report"}, 4),
-        _call("expand_context_window", {"reason": "需要更早的对话", "current_size": 3, "requested_size": 6}, 5),
+        call("extract_search_keywords", {"query": "汇报压力"}, 1),
+        call("search_memories", {"query": "汇报", "limit": 99}, 2),  # invalid: limit is at most 10
+        call("search_memories", {"query": "汇报 压力", "min_relevance_score": 0.1}, 3),
+        call("get_memory_detail", {"memory_key": "report"}, 4),
+        call("expand_context_window", {"reason": "需要更早的对话", "current_size": 3, "requested_size": 6}, 5),
         # iteration 2 (a new agent, larger window)
-        _call("search_memories", {"query": "季度项目汇报", "min_relevance_score": 0.1}, 6),
-        _call(
+        call("search_memories", {"query": "季度项目汇报", "min_relevance_score": 0.1}, 6),
+        call(
             "handoff",
             {
                 "reason": "找到了",
@@ -118,7 +106,7 @@ async def test_scripted_llm_uses_every_tool_and_restarts_with_more_history(searc
         ),
         "never used: the handoff ends the recall",
     ]
-    client = ReplayChatCompletionClient(script, model_info=INFO)
+    client = replay(script)
     events: list[object] = []
     history = [("user", f"消息{i}") for i in range(8)] + [("user", "汇报的事你还记得吗")]
     recall = MemRecallAgent(
@@ -143,9 +131,8 @@ async def test_scripted_llm_uses_every_tool_and_restarts_with_more_history(searc
 
 
 async def test_expansion_refused_at_the_iteration_limit_ends_the_recall(search: HybridMemorySearch) -> None:
-    client = ReplayChatCompletionClient(
-        [_call("expand_context_window", {"reason": "更多", "current_size": 5, "requested_size": 10}, 1), "unused"],
-        model_info=INFO,
+    client = replay(
+        [call("expand_context_window", {"reason": "更多", "current_size": 5, "requested_size": 10}, 1), "unused"]
     )
     events: list[object] = []
     result = await MemRecallAgent(
@@ -167,8 +154,8 @@ async def test_a_model_client_from_settings_drives_the_recall(search: HybridMemo
     """MEMORY_RECALL_MODEL_CLIENT holds any AutoGen client as component JSON."""
     from agent_memory.settings import SettingsError, load_settings
 
-    handoff = _call("handoff", {"reason": "r", "search_summary": "s", "relevant_memory_keys": [], "confidence": 0.1}, 1)
-    spec = ReplayChatCompletionClient([handoff], model_info=INFO).dump_component().model_dump_json()
+    handoff = call("handoff", {"reason": "r", "search_summary": "s", "relevant_memory_keys": [], "confidence": 0.1}, 1)
+    spec = replay([handoff]).dump_component().model_dump_json()
     client = load_settings(memory_recall_model_client=spec).recall_model_client()
     assert isinstance(client, ReplayChatCompletionClient)
     result = await MemRecallAgent(search, user_id="u1", model_client=client).recall([("user", "你好")])

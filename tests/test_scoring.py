@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -13,13 +12,12 @@ from agent_memory.search import _components as c
 from agent_memory.search._scoring import (
     bm25_idf,
     bm25_tf,
-    fuse,
-    keyword_match,
-    keyword_score,
     normalize_bm25,
     recency,
+    relevance,
     time_decay,
     top_k,
+    with_time,
 )
 from agent_memory.text import Tokenizer
 
@@ -53,25 +51,6 @@ def at(index: UserIndex, scores: np.ndarray) -> dict[str, float]:
 
 
 # -- keyword tiers ----------------------------------------------------------------------------------
-
-
-def test_keyword_match_tiers() -> None:
-    assert keyword_match("数据库", "数据库", {}) == 1.0
-    assert keyword_match("数据", "数据库", {}) == 0.8
-    assert keyword_match("数据库", "数据", {}) == 0.8
-    assert keyword_match("db", "数据库", {"数据库": 0.9}) == pytest.approx(0.7 * 0.9)
-    assert keyword_match("猫", "狗", {}) == 0.0
-    # a one-character keyword never matches by prefix
-    assert keyword_match("a", "apple", {}) == 0.0
-
-
-def test_keyword_score_weights_query_terms() -> None:
-    memory = {"mysql": 1.0, "配置": 0.5}
-    assert keyword_score({"mysql": 1.0}, memory) == 1.0
-    assert keyword_score({"配置": 1.0}, memory) == 0.5
-    assert keyword_score({"mysql": 1.0, "端口": 1.0}, memory) == 0.5
-    assert keyword_score({"端口": 1.0}, memory) == 0.0
-    assert keyword_score({}, memory) == 0.0
 
 
 def test_keyword_tiers_over_an_index() -> None:
@@ -164,14 +143,21 @@ def test_recency_keeps_half() -> None:
 # -- fusion and ranking ----------------------------------------------------------------------------
 
 
-def test_fuse_never_makes_an_unrelated_memory_relevant() -> None:
+def test_time_never_makes_an_unrelated_memory_relevant() -> None:
     w = FusionWeights()
-    scores = fuse([0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 1.0, 0.5], [1.0, 1.0, 0.5, 1.0], w)
+    rel = relevance([0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 1.0, 0.5], w)
+    scores = with_time(rel, [1.0, 1.0, 0.5, 1.0], w)
     assert scores[0] == 0.0
     assert scores[1] == pytest.approx(1.0)
     assert scores[1] > scores[2] > 0
     assert scores[2] == pytest.approx(0.8 + 0.2 * 0.5)
     assert scores[3] == pytest.approx(0.5)
+
+
+def test_relevance_weighs_keyword_and_text() -> None:
+    w = FusionWeights(keyword=0.6, text=0.2, time=0.2)
+    assert relevance([1.0], [0.0], w)[0] == pytest.approx(0.75)
+    assert relevance([0.0], [1.0], w)[0] == pytest.approx(0.25)
 
 
 def test_fusion_weights_must_add_up() -> None:
@@ -193,7 +179,8 @@ def test_ranker_prefers_used_memories_and_preferences() -> None:
 def test_top_k_breaks_ties_stably() -> None:
     scores = np.array([0.5, 0.9, 0.5, 0.0, 0.5])
     assert top_k(scores, 3) == [1, 0, 2]
-    assert top_k(scores, 3, tie_break=["c", "z", "b", "a", "a"]) == [1, 4, 2]
+    names = ["c", "z", "b", "a", "a"]
+    assert top_k(scores, 3, tie_key=names.__getitem__) == [1, 4, 2]
     assert top_k(np.zeros(3), 2) == []
 
 
@@ -229,13 +216,6 @@ def test_propagation_lifts_a_memory_that_names_the_same_thing() -> None:
     assert before["follow"] == 0.0 < after["follow"] < after["name"]
     assert after["other"] == 0.0
     assert max(after.values()) == pytest.approx(max(before.values()))
-
-
-def test_rank_normalise_shares_ranks_on_ties() -> None:
-    scores = np.array([0.2, 0.9, 0.2, 0.0])
-    out = c.rank_normalise(scores, np.ones(4, dtype=bool))
-    assert out[1] == 1.0 and out[0] == out[2] < 1.0 and out[3] == 0.0
-    assert math.isclose(out[0], 61 / 62)
 
 
 def test_a_reused_slot_gets_its_own_norm() -> None:

@@ -208,8 +208,9 @@ async def test_odd_queries_are_just_text(layer: AgentFusionDataLayer, search: Hy
         ({"time_range_days": 0}, "time_range_days must be a positive"),
         ({"now": datetime(2026, 1, 1)}, "timezone-aware"),
         ({"keywords": [3]}, "keywords must be strings"),
-        ({"user_id": ""}, "1-255 characters"),
-        ({"user_id": 1.5}, "ids must be strings or integers"),
+        ({"user_id": ""}, "user_id must be a non-empty id"),
+        ({"user_id": 1.5}, "user_id must be a str or int id"),
+        ({"friend_id": "x" * 200}, "friend_id is 200 characters long"),
     ],
 )
 async def test_bad_input_is_refused_clearly(
@@ -300,3 +301,11 @@ async def test_long_query_words_with_synonyms_present(layer: AgentFusionDataLaye
     await layer.memory.add_synonym("database", "db", similarity_score=0.9)
     hits = await search.search("mysql " + "x" * 150, user_id="alice", now=NOW)
     assert [h.memory_key for h in hits][:1] == ["db-config"]
+
+
+async def test_every_memory_gets_a_keyword_even_without_words(layer: AgentFusionDataLayer) -> None:
+    HybridMemorySearch(layer.memory)
+    for key, text in (("stop", "的了吗"), ("emoji", "😀😀"), ("letters", "a b c")):
+        await layer.memory.add(user_id="kw", memory_key=key, content=text, created_at=NOW)
+        assert await layer.memory.get_keywords(user_id="kw", memory_key=key), key
+    assert await layer.memory.pending_keyword_extraction(user_id="kw") == []

@@ -255,3 +255,8 @@ async def test_background_and_escaped_children_do_not_outlive_the_run(
     assert _process_state(tmp_path / "bg.pid") in ("gone", "Z", "X")
     escaped = await run_shell("setsid sleep 3 & echo started", workdir=tmp_path, limits=Limits(timeout_s=1))
     assert escaped.duration_ms < 4_000  # a child that left the group does not hold the run
+
+
+async def test_bad_keys_in_a_request_are_an_answer_not_a_crash(executor: CommandExecutor) -> None:
+    result = await executor.execute_command_references("run it", referenced_memories=["not a key!"])
+    assert not result.success and "memory_key" in (result.error or "")

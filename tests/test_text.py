@@ -6,10 +6,9 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from autogen_core.models import ModelFamily, ModelInfo
-from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from agent_memory.text import KeywordExtractor, Tokenizer, fold, parse_time_expressions, query_time_range
+from scripted import replay
 
 NOW = datetime(2024, 5, 15, 10, 30, tzinfo=UTC)  # a Wednesday
 
@@ -93,15 +92,9 @@ def test_query_keywords_are_typed() -> None:
     assert "time" in kinds.values()
 
 
-def _client(answers: list[str]) -> ReplayChatCompletionClient:
-    info = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                     structured_output=False)  # fmt: skip
-    return ReplayChatCompletionClient(answers, model_info=info)
-
-
 async def test_llm_keywords_follow_the_prompt() -> None:
     answer = json.dumps({"keywords": [{"word": "MySQL", "weight": 0.9}, {"word": "端口", "weight": 0.6}]})
-    client = _client([answer])
+    client = replay([answer])
     ex = KeywordExtractor(model_client=client)
     assert await ex.extract_keywords("MySQL 端口 3306", "数据库配置", "command_output") == [
         ("mysql", 0.9),
@@ -112,7 +105,7 @@ async def test_llm_keywords_follow_the_prompt() -> None:
 
 
 async def test_malformed_llm_answer_falls_back_to_offline() -> None:
-    ex = KeywordExtractor(model_client=_client(["not json at all"]))
+    ex = KeywordExtractor(model_client=replay(["not json at all"]))
     pairs = await ex.extract_keywords("MySQL 端口 3306 配置", "数据库配置", "general")
     assert pairs and "mysql" in [w for w, _ in pairs]
 
@@ -122,3 +115,12 @@ def test_extractor_limits_are_checked() -> None:
         KeywordExtractor(max_keywords=0)
     with pytest.raises(ValueError, match="min_weight"):
         KeywordExtractor(min_weight=2)
+
+
+async def test_stored_keywords_say_where_they_came_from() -> None:
+    answer = json.dumps({"keywords": [{"word": "MySQL", "weight": 0.9}]})
+    ex = KeywordExtractor(model_client=replay([answer, "broken"]))
+    by_model = await ex.extract_inputs(content="MySQL 端口 3306", summary="数据库配置")
+    assert [(k.keyword, k.source) for k in by_model] == [("mysql", "llm")]
+    fallback = await ex.extract_inputs(content="MySQL 端口 3306", summary="数据库配置")
+    assert fallback and {k.source for k in fallback} == {"system"}

@@ -8,9 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import ToolCallExecutionEvent
-from autogen_core import FunctionCall
-from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
-from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from agent_memory.search import HybridMemorySearch
 from agent_memory.tools import (
@@ -23,10 +20,9 @@ from agent_memory.tools import (
     SearchMemoriesInput,
 )
 from data_layer import AgentFusionDataLayer, NewMemory
+from scripted import call, replay
 
 NOW = datetime.now(UTC)
-INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                 structured_output=False)  # fmt: skip
 
 
 @pytest.fixture
@@ -90,7 +86,7 @@ async def test_keywords_offline_and_by_model(search: HybridMemorySearch) -> None
     assert offline.success and len(offline.keywords) <= 4
     assert {k.type for k in offline.keywords} >= {"entity", "time"}
     answer = json.dumps({"keywords": [{"keyword": "nginx", "weight": 0.9, "type": "entity"}], "expanded_query": "q"})
-    client = ReplayChatCompletionClient([answer, "not json"], model_info=INFO)
+    client = replay([answer, "not json"])
     box = MemoryToolbox(search, user_id="u1", model_client=client)
     by_model = await box.extract_search_keywords(ExtractKeywordsInput(query="nginx 配置", context="运维"))
     assert [k.keyword for k in by_model.keywords] == ["nginx"] and by_model.expanded_query == "q"
@@ -122,26 +118,16 @@ async def test_window_expansion_and_handoff(search: HybridMemorySearch) -> None:
     assert box.handoff_input is not None and box.handoff_input.relevant_memory_keys == ["db-config"]
 
 
-def _call(call_id: str, name: str, args: dict[str, object]) -> CreateResult:
-    return CreateResult(
-        finish_reason="function_calls",
-        content=[FunctionCall(id=call_id, name=name, arguments=json.dumps(args, ensure_ascii=False))],
-        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
-        cached=False,
-    )
-
-
 async def test_an_assistant_agent_uses_the_tools(search: HybridMemorySearch) -> None:
     """The real AutoGen loop: a bad argument comes back as the output model, then a good search works."""
     box = MemoryToolbox(search, user_id="u1", friend_id="mentor")
-    client = ReplayChatCompletionClient(
+    client = replay(
         [
-            _call("1", "search_memories", {"query": "数据库", "limit": 50}),
-            _call("2", "search_memories", {"query": "MySQL 数据库配置", "min_relevance_score": 0.1}),
-            _call("3", "get_memory_detail", {"memory_key": "db-config"}),
+            call("search_memories", {"query": "数据库", "limit": 50}),
+            call("search_memories", {"query": "MySQL 数据库配置", "min_relevance_score": 0.1}),
+            call("get_memory_detail", {"memory_key": "db-config"}),
             "done",
         ],
-        model_info=INFO,
     )
     agent = AssistantAgent("recall", model_client=client, tools=box.tools(), max_tool_iterations=4)
     result = await agent.run(task="我之前的数据库配置是什么？")

@@ -39,7 +39,7 @@ from ._records import (
 )
 from ._settings_repo import SettingsRepository
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
-from ._validation import MAX_CONTENT_BYTES
+from ._validation import MAX_CONTENT_BYTES, scope_id
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -82,5 +82,6 @@ __all__ = [
     "head_revision",
     "normalize_url",
     "schema_differences",
+    "scope_id",
     "upgrade",
 ]

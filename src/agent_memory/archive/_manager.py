@@ -18,7 +18,7 @@ from autogen_core.models import FunctionExecutionResultMessage, LLMMessage
 from autogen_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from data_layer import AgentFusionDataLayer, ArchiveRecord, InvalidInputError
+from data_layer import AgentFusionDataLayer, ArchiveRecord, InvalidInputError, scope_id
 
 from ..text import KeywordExtractor
 
@@ -119,9 +119,9 @@ class ToolResultManager:
         if not 100 <= threshold <= 10_000_000:
             raise ValueError("threshold must be between 100 and 10,000,000 characters")
         self.layer = layer
-        self.user_id = str(user_id)
-        self.conversation_id = None if conversation_id is None else str(conversation_id)
-        self.thread_id = None if thread_id is None else str(thread_id)
+        self.user_id = str(scope_id(user_id, name="user_id"))
+        self.conversation_id = scope_id(conversation_id, name="conversation_id", optional=True)
+        self.thread_id = scope_id(thread_id, name="thread_id", optional=True)
         self.threshold = threshold
         self._placeholders: dict[str, str] = {}
 

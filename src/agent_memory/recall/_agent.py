@@ -25,6 +25,8 @@ from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, ToolCall
 from autogen_core.models import ChatCompletionClient
 from autogen_core.tools import BaseTool
 
+from data_layer import scope_id
+
 from ..search import HybridMemorySearch
 from ..tools import MEMRECALL_TOOLS, HandoffInput, MemoryToolbox, SearchMemoriesOutput
 from ..tools._toolbox import _ScopedTool
@@ -119,8 +121,8 @@ class MemRecallAgent:
         if not 1 <= window_size <= 50:
             raise ValueError("window_size must be between 1 and 50")
         self.search = search
-        self.user_id = user_id
-        self.friend_id = friend_id
+        self.user_id = str(scope_id(user_id, name="user_id"))
+        self.friend_id = scope_id(friend_id, name="friend_id", optional=True)
         self.model_client = model_client or OfflineRecallPlanner(
             rounds=rounds, similarity_threshold=similarity_threshold
         )

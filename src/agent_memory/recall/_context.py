@@ -36,7 +36,7 @@ from autogen_core.models import (
 )
 from pydantic import BaseModel, Field
 
-from data_layer import AgentFusionDataLayer, MemoryRecallSettings
+from data_layer import AgentFusionDataLayer, MemoryRecallSettings, scope_id
 
 from ..archive import LOAD_TOOL, ToolResultManager
 from ..search import HybridMemorySearch, search_from_settings
@@ -131,9 +131,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             raise ValueError("MemoryContext needs layer= or database_url=")
         config = MemoryContextConfig(
             database_url=database_url if database_url is not None else _shareable_url(layer),
-            user_id=str(user_id),
-            friend_id=None if friend_id is None else str(friend_id),
-            thread_id=None if thread_id is None else str(thread_id),
+            user_id=str(scope_id(user_id, name="user_id")),
+            friend_id=scope_id(friend_id, name="friend_id", optional=True),
+            thread_id=scope_id(thread_id, name="thread_id", optional=True),
             window_size=window_size,
             max_iterations=max_iterations,
             time_budget_s=time_budget_s,
@@ -149,9 +149,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self.archive = archive
         self._turn: tuple[int, str] | None = None
         self._injected: list[LLMMessage] = []
-        #: The last recall's result and the block the main model received ("" when nothing).
+        #: The last recall's result.
         self.last_result: RecallResult | None = None
-        self.last_block = ""
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -259,7 +258,6 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         started = time.perf_counter()
         self.last_result = None
-        self.last_block = ""
         try:
             # settings, engine start-up and the agent all count against the time budget
             outcome = await asyncio.wait_for(self._run_recall(conversation), timeout=self.config.time_budget_s)
@@ -288,7 +286,6 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         )
         if not keys:
             return []
-        self.last_block = block
         if self.config.injection == "system":
             return [SystemMessage(content=block)]
         call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
@@ -320,6 +317,16 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             on_event=self._on_agent_event,
         )
         return await agent.recall(conversation), settings
+
+    @property
+    def last_block(self) -> str:
+        """The recall block the main model receives in the current turn ("" when nothing was recalled)."""
+        for message in self._injected:
+            if isinstance(message, SystemMessage):
+                return message.content
+            if isinstance(message, FunctionExecutionResultMessage):
+                return message.content[0].content
+        return ""
 
     async def _settings(self) -> MemoryRecallSettings:
         layer = await self._data()

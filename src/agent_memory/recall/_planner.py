@@ -242,7 +242,7 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
                 args = _json(call.arguments)
                 if call.name == "get_memory_detail":
                     seen.details.add(str(args.get("memory_key", "")))
-                elif call.name == "search_memories" and args.get("limit") == DEFAULT_ROUNDS[-1].max_results:
+                elif call.name == "search_memories" and _is_round(args, DEFAULT_ROUNDS[-1]):
                     seen.broad_done = True
         elif isinstance(message, FunctionExecutionResultMessage):
             for result in message.content:
@@ -256,6 +256,15 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
                 elif name == "expand_context_window" and not data.get("approved", False):
                     seen.expansion_refused = True
     return seen
+
+
+def _is_round(args: Mapping[str, Any], config: RoundConfig) -> bool:
+    """Whether a search call's arguments are those of ``config``'s round."""
+    return (
+        args.get("search_mode") == config.search_mode
+        and args.get("limit") == config.max_results
+        and args.get("min_relevance_score") == config.min_score
+    )
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
 
 from ..text import KeywordExtractor, Tokenizer
-from ..text._keywords import keyword_inputs
 from ._embeddings import Embedder, to_bytes
 
 
@@ -81,7 +80,4 @@ class SearchAnalyzer:
 
     async def keywords(self, *, summary: str, content: str, memory_type: str | None) -> list[KeywordInput]:
         """Keywords of one memory: the LLM's when the extractor has a model client, else offline."""
-        if self.extractor.model_client is None:
-            return self.extractor.extract(content=content, summary=summary, memory_type=memory_type)
-        pairs = await self.extractor.extract_keywords(content, summary, memory_type)
-        return keyword_inputs(pairs)
+        return await self.extractor.extract_inputs(content=content, summary=summary, memory_type=memory_type)

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._index import UserIndex
-from ._scoring import EXACT, PREFIX, SYNONYM
+from ._scoring import EXACT, PREFIX, SYNONYM, bm25_tf
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,33 +29,39 @@ def _spread(index: UserIndex, slots: npt.NDArray[np.int64], values: FloatArray) 
     return own, index.spread(slots, values)
 
 
-def bm25f(index: UserIndex, query: Mapping[str, int], *, k1: float = 1.2, b: float = 0.75) -> FloatArray:
+def bm25f(
+    index: UserIndex,
+    query: Mapping[str, int],
+    *,
+    k1: float = 1.2,
+    b: float = 0.75,
+    idf: Mapping[str, float] | None = None,
+) -> FloatArray:
     """BM25F: a memory's fields are its own text (weight 1) and its neighbours' (0.5, 0.25).
 
-    ``query`` maps terms to their count in the query. Lucene idf; lengths are expanded the same way.
+    ``query`` maps terms to their count in the query; ``idf`` (Lucene idf of the indexed terms) may be
+    passed when the caller has it already. Lengths are expanded the same way as frequencies.
     """
     scores = np.zeros(index.capacity, dtype=np.float64)
     if not query or index.size == 0:
         return scores
     arrays = index.arrays()
     dl = arrays["expanded_length"]
-    avg = float(dl[arrays["active"]].mean()) if index.size else 1.0
-    idf = index.bm25_idf(query)
-    for term, weight in idf.items():
+    avg = float(dl[arrays["active"]].mean())
+    for term, weight in (idf if idf is not None else index.bm25_idf(query)).items():
         postings = index.postings(term)
         if postings is None:
             continue
         own, around = _spread(index, *postings)
         tf = own + around
         hit = np.flatnonzero(tf)
-        t = tf[hit]
-        scores[hit] += query[term] * weight * t * (k1 + 1.0) / (t + k1 * (1.0 - b + b * dl[hit] / max(avg, 1e-9)))
+        scores[hit] += query[term] * weight * bm25_tf(tf[hit], dl[hit], avg, k1=k1, b=b)
     return scores
 
 
-def bm25_ceiling(index: UserIndex, query: Mapping[str, int]) -> float:
+def bm25_ceiling(index: UserIndex, query: Mapping[str, int], *, idf: Mapping[str, float] | None = None) -> float:
     """Sum of the query terms' idf: a memory holding each term about once scores about this much."""
-    return float(sum(query[t] * w for t, w in index.bm25_idf(query).items()))
+    return float(sum(query[t] * w for t, w in (idf if idf is not None else index.bm25_idf(query)).items()))
 
 
 def tfidf_cosine(index: UserIndex, query: Mapping[str, int], *, smooth: bool = True) -> FloatArray:
@@ -141,22 +147,6 @@ def semantic(index: UserIndex, query_vector: npt.NDArray[np.float32] | None) -> 
     if matrix is None or query_vector is None:
         return np.zeros(index.capacity, dtype=np.float64)
     return np.clip(matrix @ query_vector, 0.0, 1.0).astype(np.float64)
-
-
-def rank_normalise(scores: FloatArray, mask: npt.NDArray[np.bool_], *, k: int = 60) -> FloatArray:
-    """Reciprocal-rank scale: the best positive score becomes 1, the r-th ``(k+1)/(k+r)``; others 0."""
-    out = np.zeros_like(scores)
-    hit = np.flatnonzero(mask & (scores > 0))
-    if hit.size == 0:
-        return out
-    order = hit[np.argsort(-scores[hit], kind="stable")]
-    ranks = np.arange(order.size, dtype=np.float64)
-    # equal scores share a rank
-    same = np.concatenate([[False], np.isclose(scores[order][1:], scores[order][:-1], rtol=0, atol=1e-12)])
-    for i in np.flatnonzero(same):
-        ranks[i] = ranks[i - 1]
-    out[order] = (k + 1) / (k + 1 + ranks)
-    return out
 
 
 def query_terms(tokens: Sequence[str]) -> dict[str, int]:

@@ -22,7 +22,7 @@ from typing import Literal, get_args
 import numpy as np
 from cachetools import TTLCache
 
-from data_layer import InvalidInputError, MemoryRecord, MemoryRepository
+from data_layer import InvalidInputError, MemoryRecord, MemoryRepository, scope_id
 
 from ..text import query_time_range
 from . import _components as c
@@ -30,7 +30,7 @@ from ._analyzer import SearchAnalyzer
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
 from ._index import IndexedMemory, UserIndex
 from ._ranker import SearchResultRanker
-from ._scoring import FusionWeights, bm25_idf, recency
+from ._scoring import FusionWeights, bm25_idf, normalize_bm25, recency, relevance, top_k, with_time
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -292,7 +292,7 @@ class HybridMemorySearch:
             if named is not None:
                 start = max(start, named.start) if start else named.start
                 end = min(end, named.end) if end else named.end
-        friend = None if friend_id is None else _user(friend_id)
+        friend = scope_id(friend_id, name="friend_id", optional=True)
         types = tuple(sorted(set(memory_types))) if memory_types else None
 
         state = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
@@ -338,11 +338,11 @@ class HybridMemorySearch:
         terms = c.query_terms(self.analyzer.tokenizer.tokens(text))
         zeros = np.zeros(index.capacity)
         kw = text_score = sem = zeros
+        idf = index.bm25_idf(terms)  # terms found in the index only
         if mode in ("keyword", "hybrid") and terms:
-            weights = {
-                t: float(w)
-                for t, w in zip(terms, bm25_idf(index.size, [index.document_frequency(t) for t in terms]), strict=True)
-            }
+            # every query term weighs, found or not (an unknown word lowers the coverage)
+            weights = dict(zip(terms, bm25_idf(index.size, [index.document_frequency(t) for t in terms]).tolist(),
+                               strict=True))  # fmt: skip
             synonyms = (
                 await self._synonyms_for(list(terms), state.vocabulary_revision)
                 if self.synonym_expansion and state.vocabulary_revision > 0
@@ -350,8 +350,7 @@ class HybridMemorySearch:
             )
             kw = c.keyword_tiers(index, weights, synonyms=synonyms)
         if mode == "hybrid" and terms:
-            ceiling = c.bm25_ceiling(index, terms)
-            bm = np.minimum(1.0, c.bm25f(index, terms) / ceiling) if ceiling > 0 else zeros
+            bm = normalize_bm25(c.bm25f(index, terms, idf=idf), c.bm25_ceiling(index, terms, idf=idf))
             text_score = 0.5 * bm + 0.5 * np.minimum(1.0, c.tfidf_cosine(index, terms))
         if mode == "semantic" or (mode == "hybrid" and self.semantic_share > 0):
             await self._ensure_vectors(index)
@@ -360,30 +359,24 @@ class HybridMemorySearch:
             if mode == "hybrid":
                 text_score = (1 - self.semantic_share) * text_score + self.semantic_share * sem
         if mode == "keyword":
-            relevance = kw
+            rel = kw
         elif mode == "semantic":
-            relevance = sem
+            rel = sem
         else:
-            share = self.weights.keyword + self.weights.text
-            relevance = (self.weights.keyword * kw + self.weights.text * text_score) / share if share > 0 else zeros
-        relevance = np.where(mask, relevance, 0.0)
+            rel = relevance(kw, text_score, self.weights)
+        rel = np.where(mask, rel, 0.0)
         if mode != "semantic" and terms:
-            relevance = c.propagate(index, relevance, terms, mask)
-        related = np.flatnonzero(relevance > 0)
+            rel = c.propagate(index, rel, terms, mask)
+        related = np.flatnonzero(rel > 0)
         fresh = np.zeros(index.capacity)
         fresh[related] = recency((now.timestamp() - index.arrays()["ts"][related]) / 86_400.0, self.half_life_days)
-        share = self.weights.keyword + self.weights.text
         scores = np.zeros(index.capacity)
-        scores[related] = relevance[related] * (share + self.weights.time * fresh[related]) if share > 0 else 0.0
+        scores[related] = with_time(rel[related], fresh[related], self.weights)
         scores[scores < max(threshold, 1e-12)] = 0.0
-        positive = np.flatnonzero(scores > 0)
-        if positive.size == 0:
+        ordered = top_k(scores, max(limit, RERANK_DEPTH), tie_key=index.tie_key)
+        if not ordered:
             return []
-        depth = max(limit, RERANK_DEPTH)
-        if positive.size > depth:
-            positive = positive[np.argpartition(-scores[positive], depth - 1)[:depth]]
-        keys = {int(i): index.tie_key(int(i)) for i in positive}
-        ordered = sorted(keys, key=lambda i: (-round(float(scores[i]), 9), keys[i]))
+        keys = {i: index.tie_key(i) for i in ordered}
         records = await self._records(uid, index, ordered)
         rank = {
             slot: self.ranker.score(
@@ -400,9 +393,7 @@ class HybridMemorySearch:
         if mode != "semantic" and terms:
             rank_vector = np.zeros(index.capacity)
             rank_vector[ordered] = [rank[s] for s in ordered]
-            ordered = c.coverage_rerank(
-                index, rank_vector, {t: float(w) for t, w in index.bm25_idf(terms).items()}, ordered
-            )
+            ordered = c.coverage_rerank(index, rank_vector, idf, ordered)
         return [
             SearchHit(
                 record=records[s],
@@ -479,13 +470,11 @@ def _in_scope(record: MemoryRecord, uid: str, friend: str | None, include_shared
     return record.friend_id == friend or (include_shared and record.friend_id is None)
 
 
-def _user(value: str | int) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InvalidInputError(f"ids must be strings or integers, not {type(value).__name__}")
-    text = str(value).strip()
-    if not text or len(text) > 255:
-        raise InvalidInputError("ids must be 1-255 characters")
-    return text
+def _user(value: str | int, name: str = "user_id") -> str:
+    """A required scope id, validated like the data layer's (str or int, 1-128 characters)."""
+    result = scope_id(value, name=name)
+    assert result is not None
+    return result
 
 
 def _query_text(query: str, keywords: Sequence[str] | None) -> str:

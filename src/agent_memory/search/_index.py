@@ -445,7 +445,3 @@ class UserIndex:
         if entry is None:
             raise KeyError(slot)
         return (entry.ts, entry.memory.memory_key)
-
-    def sort_keys(self) -> list[tuple[float, str]]:
-        """Per-slot stable tie-break key: creation time, then memory key (free slots last)."""
-        return [(e.ts, e.memory.memory_key) if e is not None else (math.inf, "") for e in self._slots]

@@ -6,18 +6,17 @@ These are the pieces :class:`HybridMemorySearch` combines; they hold no state an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Keyword match tiers (seed 002 section 3.3.1).
+#: Keyword match tiers (seed 002 section 3.3.1): see ``keyword_tiers`` in ``_components``.
 EXACT, PREFIX, SYNONYM = 1.0, 0.8, 0.7
-#: Shortest keyword that may match another by prefix (so "a" does not match everything).
-MIN_PREFIX = 2
 
 
 def bm25_idf(n_docs: int, df: npt.ArrayLike) -> FloatArray:
@@ -49,44 +48,6 @@ def normalize_bm25(score: npt.ArrayLike, query_idf_sum: float) -> FloatArray:
     return np.minimum(1.0, s / query_idf_sum)
 
 
-def keyword_match(query_keyword: str, memory_keyword: str, synonyms: Mapping[str, float]) -> float:
-    """Tier of one keyword pair: exact 1.0, prefix 0.8, synonym 0.7 (times its similarity), else 0.
-
-    ``synonyms`` maps the synonyms of ``query_keyword`` to their similarity scores.
-    """
-    if query_keyword == memory_keyword:
-        return EXACT
-    shorter, longer = sorted((query_keyword, memory_keyword), key=len)
-    if len(shorter) >= MIN_PREFIX and longer.startswith(shorter):
-        return PREFIX
-    similarity = synonyms.get(memory_keyword)
-    if similarity is not None:
-        return SYNONYM * similarity
-    return 0.0
-
-
-def keyword_score(
-    query_keywords: Mapping[str, float],
-    memory_keywords: Mapping[str, float],
-    synonyms: Mapping[str, Mapping[str, float]] | None = None,
-) -> float:
-    """Weighted keyword overlap: ``sum_q w_q * max_m(tier(q, m) * w_m) / sum_q w_q``.
-
-    ``query_keywords`` and ``memory_keywords`` map keywords to weights in 0-1; ``synonyms`` maps a
-    query keyword to ``{synonym: similarity}``.
-    """
-    total = sum(query_keywords.values())
-    if total <= 0 or not memory_keywords:
-        return 0.0
-    synonyms = synonyms or {}
-    got = 0.0
-    for q, wq in query_keywords.items():
-        syn = synonyms.get(q, {})
-        best = max((keyword_match(q, m, syn) * wm for m, wm in memory_keywords.items()), default=0.0)
-        got += wq * best
-    return min(1.0, got / total)
-
-
 def time_decay(age_days: npt.ArrayLike, half_life_days: float) -> FloatArray:
     """Exponential decay ``0.5 ** (age / half_life)``; ages below zero count as zero."""
     age = np.maximum(np.asarray(age_days, dtype=np.float64), 0.0)
@@ -113,22 +74,26 @@ class FusionWeights:
             raise ValueError("fusion weights must be non-negative and add up to 1")
 
 
-def fuse(keyword: npt.ArrayLike, text: npt.ArrayLike, recency_: npt.ArrayLike, weights: FusionWeights) -> FloatArray:
-    """Hybrid score ``R * (1 + w_time / (w_kw + w_text) * recency)`` scaled into 0-1, where
-    ``R = w_kw * keyword + w_text * text``.
-
-    Equivalently ``w_kw*kw + w_text*text + w_time * recency * (relevance share)``: the time part is
-    the recency of a *match*, so recency re-orders relevant memories but never makes an unrelated
-    memory relevant (a memory with no keyword or text match scores 0).
-    """
+def relevance(keyword: npt.ArrayLike, text: npt.ArrayLike, weights: FusionWeights) -> FloatArray:
+    """The relevance part: ``(w_kw * keyword + w_text * text) / (w_kw + w_text)``, in 0-1."""
     kw = np.asarray(keyword, dtype=np.float64)
     tx = np.asarray(text, dtype=np.float64)
-    rc = np.asarray(recency_, dtype=np.float64)
     share = weights.keyword + weights.text
     if share <= 0:
-        return np.zeros(np.broadcast(kw, tx, rc).shape)
-    relevance = (weights.keyword * kw + weights.text * tx) / share
-    return relevance * (share + weights.time * rc)
+        return np.zeros(np.broadcast(kw, tx).shape)
+    return (weights.keyword * kw + weights.text * tx) / share
+
+
+def with_time(relevance_: npt.ArrayLike, recency_: npt.ArrayLike, weights: FusionWeights) -> FloatArray:
+    """The final score ``R * (w_kw + w_text + w_time * recency)`` for relevance ``R`` in 0-1.
+
+    Equivalently ``w_kw*kw + w_text*text + w_time * recency * R``: the time part is the recency of a
+    *match*, so recency re-orders relevant memories but never makes an unrelated memory relevant
+    (relevance 0 scores 0). With recency in 0.5-1 a perfect, fresh match scores 1.
+    """
+    r = np.asarray(relevance_, dtype=np.float64)
+    rc = np.asarray(recency_, dtype=np.float64)
+    return r * (weights.keyword + weights.text + weights.time * rc)
 
 
 #: Type priority of the ranker (seed 002 3.3.2: user_preference > command_output > general).
@@ -153,14 +118,9 @@ def interaction_score(access_count: int, days_since_access: float | None, *, hal
     return 0.5 * frequency + 0.5 * fresh
 
 
-def rank_score(base: float, interaction: float, memory_type: str) -> float:
-    """Final ranking (seed 002 3.3.2): ``0.7 * relevance + 0.2 * interaction + 0.1 * type priority``."""
-    return 0.7 * base + 0.2 * interaction + 0.1 * TYPE_PRIORITY.get(memory_type, 0.4)
-
-
-def top_k(scores: FloatArray, k: int, tie_break: Sequence[object] | None = None) -> list[int]:
-    """Indices of the ``k`` highest positive scores, highest first; equal scores (to 1e-9) keep a stable
-    order given by ``tie_break`` (else by index)."""
+def top_k(scores: FloatArray, k: int, tie_key: Callable[[int], Any] | None = None) -> list[int]:
+    """Indices of the ``k`` highest positive scores, highest first; scores equal to 1e-9 are ordered
+    by ``tie_key(index)`` (else by index), so every backend returns the same order."""
     positive = np.flatnonzero(scores > 0)
     if positive.size == 0 or k <= 0:
         return []
@@ -168,9 +128,6 @@ def top_k(scores: FloatArray, k: int, tie_break: Sequence[object] | None = None)
         part = positive[np.argpartition(-scores[positive], k - 1)[:k]]
         cutoff = scores[part].min()
         positive = positive[scores[positive] >= cutoff - 1e-9]
-    rounded = np.round(scores[positive], 9)
-    if tie_break is None:
-        order = sorted(range(positive.size), key=lambda i: (-rounded[i], int(positive[i])))
-    else:
-        order = sorted(range(positive.size), key=lambda i: (-rounded[i], tie_break[int(positive[i])]))
-    return [int(positive[i]) for i in order[:k]]
+    key = tie_key or int
+    ranked = sorted((int(i) for i in positive), key=lambda i: (-round(float(scores[i]), 9), key(i)))
+    return ranked[:k]

@@ -16,6 +16,7 @@ from ._placeholders import (
     parse_placeholders,
     placeholder_keys,
     resolve,
+    substitute,
 )
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
 
@@ -36,5 +37,6 @@ __all__ = [
     "resolve",
     "run_python",
     "run_shell",
+    "substitute",
     "to_python",
 ]

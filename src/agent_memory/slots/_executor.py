@@ -27,9 +27,9 @@ from typing import Any
 
 from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, UserMessage
 
-from data_layer import AgentFusionDataLayer
+from data_layer import AgentFusionDataLayer, InvalidInputError, scope_id
 
-from ._placeholders import PlaceholderError, SlotValue, format_value, parse_placeholders, placeholder_keys
+from ._placeholders import Placeholder, PlaceholderError, SlotValue, format_value, placeholder_keys, substitute
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
 
 logger = logging.getLogger(__name__)
@@ -53,37 +53,25 @@ class CommandResult:
 
 
 def to_python(code: str, slots: Mapping[str, SlotValue]) -> str:
-    """Code with its placeholders turned into variable look-ups (right to left, positions kept)."""
-    placeholders = parse_placeholders(code)
-    missing = sorted({p.key for p in placeholders if p.key not in slots})
-    if missing:
-        raise PlaceholderError(f"no memory slot for {missing}; available: {sorted(slots) or 'none'}")
-    out = code
-    for p in sorted(placeholders, key=lambda p: p.start, reverse=True):
+    """Code with its placeholders turned into variable look-ups (``memory["k"]``,
+    ``memory_summary["k"]``, ``memory_meta["k"]["field"]``)."""
+
+    def lookup(slot: SlotValue, p: Placeholder) -> str:
         key = json.dumps(p.key, ensure_ascii=False)
         if p.format == "summary":
-            expr = f"memory_summary[{key}]"
-        elif p.format == "meta":
-            if p.field not in slots[p.key].metadata:
-                raise PlaceholderError(f"memory {p.key!r} has no metadata field {p.field!r}")
-            expr = f"memory_meta[{key}][{json.dumps(p.field, ensure_ascii=False)}]"
-        else:
-            expr = f"memory[{key}]"
-        out = out[: p.start] + expr + out[p.end :]
-    return out
+            return f"memory_summary[{key}]"
+        if p.format == "meta":
+            format_value(slot, p)  # raises, naming the field, when the memory has no such field
+            return f"memory_meta[{key}][{json.dumps(p.field, ensure_ascii=False)}]"
+        return f"memory[{key}]"
+
+    return substitute(code, slots, lookup).text
 
 
 def shell_fill(command: str, slots: Mapping[str, SlotValue]) -> str:
     """A shell line with each placeholder replaced by its value as one quoted word (``shlex.quote``),
     so memory text can never add shell syntax (``; rm -rf ~`` stays a literal argument)."""
-    placeholders = parse_placeholders(command)
-    missing = sorted({p.key for p in placeholders if p.key not in slots})
-    if missing:
-        raise PlaceholderError(f"no memory slot for {missing}; available: {sorted(slots) or 'none'}")
-    out = command
-    for p in sorted(placeholders, key=lambda p: p.start, reverse=True):
-        out = out[: p.start] + shlex.quote(format_value(slots[p.key], p)) + out[p.end :]
-    return out
+    return substitute(command, slots, lambda slot, p: shlex.quote(format_value(slot, p))).text
 
 
 def looks_like_shell(command: str) -> bool:
@@ -111,8 +99,8 @@ class CommandExecutor:
         save_runs: bool = True,
     ) -> None:
         self.layer = layer
-        self.user_id = str(user_id)
-        self.friend_id = None if friend_id is None else str(friend_id)
+        self.user_id = str(scope_id(user_id, name="user_id"))
+        self.friend_id = scope_id(friend_id, name="friend_id", optional=True)
         self.limits = limits or Limits()
         self.workdir = workdir
         self.save_runs = save_runs
@@ -182,7 +170,7 @@ class CommandExecutor:
             if not keys:
                 raise PlaceholderError("the request names no memory; write it as [memory:KEY]")
             slots = await self.slots(keys)
-        except PlaceholderError as exc:
+        except (PlaceholderError, InvalidInputError) as exc:
             return CommandResult(False, error=str(exc))
         commands = [s for s in slots.values() if s.memory_type == "command_output"]
         if not commands:

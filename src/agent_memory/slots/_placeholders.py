@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,14 +108,17 @@ def format_value(slot: SlotValue, placeholder: Placeholder) -> str:
     return slot.summary
 
 
-def resolve(text: str, slots: Mapping[str, SlotValue]) -> Resolution:
-    """Replace every placeholder (right to left, so earlier positions stay valid) and report where
-    each replacement landed. A key not in ``slots`` or a missing field raises, naming it."""
+def substitute(
+    text: str, slots: Mapping[str, SlotValue], render: Callable[[SlotValue, Placeholder], str]
+) -> Resolution:
+    """Replace every placeholder by ``render(slot, placeholder)`` (right to left, so earlier positions
+    stay valid) and report where each replacement landed. A key not in ``slots`` raises, naming it;
+    ``render`` may raise for a missing field. Nothing is replaced unless everything can be."""
     placeholders = parse_placeholders(text)
-    missing = [p.key for p in placeholders if p.key not in slots]
+    missing = sorted({p.key for p in placeholders if p.key not in slots})
     if missing:
-        raise PlaceholderError(f"no memory for {sorted(set(missing))}; available: {sorted(slots) or 'none'}")
-    values = [format_value(slots[p.key], p) for p in placeholders]
+        raise PlaceholderError(f"no memory for {missing}; available: {sorted(slots) or 'none'}")
+    values = [render(slots[p.key], p) for p in placeholders]
     out = text
     for p, value in sorted(zip(placeholders, values, strict=True), key=lambda pv: pv[0].start, reverse=True):
         out = out[: p.start] + value + out[p.end :]
@@ -126,3 +129,8 @@ def resolve(text: str, slots: Mapping[str, SlotValue]) -> Resolution:
         spans.append((p, start, start + len(value)))
         shift += len(value) - (p.end - p.start)
     return Resolution(out, tuple(spans))
+
+
+def resolve(text: str, slots: Mapping[str, SlotValue]) -> Resolution:
+    """Replace every placeholder by what it stands for (:func:`format_value`)."""
+    return substitute(text, slots, format_value)

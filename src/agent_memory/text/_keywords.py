@@ -120,7 +120,7 @@ class KeywordExtractor:
     @property
     def name(self) -> str:
         """Identifies the offline extraction (stored with analyses)."""
-        return f"tfidf-{self.max_keywords}-{self.min_weight:g}-v1"
+        return f"tfidf-{self.max_keywords}-{self.min_weight:g}-v2"
 
     # -- offline -----------------------------------------------------------------------------------
 
@@ -159,7 +159,17 @@ class KeywordExtractor:
         for word, weight in TYPE_KEYWORDS.get(memory_type or "", ()):
             if word not in taken:
                 chosen.append(KeywordInput(word, weight, "system"))
+        if not chosen:
+            chosen = self._fallback(content, summary, memory_type)
         return chosen
+
+    def _fallback(self, content: str, summary: str, memory_type: str | None) -> list[KeywordInput]:
+        """Every memory gets a keyword, even one of stop words or symbols only: its first words as they
+        stand (folded), else its type."""
+        words = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0).unique_tokens(f"{summary} {content}")
+        if words:
+            return [KeywordInput(w[:100], 0.3, "system") for w in words[:2]]
+        return [KeywordInput((memory_type or "general")[:100], 0.3, "system")]
 
     def query_keywords(self, query: str, *, context: str | None = None, max_keywords: int = 5) -> list[QueryKeyword]:
         """Typed keywords of a query, offline (entity / action / concept / time), heaviest first."""
@@ -200,6 +210,19 @@ class KeywordExtractor:
         return [(k.keyword, k.weight) for k in self.extract(content=content, summary=summary, memory_type=memory_type)][
             :limit
         ]
+
+    async def extract_inputs(
+        self, *, content: str, summary: str = "", memory_type: str | None = None
+    ) -> list[KeywordInput]:
+        """Keywords to store: the model's (source ``llm``) when a client is set and answers well, else
+        the offline ones (source ``system``)."""
+        if self.model_client is not None:
+            try:
+                pairs = await self._llm_keywords(content, summary, memory_type, self.max_keywords)
+                return keyword_inputs(pairs, source="llm")
+            except (ValueError, KeyError, TypeError):
+                pass
+        return self.extract(content=content, summary=summary, memory_type=memory_type)
 
     async def _llm_keywords(
         self, content: str, summary: str, memory_type: str | None, limit: int

@@ -24,7 +24,7 @@ from autogen_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from data_layer import DataLayerError, InvalidInputError
+from data_layer import DataLayerError, InvalidInputError, scope_id
 
 from ..search import HybridMemorySearch
 from ..text import KeywordExtractor
@@ -106,8 +106,8 @@ class MemoryToolbox:
     ) -> None:
         self._search = search
         self._now = now
-        self._user_id = str(user_id)
-        self._friend_id = None if friend_id is None else str(friend_id)
+        self._user_id = str(scope_id(user_id, name="user_id"))
+        self._friend_id = scope_id(friend_id, name="friend_id", optional=True)
         self.model_client = model_client
         self.extractor = extractor or KeywordExtractor()
         self.iteration = iteration
@@ -247,13 +247,7 @@ class MemoryToolbox:
         elif data.requested_size > MAX_WINDOW:
             refuse = f"requested_size 最大为 {MAX_WINDOW}"
         if refuse is not None:
-            return ExpandContextWindowOutput(
-                approved=False,
-                new_size=data.current_size,
-                iteration=self.iteration,
-                max_iterations=self.max_iterations,
-                message=refuse,
-            )
+            return self.refused_expansion(refuse)
         out = ExpandContextWindowOutput(
             approved=True,
             new_size=data.requested_size,
@@ -263,6 +257,16 @@ class MemoryToolbox:
         )
         self.expansion = out
         return out
+
+    def refused_expansion(self, message: str) -> ExpandContextWindowOutput:
+        """A refused expansion: the window stays as it is."""
+        return ExpandContextWindowOutput(
+            approved=False,
+            new_size=self.window_size,
+            iteration=self.iteration,
+            max_iterations=self.max_iterations,
+            message=message,
+        )
 
     async def handoff(self, data: HandoffInput) -> HandoffOutput:
         """End the recall: record the arguments and format the seed's result message."""
@@ -316,14 +320,7 @@ class _ScopedTool(BaseTool[BaseModel, BaseModel]):
         if out is SearchMemoriesOutput:
             return SearchMemoriesOutput(success=False, total_found=0, message=message)
         if out is ExpandContextWindowOutput:
-            box = self._box
-            return ExpandContextWindowOutput(
-                approved=False,
-                new_size=box.window_size,
-                iteration=box.iteration,
-                max_iterations=box.max_iterations,
-                message=message,
-            )
+            return self._box.refused_expansion(message)
         if out is HandoffOutput:
             return HandoffOutput(success=False, message=message, task_completed=False)
         return out.model_validate({"success": False, "message": message})
