@@ -14,6 +14,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -130,3 +131,13 @@ async def layer(db_url: str) -> AsyncIterator[AgentFusionDataLayer]:
     """The data layer on a migrated, empty database of the test's backend."""
     async with AgentFusionDataLayer(db_url) as dl:
         yield dl
+
+
+@pytest.fixture
+async def system(db_url: str) -> AsyncIterator[Any]:
+    """The composition root on a migrated, empty database of the test's backend (default settings)."""
+    from agent_memory.settings import load_settings
+    from agent_memory.system import MemorySystem
+
+    async with MemorySystem.from_settings(load_settings(memory_database_url=db_url)) as built:
+        yield built

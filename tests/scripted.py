@@ -36,3 +36,13 @@ def call(name: str, args: Mapping[str, Any] | None = None, n: int | str = 1) -> 
 def replay(answers: Sequence[str | CreateResult]) -> ReplayChatCompletionClient:
     """A ReplayChatCompletionClient that answers with ``answers`` in turn."""
     return ReplayChatCompletionClient(list(answers), model_info=MODEL_INFO)
+
+
+def engine(memory: Any, **options: Any) -> Any:
+    """A ``HybridMemorySearch`` whose analysis runs on every write of ``memory`` (what
+    ``MemorySystem`` wires), for tests that exercise the engine without the whole system."""
+    from agent_memory.search import HybridMemorySearch
+
+    search = HybridMemorySearch(memory, **options)
+    memory.set_analyzer(search.analyzer)
+    return search

@@ -12,18 +12,20 @@ from autogen_core import FunctionCall
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import CreateResult, RequestUsage, SystemMessage
 
-from agent_memory.recall import MemoryContext
-from builders import MEMORY_TOOLS_SYSTEM_PROMPT, AgentBuilder
-from data_layer import AgentFusionDataLayer, NewMemory
+from agent_memory.context import MemoryContext
+from agent_memory.settings import load_settings
+from agent_memory.system import MemorySystem
+from builders import MEMORY_TOOLS_PROMPT, AgentBuilder
+from data_layer import NewMemory
 from scripted import replay
 
 NOW = datetime.now(UTC)
 
 
 @pytest.fixture
-async def builder(layer: AgentFusionDataLayer) -> AgentBuilder:
-    b = AgentBuilder(layer)
-    await layer.memory.add_many(
+async def builder(system: MemorySystem) -> AgentBuilder:
+    b = AgentBuilder(system)
+    await system.layer.memory.add_many(
         user_id="u1",
         memories=[
             NewMemory("db", '{"host": "localhost", "port": 3306}', summary="MySQL 主从配置: port 3306",
@@ -56,7 +58,7 @@ async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) 
     first = client.create_calls[0]
     assert (
         first["messages"][0].content.startswith("你是职场导师。")
-        and MEMORY_TOOLS_SYSTEM_PROMPT in first["messages"][0].content
+        and MEMORY_TOOLS_PROMPT["zh"] in first["messages"][0].content
     )
     recall = [m for m in first["messages"] if isinstance(m, SystemMessage) and "[memory:db:" in m.content]
     assert len(recall) == 1
@@ -76,3 +78,38 @@ async def test_memory_tools_are_bound_to_the_friend(builder: AgentBuilder) -> No
 def test_with_memory_refuses_a_second_context(builder: AgentBuilder) -> None:
     with pytest.raises(ValueError, match="already has a model_context"):
         builder.with_memory({"model_context": UnboundedChatCompletionContext()}, user_id="u1")
+
+
+async def test_instructions_follow_the_application_language(builder: AgentBuilder) -> None:
+    english = builder.with_memory({"system_message": "You are a careful career mentor."}, user_id="u1")
+    chinese = builder.with_memory({"system_message": "你是职场导师。"}, user_id="u1")
+    assert MEMORY_TOOLS_PROMPT["en"] in english["system_message"] and "记忆工具" not in english["system_message"]
+    assert MEMORY_TOOLS_PROMPT["zh"] in chinese["system_message"]
+
+
+async def test_tool_settings_take_effect(db_url: str) -> None:
+    settings = load_settings(memory_database_url=db_url, memory_tools_enable_proactive_search=False,
+                             memory_language="en")  # fmt: skip
+    async with MemorySystem.from_settings(settings) as system:
+        kwargs = AgentBuilder(system).with_memory({"system_message": "你是助手"}, user_id="u1")
+        assert [t.name for t in kwargs["tools"]] == ["load_tool_history"]  # no memory tools
+        assert "Memory tools" not in kwargs["system_message"] and "Archived tool results" in kwargs["system_message"]
+    settings = load_settings(memory_database_url=db_url, memory_tools_max_results_per_search=2,
+                             memory_tools_proactive_search_threshold=0.0)  # fmt: skip
+    async with MemorySystem.from_settings(settings) as system:
+        for n in range(4):
+            await system.layer.memory.add(user_id="u1", memory_key=f"m{n}", content=f"数据库配置 第{n}版")
+        search = next(t for t in AgentBuilder(system).memory_tools(user_id="u1") if t.name == "search_memories")
+        out = await search.run_json({"query": "数据库配置", "limit": 10}, None)  # type: ignore[arg-type]
+        assert out.success and out.total_found == 2  # capped by MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH
+
+
+async def test_a_client_without_function_calling_gets_a_clear_error(builder: AgentBuilder) -> None:
+    from autogen_core.models import ModelFamily, ModelInfo
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    info = ModelInfo(vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN,
+                     structured_output=False)  # fmt: skip
+    plain = ReplayChatCompletionClient(["hi"], model_info=info)
+    with pytest.raises(ValueError, match="function_calling"):
+        builder.build(name="a", model_client=plain, user_id="u1")

@@ -21,9 +21,9 @@ from autogen_core.models import (
 from autogen_core.tools import FunctionTool
 
 from agent_memory.archive import ToolResultManager, extract_sources, summarize
-from agent_memory.recall import MemoryContext
-from agent_memory.search import HybridMemorySearch
-from data_layer import AgentFusionDataLayer
+from agent_memory.context import MemoryContext
+from agent_memory.system import MemorySystem
+from data_layer import AgentFusionDataLayer, Scope
 from scripted import MODEL_INFO, USAGE, call
 
 BIG = ("永策Pro 权限管理配置步骤：第一步创建角色。第二步分配权限。第三步绑定用户组。来源: docs/yongce/permissions.md\n"
@@ -80,9 +80,11 @@ def _tool_texts(messages: Sequence[LLMMessage]) -> list[str]:
     return [r.content for m in messages if isinstance(m, FunctionExecutionResultMessage) for r in m.content]
 
 
-async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(layer: AgentFusionDataLayer) -> None:
+async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(
+    layer: AgentFusionDataLayer, system: MemorySystem
+) -> None:
     manager = ToolResultManager(layer, user_id="u1", conversation_id="conv-1")
-    context = MemoryContext(layer=layer, search=HybridMemorySearch(layer.memory), user_id="u1", archive=manager)
+    context = MemoryContext(system, scope=Scope.of("u1"), archive=manager)
 
     def load_from_placeholder(messages: Sequence[LLMMessage]) -> CreateResult:
         text = _tool_texts(messages)[-1]
@@ -142,14 +144,14 @@ def test_summary_and_sources() -> None:
     assert extract_sources(text) == ["内部文档A", "https://example.com/doc?id=1"]
 
 
-async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionDataLayer) -> None:
+async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionDataLayer, system: MemorySystem) -> None:
     manager = ToolResultManager(layer, user_id="u1", conversation_id="c1")
     placeholder = await manager.process_tool_result("t", {}, BIG)
     uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
     loaded = await manager.load_tool_result(uuid)
     await layer.archive.delete(user_id="u1", archive_uuid=uuid)
     fresh = ToolResultManager(layer, user_id="u1", conversation_id="c1")  # e.g. after a restart
-    context = MemoryContext(layer=layer, search=HybridMemorySearch(layer.memory), user_id="u1", archive=fresh)
+    context = MemoryContext(system, scope=Scope.of("u1"), archive=fresh)
     call = FunctionCall(id="l1", name="load_tool_history", arguments=json.dumps({"uuid": uuid}))
     from autogen_core.models import AssistantMessage, FunctionExecutionResult, UserMessage
 

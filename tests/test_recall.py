@@ -11,15 +11,17 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task
 from agent_memory.search import HybridMemorySearch
-from data_layer import AgentFusionDataLayer, NewMemory
+from agent_memory.tools import ToolLimits
+from data_layer import AgentFusionDataLayer, NewMemory, Scope
 from scripted import call, replay
+from scripted import engine as make_engine
 
 NOW = datetime.now(UTC)
 
 
 @pytest.fixture
 async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     await layer.memory.add_many(
         user_id="u1",
         memories=[
@@ -47,7 +49,7 @@ def test_task_round_trip() -> None:
 
 async def test_offline_recall_finds_and_hands_off(search: HybridMemorySearch) -> None:
     events: list[object] = []
-    recall = MemRecallAgent(search, user_id="u1", friend_id="mentor", on_event=events.append)
+    recall = MemRecallAgent(search, scope=Scope.of("u1", "mentor"), on_event=events.append)
     result = await recall.recall([("user", "你好"), ("user", "最近汇报压力好大，怎么办")])
     assert result.handoff is not None and result.handoff.relevant_memory_keys[0] == "report"
     assert 0 < result.handoff.confidence <= 1 and not result.handoff.needs_more_info
@@ -59,16 +61,20 @@ async def test_offline_recall_finds_and_hands_off(search: HybridMemorySearch) ->
 
 async def test_friend_isolation(search: HybridMemorySearch) -> None:
     question = [("user", "压力大 心情低落 汇报 分手 工作")]
-    companion = await MemRecallAgent(search, user_id="u1", friend_id="xiaozhu").recall(question)
-    mentor = await MemRecallAgent(search, user_id="u1", friend_id="mentor").recall(question)
+    companion = await MemRecallAgent(search, scope=Scope.of("u1", "xiaozhu")).recall(question)
+    mentor = await MemRecallAgent(search, scope=Scope.of("u1", "mentor")).recall(question)
     assert "report" not in companion.ranked_keys and "breakup" in companion.ranked_keys
     assert "breakup" not in mentor.ranked_keys and "report" in mentor.ranked_keys
-    assert "job" in companion.ranked_keys and "job" in mentor.ranked_keys  # the shared profile reaches both
+    # the shared profile reaches both friends
+    about_work = [("user", "产品经理 工作压力")]
+    for friend in ("xiaozhu", "mentor"):
+        result = await MemRecallAgent(search, scope=Scope.of("u1", friend)).recall(about_work)
+        assert "job" in result.relevant_memory_keys
 
 
 async def test_thin_summary_is_read_in_full(search: HybridMemorySearch) -> None:
     events: list[object] = []
-    await MemRecallAgent(search, user_id="u1", friend_id="mentor", on_event=events.append).recall(
+    await MemRecallAgent(search, scope=Scope.of("u1", "mentor"), on_event=events.append).recall(
         [("user", "MySQL 端口")]
     )
     details = [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "get_memory_detail"]
@@ -77,7 +83,7 @@ async def test_thin_summary_is_read_in_full(search: HybridMemorySearch) -> None:
 
 async def test_nothing_found_expands_then_asks(search: HybridMemorySearch) -> None:
     history = [("user", f"第{i}条闲聊") for i in range(30)] + [("user", "按之前说的那个方案来")]
-    result = await MemRecallAgent(search, user_id="u1", max_iterations=3, window_size=5).recall(history)
+    result = await MemRecallAgent(search, scope=Scope.of("u1"), max_iterations=3, window_size=5).recall(history)
     assert result.iterations == 3 and result.window_size == 20  # 5 -> 10 -> 20
     assert result.handoff is not None and result.handoff.needs_more_info and result.handoff.follow_up_question
     assert result.handoff.relevant_memory_keys == [] and result.handoff.confidence == 0.0
@@ -110,7 +116,7 @@ async def test_scripted_llm_uses_every_tool_and_restarts_with_more_history(searc
     events: list[object] = []
     history = [("user", f"消息{i}") for i in range(8)] + [("user", "汇报的事你还记得吗")]
     recall = MemRecallAgent(
-        search, user_id="u1", friend_id="mentor", model_client=client, window_size=3, on_event=events.append
+        search, scope=Scope.of("u1", "mentor"), model_client=client, window_size=3, on_event=events.append
     )
     result = await recall.recall(history)
     assert result.iterations == 2 and result.window_size == 6
@@ -136,7 +142,7 @@ async def test_expansion_refused_at_the_iteration_limit_ends_the_recall(search: 
     )
     events: list[object] = []
     result = await MemRecallAgent(
-        search, user_id="u1", model_client=client, max_iterations=1, on_event=events.append
+        search, scope=Scope.of("u1"), model_client=client, max_iterations=1, on_event=events.append
     ).recall([("user", "之前那个")])
     refused = [e for e in events if isinstance(e, ToolCallExecutionEvent)]
     assert json.loads(refused[0].content[0].content)["approved"] is False
@@ -145,7 +151,7 @@ async def test_expansion_refused_at_the_iteration_limit_ends_the_recall(search: 
 
 def test_planner_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="rounds"):
-        OfflineRecallPlanner(rounds=6)
+        OfflineRecallPlanner(limits=ToolLimits(rounds=6))
     with pytest.raises(ValueError, match="similarity_threshold"):
         OfflineRecallPlanner(similarity_threshold=1.5)
 
@@ -158,7 +164,7 @@ async def test_a_model_client_from_settings_drives_the_recall(search: HybridMemo
     spec = replay([handoff]).dump_component().model_dump_json()
     client = load_settings(memory_recall_model_client=spec).recall_model_client()
     assert isinstance(client, ReplayChatCompletionClient)
-    result = await MemRecallAgent(search, user_id="u1", model_client=client).recall([("user", "你好")])
+    result = await MemRecallAgent(search, scope=Scope.of("u1"), model_client=client).recall([("user", "你好")])
     assert result.handoff is not None and result.handoff.reason == "r"
     assert load_settings().recall_model_client() is None  # empty: the offline planner
     with pytest.raises(SettingsError, match="MEMORY_RECALL_MODEL_CLIENT"):

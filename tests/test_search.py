@@ -12,6 +12,7 @@ from agent_memory.bench import synthetic_memories, synthetic_queries
 from agent_memory.search import HybridMemorySearch, MemoryModel, SearchAnalyzer
 from agent_memory.text import KeywordExtractor
 from data_layer import AgentFusionDataLayer, InvalidInputError, NewMemory, upgrade
+from scripted import engine as make_engine
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -31,7 +32,7 @@ MEMORIES = [
 
 @pytest.fixture
 async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     await layer.memory.add_many(user_id="alice", memories=MEMORIES)
     return engine
 
@@ -101,10 +102,10 @@ async def test_a_write_is_visible_to_the_next_search(layer: AgentFusionDataLayer
 
 async def test_a_second_engine_sees_writes_made_elsewhere(layer: AgentFusionDataLayer, db_url: str) -> None:
     """Two processes share one database: each engine checks the change counter before searching."""
-    reader = HybridMemorySearch(layer.memory)
+    reader = make_engine(layer.memory)
     assert await keys(reader, "kubernetes") == []
     async with AgentFusionDataLayer(db_url) as other:
-        HybridMemorySearch(other.memory)
+        make_engine(other.memory)
         await other.memory.add(user_id="alice", memory_key="k8s", content="部署在 Kubernetes 集群", created_at=NOW)
     assert await keys(reader, "kubernetes") == ["k8s"]
 
@@ -139,7 +140,7 @@ async def test_filters(search: HybridMemorySearch) -> None:
 
 
 async def test_recent_memories_rank_higher_at_equal_relevance(layer: AgentFusionDataLayer) -> None:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     await layer.memory.add(user_id="bob", memory_key="old", content="跑步 训练", created_at=NOW - timedelta(days=90))
     await layer.memory.add(user_id="bob", memory_key="new", content="跑步 训练", created_at=NOW - timedelta(days=1))
     hits = await engine.search("跑步训练", user_id="bob", now=NOW)
@@ -148,7 +149,7 @@ async def test_recent_memories_rank_higher_at_equal_relevance(layer: AgentFusion
 
 
 async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     for key in ("a", "b"):
         await layer.memory.add(user_id="carol", memory_key=key, content="周末 爬山 计划", created_at=NOW)
     first = await keys(engine, "爬山", user_id="carol")
@@ -162,7 +163,7 @@ async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:
 async def test_changed_analyzer_reanalyses_stored_memories(layer: AgentFusionDataLayer) -> None:
     await layer.memory.add(user_id="dan", memory_key="m", content="项目 周报 模板", created_at=NOW)  # no analyzer yet
     assert await layer.memory.pending_keyword_extraction(user_id="dan")
-    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(extractor=KeywordExtractor(max_keywords=3)))
+    engine = make_engine(layer.memory, analyzer=SearchAnalyzer(extractor=KeywordExtractor(max_keywords=3)))
     assert await keys(engine, "周报", user_id="dan") == ["m"]
     assert await layer.memory.pending_keyword_extraction(user_id="dan") == []
 
@@ -201,11 +202,11 @@ async def test_odd_queries_are_just_text(layer: AgentFusionDataLayer, search: Hy
         ({"limit": 0}, "limit must be an integer from 1 to 100"),
         ({"limit": 101}, "limit must be an integer from 1 to 100"),
         ({"limit": True}, "limit must be an integer"),
-        ({"min_relevance_score": -0.1}, "min_relevance_score must be from 0 to 1"),
-        ({"min_relevance_score": 1.5}, "min_relevance_score must be from 0 to 1"),
-        ({"min_relevance_score": float("nan")}, "min_relevance_score must be from 0 to 1"),
+        ({"min_relevance_score": -0.1}, "min_relevance_score must be a number from 0 to 1"),
+        ({"min_relevance_score": 1.5}, "min_relevance_score must be a number from 0 to 1"),
+        ({"min_relevance_score": float("nan")}, "min_relevance_score must be a number from 0 to 1"),
         ({"min_relevance_score": "high"}, "min_relevance_score must be a number"),
-        ({"time_range_days": 0}, "time_range_days must be a positive"),
+        ({"time_range_days": 0}, "time_range_days must be a whole number of days from 1"),
         ({"now": datetime(2026, 1, 1)}, "timezone-aware"),
         ({"keywords": [3]}, "keywords must be strings"),
         ({"user_id": ""}, "user_id must be a non-empty id"),
@@ -233,7 +234,7 @@ async def test_sqlite_and_postgresql_rank_alike(fresh_pg_url: str, tmp_path: Pat
     results = []
     for url in (sqlite_url, fresh_pg_url):
         async with AgentFusionDataLayer(url) as layer:
-            engine = HybridMemorySearch(layer.memory)
+            engine = make_engine(layer.memory)
             await layer.memory.add_many(user_id="same", memories=items)
             results.append(
                 [
@@ -246,7 +247,7 @@ async def test_sqlite_and_postgresql_rank_alike(fresh_pg_url: str, tmp_path: Pat
 
 
 async def test_odd_user_tags_are_stored_and_matched_as_text(layer: AgentFusionDataLayer) -> None:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     tags = ["100%_done", "it's", "DROP TABLE x;--", "😀", "配置_v2"]
     await layer.memory.add(user_id="erin", memory_key="tagged", content="季度 总结", keywords=tags, created_at=NOW)
     await layer.memory.add(user_id="erin", memory_key="plain", content="别的 内容", created_at=NOW - timedelta(days=3))
@@ -279,7 +280,7 @@ async def test_concurrent_writes_never_leak_another_friends_memory(layer: AgentF
     could reuse the freed index slot) still returns only the friend's own memories."""
     import asyncio
 
-    engine = HybridMemorySearch(layer.memory, embedder=_SlowEmbedder(), semantic_share=0.5)
+    engine = make_engine(layer.memory, embedder=_SlowEmbedder(), semantic_share=0.5)
     await layer.memory.add(user_id="f", memory_key="a1", content="项目 预算 会议", friend_id="A", created_at=NOW)
     await engine.refresh(user_id="f")
 
@@ -304,7 +305,7 @@ async def test_long_query_words_with_synonyms_present(layer: AgentFusionDataLaye
 
 
 async def test_every_memory_gets_a_keyword_even_without_words(layer: AgentFusionDataLayer) -> None:
-    HybridMemorySearch(layer.memory)
+    make_engine(layer.memory)
     for key, text in (("stop", "的了吗"), ("emoji", "😀😀"), ("letters", "a b c")):
         await layer.memory.add(user_id="kw", memory_key=key, content=text, created_at=NOW)
         assert await layer.memory.get_keywords(user_id="kw", memory_key=key), key

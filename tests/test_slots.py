@@ -19,7 +19,7 @@ from agent_memory.slots import (
     resolve,
     to_python,
 )
-from data_layer import AgentFusionDataLayer, NewMemory
+from data_layer import AgentFusionDataLayer, NewMemory, Scope
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 DB = SlotValue("db-config-001", "MySQL 配置", '{"host": "localhost", "port": 3306}', {"engine": "mysql", "port": 3306})
@@ -115,7 +115,7 @@ async def executor(layer: AgentFusionDataLayer, tmp_path: Path) -> CommandExecut
     )  # fmt: skip
     await layer.memory.add(user_id="u2", memory_key="other-user", content="not yours", created_at=NOW)
     limits = Limits(timeout_s=5, cpu_s=5, memory_mb=256)
-    return CommandExecutor(layer, user_id="u1", friend_id="mentor", limits=limits, workdir=tmp_path)
+    return CommandExecutor(layer, scope=Scope.of("u1", "mentor"), limits=limits, workdir=tmp_path)
 
 
 async def test_the_db_config_slot_resolves_inside_code(executor: CommandExecutor, layer: AgentFusionDataLayer) -> None:

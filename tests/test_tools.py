@@ -19,15 +19,16 @@ from agent_memory.tools import (
     MemoryToolbox,
     SearchMemoriesInput,
 )
-from data_layer import AgentFusionDataLayer, NewMemory
+from data_layer import AgentFusionDataLayer, NewMemory, Scope
 from scripted import call, replay
+from scripted import engine as make_engine
 
 NOW = datetime.now(UTC)
 
 
 @pytest.fixture
 async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
-    engine = HybridMemorySearch(layer.memory)
+    engine = make_engine(layer.memory)
     await layer.memory.add_many(
         user_id="u1",
         memories=[
@@ -44,18 +45,18 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
 
 
 async def test_search_is_bound_to_the_scope(search: HybridMemorySearch) -> None:
-    mentor = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    mentor = MemoryToolbox(search, scope=Scope.of("u1", "mentor"))
     out = await mentor.search_memories(SearchMemoriesInput(query="MySQL 数据库配置", min_relevance_score=0.1))
     assert out.success and [r.memory_key for r in out.results] == ["db-config"]
     assert out.results[0].content_preview.startswith("MySQL") and 0 < out.results[0].relevance_score <= 1
     assert "mysql" in out.results[0].keywords and out.search_query_expanded
-    companion = MemoryToolbox(search, user_id="u1", friend_id="xiaozhu")
+    companion = MemoryToolbox(search, scope=Scope.of("u1", "xiaozhu"))
     out = await companion.search_memories(SearchMemoriesInput(query="MySQL 分手 电影", min_relevance_score=0.0))
     assert {r.memory_key for r in out.results} == {"breakup", "movies"}  # not the mentor's, not u2's
 
 
 async def test_at_most_three_searches_in_a_row(search: HybridMemorySearch) -> None:
-    box = MemoryToolbox(search, user_id="u1")
+    box = MemoryToolbox(search, scope=Scope.of("u1"))
     for _ in range(3):
         assert (await box.search_memories(SearchMemoriesInput(query="电影"))).success
     blocked = await box.search_memories(SearchMemoriesInput(query="电影"))
@@ -65,13 +66,13 @@ async def test_at_most_three_searches_in_a_row(search: HybridMemorySearch) -> No
 
 
 async def test_memory_detail_respects_friend_and_user(layer: AgentFusionDataLayer, search: HybridMemorySearch) -> None:
-    mentor = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    mentor = MemoryToolbox(search, scope=Scope.of("u1", "mentor"))
     ok = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="db-config"))
     assert ok.success and ok.content and "3306" in ok.content and ok.memory_type == "command_output"
     assert (await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="movies"))).success  # shared profile
     hidden = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="breakup"))
     assert not hidden.success and hidden.content is None and "未找到记忆" in (hidden.message or "")
-    other_user = MemoryToolbox(search, user_id="u2")
+    other_user = MemoryToolbox(search, scope=Scope.of("u2"))
     assert not (await other_user.get_memory_detail(GetMemoryDetailInput(memory_key="db-config"))).success
     bad = await mentor.get_memory_detail(GetMemoryDetailInput(memory_key="no such key!"))
     assert not bad.success and "参数无效" in (bad.message or "")
@@ -80,14 +81,14 @@ async def test_memory_detail_respects_friend_and_user(layer: AgentFusionDataLaye
 
 
 async def test_keywords_offline_and_by_model(search: HybridMemorySearch) -> None:
-    offline = await MemoryToolbox(search, user_id="u1").extract_search_keywords(
+    offline = await MemoryToolbox(search, scope=Scope.of("u1")).extract_search_keywords(
         ExtractKeywordsInput(query="上周部署 nginx 的配置", max_keywords=4)
     )
     assert offline.success and len(offline.keywords) <= 4
     assert {k.type for k in offline.keywords} >= {"entity", "time"}
     answer = json.dumps({"keywords": [{"keyword": "nginx", "weight": 0.9, "type": "entity"}], "expanded_query": "q"})
     client = replay([answer, "not json"])
-    box = MemoryToolbox(search, user_id="u1", model_client=client)
+    box = MemoryToolbox(search, scope=Scope.of("u1"), model_client=client)
     by_model = await box.extract_search_keywords(ExtractKeywordsInput(query="nginx 配置", context="运维"))
     assert [k.keyword for k in by_model.keywords] == ["nginx"] and by_model.expanded_query == "q"
     assert "上下文: 运维" in client.create_calls[0]["messages"][0].content
@@ -96,12 +97,12 @@ async def test_keywords_offline_and_by_model(search: HybridMemorySearch) -> None
 
 
 async def test_window_expansion_and_handoff(search: HybridMemorySearch) -> None:
-    box = MemoryToolbox(search, user_id="u1", iteration=1, max_iterations=2)
+    box = MemoryToolbox(search, scope=Scope.of("u1"), iteration=1, max_iterations=2)
     smaller = await box.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=3))
     assert not smaller.approved and box.expansion is None
     ok = await box.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=10))
     assert ok.approved and ok.new_size == 10 and ok.iteration == 2 and box.expansion == ok
-    last = MemoryToolbox(search, user_id="u1", iteration=2, max_iterations=2)
+    last = MemoryToolbox(search, scope=Scope.of("u1"), iteration=2, max_iterations=2)
     refused = await last.expand_context_window(ExpandContextWindowInput(reason="r", current_size=5, requested_size=10))
     assert not refused.approved and "最大迭代次数" in refused.message
     out = await box.handoff(
@@ -120,7 +121,7 @@ async def test_window_expansion_and_handoff(search: HybridMemorySearch) -> None:
 
 async def test_an_assistant_agent_uses_the_tools(search: HybridMemorySearch) -> None:
     """The real AutoGen loop: a bad argument comes back as the output model, then a good search works."""
-    box = MemoryToolbox(search, user_id="u1", friend_id="mentor")
+    box = MemoryToolbox(search, scope=Scope.of("u1", "mentor"))
     client = replay(
         [
             call("search_memories", {"query": "数据库", "limit": 50}),

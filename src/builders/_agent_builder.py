@@ -1,12 +1,15 @@
 """``AgentBuilder``: a main ``AssistantAgent`` with memory (recall context, memory tools, prompt).
 
->>> builder = AgentBuilder(layer)  # doctest: +SKIP
+>>> builder = AgentBuilder(system)  # doctest: +SKIP
 >>> agent = builder.build(name="xiaozhu", model_client=client, user_id="u1", friend_id="xiaozhu")  # doctest: +SKIP
 >>> await agent.run(task="还记得我上次说的汇报吗？")  # doctest: +SKIP
 
 An application with its own builder adds memory to the keyword arguments it passes to
 ``AssistantAgent`` with :meth:`AgentBuilder.with_memory`, or registers a hook that runs on every
 agent this builder makes (:meth:`AgentBuilder.register_hook`).
+
+The main agent reflects on tool results (``reflect_on_tool_use=True``) so a turn always ends in the
+model's own words, never in raw tool JSON, and its reply is what the memory context saves.
 """
 
 from __future__ import annotations
@@ -19,52 +22,9 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import ChatCompletionClient
 from autogen_core.tools import BaseTool
 
-from agent_memory.archive import ARCHIVE_PROMPT, ToolResultManager
-from agent_memory.recall import memory_context
-from agent_memory.search import HybridMemorySearch, search_from_settings
-from agent_memory.settings import AgentMemorySettings, get_settings
-from agent_memory.tools import MemoryToolbox
-from data_layer import AgentFusionDataLayer
+from agent_memory.system import MemorySystem
 
-#: Seed 002 section 3.4.2: tells the main model when to use the memory tools.
-MEMORY_TOOLS_SYSTEM_PROMPT = """你是一个智能助手，拥有访问用户历史记忆的权限。
-
-## 记忆工具使用指南
-
-当你需要以下信息时，请主动调用 `search_memories` 工具：
-
-1. **用户提及历史内容**
-   - 用户说："按照之前的配置"、"我之前问过"、"上次的方案"
-   - 操作：调用 search_memories 搜索相关主题
-
-2. **用户偏好与习惯**
-   - 需要了解用户的风格偏好、常用设置
-   - 操作：搜索 memory_types=["user_preference"] 的记忆
-
-3. **复杂任务延续**
-   - 多轮对话中需要引用之前步骤的结果
-   - 操作：使用关键词搜索相关步骤
-
-4. **不确定性澄清**
-   - 对用户请求中的模糊引用不确定时
-   - 操作：使用 semantic 模式搜索相关记忆
-
-## 搜索策略建议
-
-- **精确查找**: 使用 keywords 参数指定确切词汇
-- **模糊匹配**: 使用 search_mode="semantic" 进行语义搜索
-- **类型过滤**: 使用 memory_types 缩小搜索范围
-- **时间范围**: 对于近期事件使用时间过滤
-
-## 搜索结果使用
-
-搜索结果会显示相关性分数（0-1），建议：
-- 优先使用分数 > 0.8 的记忆
-- 0.6-0.8 的记忆作为参考
-- 多个相关记忆时综合判断
-
-对话开头的 [记忆召回] 块列出了系统为本轮召回的记忆，形如 [memory:key:summary]；需要完整内容时用
-get_memory_detail(memory_key=key)。"""
+from ._prompts import ARCHIVE_TOOL_PROMPT, MEMORY_TOOLS_PROMPT, RECALL_BLOCK_PROMPT, Language, detect_language
 
 #: The main agent's memory tools (seed 002 section 3.1.3).
 MAIN_AGENT_TOOLS = ("search_memories", "get_memory_detail")
@@ -73,22 +33,19 @@ Hook = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 class AgentBuilder:
-    """Builds AssistantAgents that remember, for one data layer.
+    """Builds AssistantAgents that remember, on one :class:`MemorySystem`.
 
-    ``settings`` (default: the environment) gives search, recall and budget settings; ``search``
-    shares one :class:`HybridMemorySearch` (and its per-user indexes) between all agents built here.
+    The system's settings decide the rest: ``MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH`` gives the agent
+    ``search_memories`` and ``get_memory_detail``; ``MEMORY_LANGUAGE`` the language of the added
+    instructions (``auto``: that of the application's system message). ``archive=False`` leaves big
+    tool results in the window (and the agent without ``load_tool_history``).
     """
 
-    def __init__(
-        self,
-        layer: AgentFusionDataLayer,
-        *,
-        settings: AgentMemorySettings | None = None,
-        search: HybridMemorySearch | None = None,
-    ) -> None:
-        self.layer = layer
-        self.settings = settings or get_settings()
-        self.search = search or search_from_settings(layer.memory, self.settings)
+    def __init__(self, system: MemorySystem, *, archive: bool = True) -> None:
+        if not isinstance(system, MemorySystem):
+            raise TypeError("AgentBuilder needs a MemorySystem, e.g. AgentBuilder(MemorySystem.from_settings())")
+        self.system = system
+        self.archive = archive
         self._hooks: list[Hook] = []
 
     def register_hook(self, hook: Hook) -> None:
@@ -98,7 +55,12 @@ class AgentBuilder:
 
     def memory_tools(self, *, user_id: str | int, friend_id: str | int | None = None) -> list[BaseTool[Any, Any]]:
         """``search_memories`` and ``get_memory_detail`` bound to the user and friend."""
-        return MemoryToolbox(self.search, user_id=user_id, friend_id=friend_id).tools(list(MAIN_AGENT_TOOLS))
+        return self.system.toolbox(self.system.scope(user_id, friend_id)).tools(list(MAIN_AGENT_TOOLS))
+
+    def language(self, system_message: str | None) -> Language:
+        """The language of the added instructions."""
+        configured = self.system.settings.memory_language
+        return detect_language(system_message) if configured == "auto" else configured
 
     def with_memory(
         self,
@@ -111,33 +73,30 @@ class AgentBuilder:
     ) -> dict[str, Any]:
         """``AssistantAgent`` keyword arguments with memory added: the recall context (with the
         tool-result archive of this conversation), the memory tools and ``load_tool_history`` (after
-        the agent's own) and the memory prompts (after the agent's own system message)."""
+        the agent's own) and the memory instructions (after the agent's own system message)."""
         out = dict(kwargs)
         if out.get("model_context") is not None:
             raise ValueError("the agent already has a model_context; memory brings its own MemoryContext")
-        archive = ToolResultManager(
-            self.layer,
-            user_id=user_id,
-            conversation_id=thread_id if thread_id is not None else f"{user_id}/{friend_id or '-'}",
-            thread_id=thread_id,
-            threshold=self.settings.memory_archive_threshold,
-        )
-        out["model_context"] = memory_context(
-            self.layer,
-            user_id=user_id,
-            friend_id=friend_id,
-            thread_id=thread_id,
-            search=self.search,
-            events=events,
-            archive=archive,
-            settings=self.settings,
-        )
-        memory_tools = [*self.memory_tools(user_id=user_id, friend_id=friend_id), archive.load_tool()]
-        out["tools"] = [*(out.get("tools") or []), *memory_tools]
-        prompt = f"{MEMORY_TOOLS_SYSTEM_PROMPT}\n\n{ARCHIVE_PROMPT}"
+        context = self.system.context(user_id=user_id, friend_id=friend_id, thread_id=thread_id, events=events,
+                                      archive=self.archive)  # fmt: skip
+        out["model_context"] = context
         own = out.get("system_message")
+        lang = self.language(own)
+        tools: list[BaseTool[Any, Any]] = []
+        prompts = []
+        if self.system.settings.memory_tools_enable_proactive_search:
+            tools += self.memory_tools(user_id=user_id, friend_id=friend_id)
+            prompts.append(MEMORY_TOOLS_PROMPT[lang])
+        else:
+            prompts.append(RECALL_BLOCK_PROMPT[lang])
+        if context.archive is not None:
+            tools.append(context.archive.load_tool())
+            prompts.append(ARCHIVE_TOOL_PROMPT[lang])
+        out["tools"] = [*(out.get("tools") or []), *tools]
+        prompt = "\n\n".join(prompts)
         out["system_message"] = f"{own}\n\n{prompt}" if own else prompt
         out.setdefault("max_tool_iterations", 3)
+        out.setdefault("reflect_on_tool_use", True)
         return out
 
     def build(
@@ -153,7 +112,12 @@ class AgentBuilder:
         events: asyncio.Queue[Any] | None = None,
         **agent_kwargs: Any,
     ) -> AssistantAgent:
-        """An AssistantAgent for ``user_id`` talking as AI friend ``friend_id``, with memory."""
+        """An AssistantAgent for ``user_id`` talking as AI friend ``friend_id``, with memory.
+
+        The model client must support function calling when the agent has tools (the memory tools,
+        ``load_tool_history``): give a client for a non-OpenAI model a ``model_info`` with
+        ``function_calling=True`` (see the README).
+        """
         kwargs: dict[str, Any] = {
             "name": name,
             "model_client": model_client,
@@ -166,4 +130,11 @@ class AgentBuilder:
             changed = hook(kwargs)
             if changed is not None:
                 kwargs = changed
+        if kwargs.get("tools") and not model_client.model_info.get("function_calling", False):
+            raise ValueError(
+                f"the model client of agent {name!r} says it does not support function calling, but memory gives the "
+                "agent tools: pass model_info={..., 'function_calling': True} to the client if the model can call "
+                "tools, or build without tools: MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH=false and "
+                "AgentBuilder(system, archive=False)"
+            )
         return AssistantAgent(**kwargs)

@@ -37,6 +37,7 @@ from ._records import (
     SynonymRecord,
     UpsertResult,
 )
+from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, scope_id
@@ -72,6 +73,7 @@ __all__ = [
     "NewMemory",
     "NewMessage",
     "Page",
+    "Scope",
     "SettingsRepository",
     "SynonymRecord",
     "UnsupportedDatabaseURLError",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Select, and_, delete, func, or_, select, tuple_, update
+from sqlalchemy import Select, and_, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,6 +24,7 @@ from ._errors import DuplicateMemoryKeyError, InvalidInputError
 from ._index_ops import IndexOpsMixin
 from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord, Page, UpsertResult
 from ._rows import keyword_rows, record_of
+from ._scope import Scope
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
 
@@ -48,6 +49,12 @@ class NewMemory:
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None
     keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None
+    #: An event memory without ``friend_id`` is refused unless this is set: shared on purpose.
+    shared: bool = False
+
+
+#: Memory types that belong to one AI friend's conversation: they must name the friend.
+FRIEND_OWNED_TYPES = frozenset({"event"})
 
 
 def _from_values(values: dict[str, Any]) -> MemoryRecord:
@@ -113,12 +120,21 @@ class MemoryRepository(IndexOpsMixin):
 
     def _draft(self, uid: str, item: NewMemory, *, on_oversize: OnOversize) -> MemoryDraft:
         key = v.memory_key(item.memory_key)
+        friend = v.scope_id(item.friend_id, name="friend_id", optional=True)
+        kind = v.memory_type(item.memory_type)
+        if not isinstance(item.shared, bool):
+            raise InvalidInputError("shared must be true or false")
+        if friend is None and kind in FRIEND_OWNED_TYPES and not item.shared:
+            raise InvalidInputError(
+                f"memory {key!r} is an {kind} memory without friend_id: give the AI friend whose conversation it "
+                "belongs to, or pass shared=True to show it to every friend of the user"
+            )
         content, metadata = v.content_and_metadata(item.content, item.metadata, on_oversize=on_oversize)
         return MemoryDraft(
             memory_key=key,
             user_id=uid,
-            friend_id=v.scope_id(item.friend_id, name="friend_id", optional=True),
-            memory_type=v.memory_type(item.memory_type),
+            friend_id=friend,
+            memory_type=kind,
             summary=v.summary(item.summary, content),
             content=content,
             metadata=metadata,
@@ -186,11 +202,12 @@ class MemoryRepository(IndexOpsMixin):
         created_at: datetime | None = None,
         keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None,
         on_oversize: OnOversize = "truncate",
+        shared: bool = False,
     ) -> MemoryRecord:
         """Store a new memory. A key the user already has raises :class:`DuplicateMemoryKeyError`.
 
         ``friend_id=None`` makes the memory visible to all of the user's AI friends (profiles);
-        an event memory names its friend. Content over 100 KB is cut and
+        an event memory names its friend (``shared=True`` shares one on purpose). Content over 100 KB is cut and
         ``metadata["truncation"]`` says so (``on_oversize="error"`` refuses it instead).
         ``keywords`` are user tags kept next to the extracted ones.
         """
@@ -203,6 +220,7 @@ class MemoryRepository(IndexOpsMixin):
             metadata=metadata,
             created_at=created_at,
             keywords=keywords,
+            shared=shared,
         )
         records = await self.add_many(user_id=user_id, memories=[item], on_oversize=on_oversize)
         return records[0]
@@ -288,6 +306,7 @@ class MemoryRepository(IndexOpsMixin):
         created_at: datetime | None = None,
         keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None,
         on_oversize: OnOversize = "truncate",
+        shared: bool = False,
     ) -> UpsertResult:
         """Store a memory under ``memory_key``, replacing the user's memory of that key if any.
 
@@ -304,6 +323,7 @@ class MemoryRepository(IndexOpsMixin):
             metadata=metadata,
             created_at=created_at,
             keywords=keywords,
+            shared=shared,
         )
         prepared = (await self._prepare([self._draft(uid, item, on_oversize=on_oversize)]))[0]
         for attempt in range(2):
@@ -475,8 +495,8 @@ class MemoryRepository(IndexOpsMixin):
     ) -> Select[Any]:
         types = v.memory_types(memory_types)
         lo, hi = v.time_range(since, until)
-        fid = v.scope_id(friend_id, name="friend_id", optional=True)
-        stmt = select(AgentMemoryTable).where(AgentMemoryTable.user_id == uid)
+        scope = Scope.of(uid, friend_id, include_shared=include_shared)
+        stmt = select(AgentMemoryTable).where(scope.memory_clause(AgentMemoryTable.user_id, AgentMemoryTable.friend_id))
         if not include_inactive:
             stmt = stmt.where(AgentMemoryTable.is_active.is_(True))
         if types is not None:
@@ -485,11 +505,6 @@ class MemoryRepository(IndexOpsMixin):
             stmt = stmt.where(AgentMemoryTable.created_at >= lo)
         if hi is not None:
             stmt = stmt.where(AgentMemoryTable.created_at < hi)
-        if fid is not None:
-            if include_shared:
-                stmt = stmt.where(or_(AgentMemoryTable.friend_id == fid, AgentMemoryTable.friend_id.is_(None)))
-            else:
-                stmt = stmt.where(AgentMemoryTable.friend_id == fid)
         return stmt
 
     async def list_memories(

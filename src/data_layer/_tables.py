@@ -43,6 +43,8 @@ NAMING_CONVENTION = {
 SCOPE_ID_LENGTH = 128
 #: Memory keys hold at most this many characters.
 MEMORY_KEY_LENGTH = 255
+#: External message ids (``chat_messages.external_id``) hold at most this many characters.
+EXTERNAL_ID_LENGTH = 255
 
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 BigIntId = BigInteger().with_variant(Integer(), "sqlite")
@@ -120,6 +122,8 @@ class ChatMessageTable(Base):
     __table_args__ = (
         Index("ix_chat_messages_user_created", "user_id", "created_at", "id"),
         Index("ix_chat_messages_user_friend_thread", "user_id", "friend_id", "thread_id", "created_at"),
+        Index("ix_chat_messages_user_content_hash", "user_id", "content_hash"),
+        Index("ux_chat_messages_user_external_id", "user_id", "external_id", unique=True),
     )
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
@@ -129,6 +133,10 @@ class ChatMessageTable(Base):
     role: Mapped[str] = mapped_column(String(20), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    #: The first 32 hex digits of the content's SHA-256: finds a message already stored (re-imports).
+    content_hash: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    #: An id the message has outside this store (an import's ``id``); unique per user when given.
+    external_id: Mapped[str | None] = mapped_column(String(EXTERNAL_ID_LENGTH), nullable=True)
 
 
 class ToolResultArchiveTable(Base):

@@ -20,11 +20,12 @@ from autogen_core.models import (
     UserMessage,
 )
 
-from data_layer import AgentFusionDataLayer, upgrade
+from data_layer import upgrade
 
-from ..archive import LOAD_TOOL, ToolResultManager
-from ..recall import MemoryContext, estimate_tokens
-from ..search import HybridMemorySearch
+from ..archive import LOAD_TOOL
+from ..context import estimate_tokens
+from ..settings import load_settings
+from ..system import MemorySystem
 
 
 def _result_text(round_no: int, chars: int) -> str:
@@ -60,10 +61,11 @@ async def bench_archive(
     if not 1 <= reload_of < reload_round <= rounds:
         raise ValueError("need 1 <= reload_of < reload_round <= rounds")
     await upgrade(url)
-    async with AgentFusionDataLayer(url) as layer:
-        manager = ToolResultManager(layer, user_id="bench-user", conversation_id="bench", threshold=threshold)
-        archived = MemoryContext(layer=layer, search=HybridMemorySearch(layer.memory), user_id="bench-user",
-                                 archive=manager)  # fmt: skip
+    # the history budget is lifted so the figure measures the archive alone, not the window
+    settings = load_settings(memory_database_url=str(url), memory_archive_threshold=threshold,
+                             memory_context_token_budget=1_000_000)  # fmt: skip
+    async with MemorySystem.from_settings(settings) as system:
+        archived = system.context(user_id="bench-user", thread_id="bench")
         full = UnboundedChatCompletionContext()
         uuids: dict[int, str] = {}
         full_tokens, archive_tokens = [], []
@@ -88,7 +90,7 @@ async def bench_archive(
             if r == reload_round and reload_of in uuids:
                 load = FunctionCall(id=f"l{r}", name=LOAD_TOOL, arguments=json.dumps({"uuid": uuids[reload_of]}))
                 await archived.add_message(AssistantMessage(content=[load], source="main"))
-                text = await manager.load_tool_result(uuids[reload_of])
+                text = await archived.archive.load_tool_result(uuids[reload_of])
                 await archived.add_message(
                     FunctionExecutionResultMessage(
                         content=[FunctionExecutionResult(content=text, name=LOAD_TOOL, call_id=load.id)]

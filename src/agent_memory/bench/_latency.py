@@ -36,6 +36,7 @@ async def bench_latency(
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
     async with AgentFusionDataLayer(url) as layer:
         engine = HybridMemorySearch(layer.memory)
+        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         started = time.perf_counter()
         for i in range(0, len(items), batch):
             await layer.memory.add_many(user_id="bench-user", memories=items[i : i + batch])

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from data_layer import AgentFusionDataLayer, upgrade
+from data_layer import AgentFusionDataLayer, Scope, upgrade
 
 from ..recall import MemRecallAgent
 from ..search import HybridMemorySearch
@@ -33,12 +33,13 @@ async def run_recall(dataset: BenchDataset, url: str, *, depth: int = 10) -> Rec
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
         engine = HybridMemorySearch(layer.memory)
+        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, _ = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
             await engine.refresh(user_id=user)
         recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs = [], [], [], [], 0
         for q in dataset.queries:
-            agent = MemRecallAgent(engine, user_id=q.user_id, friend_id=q.friend_id, now=q.now)
+            agent = MemRecallAgent(engine, scope=Scope.of(q.user_id, q.friend_id), now=q.now)
             t0 = time.perf_counter()
             result = await agent.recall([*((m["role"], m["content"]) for m in q.context), ("user", q.text)])
             recall_ms.append((time.perf_counter() - t0) * 1000)
@@ -57,11 +58,12 @@ async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
     async with AgentFusionDataLayer(url) as layer:
         engine = HybridMemorySearch(layer.memory)
+        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         for i in range(0, len(items), 500):
             await layer.memory.add_many(user_id="bench-user", memories=items[i : i + 500])
         await engine.refresh(user_id="bench-user")
         texts = list(dict.fromkeys(synthetic_queries(queries * 3)))[:queries]
-        agent = MemRecallAgent(engine, user_id="bench-user")
+        agent = MemRecallAgent(engine, scope=Scope.of("bench-user"))
         await agent.recall([("user", texts[0] + " warm")])
         latencies = []
         for text in texts:

@@ -116,6 +116,7 @@ async def run_engine(
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
         engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share)
+        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, ingest_s = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
             await engine.refresh(user_id=user)

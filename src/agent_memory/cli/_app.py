@@ -1,10 +1,15 @@
-"""The ``agent-memory`` command."""
+"""The ``agent-memory`` command.
+
+Only typer and rich are imported here and in the command modules; each command imports the library
+when it runs, so ``agent-memory --help`` starts fast.
+"""
 
 from __future__ import annotations
 
 import typer
 
 from . import _bench, _db, _demo, _keywords, _memory, _messages, _recall
+from ._common import set_debug
 
 app = typer.Typer(
     name="agent-memory",
@@ -19,6 +24,18 @@ app.add_typer(_keywords.app, name="keywords")
 app.add_typer(_bench.app, name="bench")
 app.command("demo")(_demo.demo_cmd)
 app.command("recall")(_recall.recall_cmd)
+
+
+@app.callback()
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="On an error, also print the Python traceback"),
+) -> None:
+    """Long-term memory for AutoGen agents: database, memories, messages, demo and benchmarks.
+
+    Data commands create and migrate a new SQLite file on first use; a PostgreSQL database is
+    migrated with `agent-memory db upgrade`.
+    """
+    set_debug(debug)
 
 
 def main() -> None:

@@ -7,27 +7,26 @@ from typing import Literal
 
 import typer
 
-from ..bench import (
-    DEFAULT_PG_ADMIN_URL,
-    EngineRun,
-    bench_ingest,
-    bench_latency,
-    bm25_baseline,
-    load_dataset,
-    report,
-    run_engine,
-    temporary_postgres,
-    temporary_sqlite,
-    top_k_agreement,
-)
-from ..bench._archive import bench_archive
-from ..bench._recall import recall_latency, recall_report, run_recall
-from ..search import SEARCH_MODES
 from ._common import emit_json, run
 
 app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)
 
 BackendChoice = Literal["sqlite", "postgresql", "both"]
+
+PG_ADMIN_HELP = "Where a temporary PostgreSQL database is created (default: postgres@127.0.0.1:5432)"
+
+
+def _admin_url(given: str | None) -> str:
+    from ..bench import DEFAULT_PG_ADMIN_URL
+
+    return given or DEFAULT_PG_ADMIN_URL
+
+
+def _check_mode(mode: str) -> None:
+    from ..search import SEARCH_MODES
+
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
 
 
 @app.command("ingest")
@@ -36,11 +35,11 @@ async def ingest_cmd(
     memories: int = typer.Option(10_000, "--memories", "-n", min=1, max=1_000_000, help="Memories to write"),
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
-    pg_admin_url: str = typer.Option(
-        DEFAULT_PG_ADMIN_URL, "--pg-admin-url", help="Where a temporary PostgreSQL database is created"
-    ),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Write N synthetic zh+en memories into fresh databases and print rows/s per backend."""
+    from ..bench import bench_ingest, temporary_postgres, temporary_sqlite
+
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     results = {}
@@ -48,7 +47,7 @@ async def ingest_cmd(
         async with temporary_sqlite() as url:
             results["sqlite"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
     if backend in ("postgresql", "both"):
-        async with temporary_postgres(pg_admin_url) as url:
+        async with temporary_postgres(_admin_url(pg_admin_url)) as url:
             results["postgresql"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
@@ -63,11 +62,21 @@ async def retrieval_cmd(
     semantic_share: float = typer.Option(
         0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score"
     ),
-    pg_admin_url: str = typer.Option(DEFAULT_PG_ADMIN_URL, "--pg-admin-url", help="Where a temporary database goes"),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    from ..bench import (
+        EngineRun,
+        bm25_baseline,
+        load_dataset,
+        report,
+        run_engine,
+        temporary_postgres,
+        temporary_sqlite,
+        top_k_agreement,
+    )
+
+    _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     ds = load_dataset(dataset, data)
@@ -78,7 +87,7 @@ async def retrieval_cmd(
         async with temporary_sqlite() as url:
             runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
     if backend in ("postgresql", "both"):
-        async with temporary_postgres(pg_admin_url) as url:
+        async with temporary_postgres(_admin_url(pg_admin_url)) as url:
             runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
     result = report(ds, mode, runs[0], baseline)
     if len(runs) == 2:
@@ -94,13 +103,14 @@ async def latency_cmd(
     queries: int = typer.Option(200, "--queries", min=10, max=10_000, help="Timed searches"),
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
-    pg_admin_url: str = typer.Option(DEFAULT_PG_ADMIN_URL, "--pg-admin-url", help="Where a temporary database goes"),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Warm search p50/p95 and ingest rate (with keyword extraction) on a synthetic zh+en corpus."""
+    from ..bench import bench_latency, temporary_postgres, temporary_sqlite
+
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    _check_mode(mode)
     results = []
     for size in memories:
         if backend in ("sqlite", "both"):
@@ -108,7 +118,7 @@ async def latency_cmd(
                 figures = await bench_latency(url, memories=size, queries=queries, mode=mode)  # type: ignore[arg-type]
                 results.append(dataclasses.asdict(figures))
         if backend in ("postgresql", "both"):
-            async with temporary_postgres(pg_admin_url) as url:
+            async with temporary_postgres(_admin_url(pg_admin_url)) as url:
                 figures = await bench_latency(url, memories=size, queries=queries, mode=mode)  # type: ignore[arg-type]
                 results.append(dataclasses.asdict(figures))
     emit_json({"bench": "latency", "results": results})
@@ -124,6 +134,9 @@ async def recall_cmd(
     ),
 ) -> None:
     """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
+    from ..bench import bm25_baseline, load_dataset, temporary_sqlite
+    from ..bench._recall import recall_latency, recall_report, run_recall
+
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
@@ -144,6 +157,9 @@ async def archive_cmd(
     threshold: int = typer.Option(10_000, "--threshold", min=100, help="Archive results longer than this"),
 ) -> None:
     """Seed 004's token scenario: full accumulation against the archive (one JSON object)."""
+    from ..bench import temporary_sqlite
+    from ..bench._archive import bench_archive
+
     async with temporary_sqlite() as url:
         emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
                                       threshold=threshold))  # fmt: skip

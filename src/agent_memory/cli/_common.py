@@ -1,19 +1,30 @@
-"""Helpers shared by the CLI commands: settings, the data layer, errors printed without tracebacks."""
+"""Helpers shared by the CLI commands: the memory system, errors in two lines, safe printing.
+
+Imports stay light here (typer and rich only): ``agent-memory --help`` must start fast, so every
+command imports the library (SQLAlchemy, AutoGen, the search) inside its function.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+from typer.exceptions import TyperException
 
-from data_layer import AgentFusionDataLayer, DataLayerError
+from ._errors import explain
 
-from ..settings import SettingsError, get_settings
+if TYPE_CHECKING:
+    from ..system import MemorySystem
 
 console = Console()
 err_console = Console(stderr=True)
@@ -23,37 +34,85 @@ T = TypeVar("T")
 
 URL_HELP = "Database URL (default: MEMORY_DATABASE_URL, or a SQLite file in the user data directory)"
 
+#: Exit code of every reported error (the same as a usage error).
+ERROR_EXIT = 2
+
+
+@dataclass(slots=True)
+class _State:
+    debug: bool = False
+    url: str | None = None  # the database the command works on, for error messages
+
+
+state = _State()
+
+
+def set_debug(debug: bool) -> None:
+    """``--debug``: print the traceback of an error as well as its explanation."""
+    state.debug = debug
+    state.url = None
+
 
 def database_url(url: str | None) -> str:
-    """The URL given on the command line, else the configured one."""
-    return url or get_settings().memory_database_url
+    """The URL given on the command line, else the configured one (raises ``SettingsError``)."""
+    if not url:
+        from ..settings import load_settings
+
+        url = load_settings().memory_database_url
+    state.url = url
+    return url
+
+
+@asynccontextmanager
+async def open_system(url: str | None, *, migrate: bool = True) -> AsyncIterator[MemorySystem]:
+    """The memory system on ``url`` (default: the settings'), closed at the end.
+
+    With ``migrate`` (every data command) a new SQLite file is created and migrated first; a
+    PostgreSQL database behind the code is refused with advice (``MemorySystem.ensure_schema``).
+    """
+    from ..system import MemorySystem
+
+    system = MemorySystem.from_settings(database_url=database_url(url))
+    try:
+        if migrate:
+            await system.ensure_schema()
+        yield system
+    finally:
+        await system.close()
+
+
+def fail(message: str, hint: str | None = None) -> None:
+    """Print ``error: message`` (and ``hint`` on a second line) on stderr, unwrapped and without markup."""
+    err_console.print(Text("error: ", style="bold red") + Text(" ".join(message.split())), soft_wrap=True)
+    if hint:
+        err_console.print(Text("  " + " ".join(hint.split()), style="dim"), soft_wrap=True)
 
 
 def run(fn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
-    """Run an async command; turn the library's expected errors into a message and exit code 2."""
+    """Run an async command. An error becomes one or two lines on stderr (what went wrong, what to
+    do) and exit code 2; ``agent-memory --debug ...`` prints the traceback first."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return asyncio.run(fn(*args, **kwargs))  # type: ignore[arg-type]
-        except (SettingsError, DataLayerError, ValueError) as exc:
-            err_console.print(f"[bold red]error:[/] {exc}")
-            raise typer.Exit(code=2) from None
-        except OSError as exc:
-            err_console.print(f"[bold red]error:[/] cannot reach the database or a file: {exc}")
-            raise typer.Exit(code=2) from None
+        except (typer.Exit, typer.Abort, TyperException):
+            raise
+        except KeyboardInterrupt:
+            if state.debug:
+                traceback.print_exc()
+            fail("interrupted", "an unfinished write was rolled back; run the command again")
+            raise typer.Exit(code=130) from None
+        except Exception as exc:
+            if state.debug:
+                traceback.print_exc()
+            message, hint = explain(exc, url=state.url)
+            if not state.debug and hint is None and message.startswith("unexpected"):
+                hint = "run again with `agent-memory --debug ...` for the traceback"
+            fail(message, hint)
+            raise typer.Exit(code=ERROR_EXIT) from None
 
     return wrapper
-
-
-def open_layer(url: str | None) -> AgentFusionDataLayer:
-    """The data layer for ``url`` with the configured per-user defaults; memories written through it
-    get keywords and search terms (the search analysis is installed on its repository)."""
-    from ..search import search_from_settings
-
-    layer = AgentFusionDataLayer(database_url(url), default_settings=get_settings().user_defaults())
-    search_from_settings(layer.memory)
-    return layer
 
 
 def emit_json(data: Any) -> None:
@@ -70,3 +129,8 @@ def short(text: str, width: int = 60) -> str:
 def fmt_time(value: Any) -> str:
     """A timestamp as ``YYYY-MM-DD HH:MM`` (UTC)."""
     return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+
+
+def esc(value: object) -> str:
+    """User data (ids, keys, content) for a rich markup string: brackets are shown, never applied."""
+    return escape(str(value))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from data_layer import current_revision, downgrade, head_revision, normalize_url, upgrade
-
-from ._common import URL_HELP, console, database_url, run
+from ._common import URL_HELP, console, database_url, esc, run
 
 app = typer.Typer(help="Create and migrate the database schema (Alembic).", no_args_is_help=True)
+
+
+def _shown(url: str) -> str:
+    from data_layer import normalize_url
+
+    return esc(normalize_url(url).render_as_string(hide_password=True))
 
 
 @app.command("upgrade")
@@ -18,9 +22,11 @@ async def upgrade_cmd(
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """Migrate the database up (creates the tables on a new database)."""
+    from data_layer import upgrade
+
     target = database_url(url)
     reached = await upgrade(target, revision)
-    console.print(f"database {normalize_url(target)!r} is at revision [bold]{reached}[/]")
+    console.print(f"database {_shown(target)} is at revision [bold]{esc(reached)}[/]")
 
 
 @app.command("downgrade")
@@ -31,18 +37,23 @@ async def downgrade_cmd(
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation"),
 ) -> None:
     """Migrate the database down (drops what later revisions added, with its data)."""
+    from data_layer import downgrade, normalize_url
+
     target = database_url(url)
-    if not yes and not typer.confirm(f"downgrade {normalize_url(target)!r} to {revision}? Data may be lost"):
+    shown = normalize_url(target).render_as_string(hide_password=True)
+    if not yes and not typer.confirm(f"downgrade {shown} to {revision}? Data may be lost"):
         raise typer.Exit(code=1)
     reached = await downgrade(target, revision)
-    console.print(f"database is at revision [bold]{reached or 'base'}[/]")
+    console.print(f"database is at revision [bold]{esc(reached or 'base')}[/]")
 
 
 @app.command("current")
 @run
 async def current_cmd(url: str | None = typer.Option(None, "--url", help=URL_HELP)) -> None:
     """Show the database's revision and the newest one this version ships."""
+    from data_layer import current_revision, head_revision
+
     rev = await current_revision(database_url(url))
     head = head_revision()
     state = "up to date" if rev == head else "run `agent-memory db upgrade`"
-    console.print(f"current: [bold]{rev or 'none'}[/]  head: {head}  ({state})")
+    console.print(f"current: [bold]{esc(rev or 'none')}[/]  head: {esc(head)}  ({state})")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ._common import URL_HELP, console, emit_json, open_layer, run
+from ._common import URL_HELP, console, emit_json, open_system, run
 
 app = typer.Typer(help="Keywords of memories: backfill and inspect.", no_args_is_help=True)
 
@@ -19,10 +18,10 @@ async def backfill_cmd(
 ) -> None:
     """Extract keywords (and search terms) for memories still marked ``needs_keyword_extraction``
     or analysed by an older analyzer; prints what it did as JSON."""
-    from ..search import search_from_settings
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    async with open_layer(url) as layer:
-        engine = search_from_settings(layer.memory)
+    async with open_system(url) as system:
+        layer = system.layer
         users = [user] if user else await layer.memory.users_with_memories()
         done: dict[str, int] = {}
         with Progress(
@@ -31,7 +30,7 @@ async def backfill_cmd(
         ) as progress:  # fmt: skip
             task = progress.add_task("backfilling keywords", total=len(users))
             for uid in users:
-                done[uid] = await engine.reanalyze(user_id=uid, batch=batch)
+                done[uid] = await system.search.reanalyze(user_id=uid, batch=batch)
                 progress.advance(task)
         left = len(await layer.memory.users_pending_keyword_extraction())
     emit_json({"users": len(users), "memories_updated": sum(done.values()), "users_still_pending": left})
@@ -45,6 +44,6 @@ async def show_cmd(
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """Print a memory's keywords with weights and sources."""
-    async with open_layer(url) as layer:
-        keywords = await layer.memory.get_keywords(user_id=user, memory_key=key)
+    async with open_system(url) as system:
+        keywords = await system.layer.memory.get_keywords(user_id=user, memory_key=key)
     emit_json([{"keyword": k.keyword, "weight": k.weight, "source": k.extraction_source} for k in keywords])

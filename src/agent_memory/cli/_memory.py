@@ -1,4 +1,4 @@
-"""``agent-memory memory add|get|list|delete``."""
+"""``agent-memory memory add|get|list|delete|search``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import sys
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from ._common import URL_HELP, console, emit_json, fmt_time, open_layer, run, short
+from ._common import URL_HELP, console, emit_json, esc, fmt_time, open_system, run, short
 
-app = typer.Typer(help="Add, show, list and delete one user's memories.", no_args_is_help=True)
+app = typer.Typer(help="Add, show, list, delete and search one user's memories.", no_args_is_help=True)
 
 USER = typer.Option(..., "--user", "-u", help="The user whose memories these are")
 
@@ -35,7 +36,7 @@ async def add_cmd(
         metadata = json.loads(meta) if meta else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"--meta is not valid JSON: {exc}") from None
-    async with open_layer(url) as layer:
+    async with open_system(url) as system:
         fields = {
             "user_id": user,
             "memory_key": key,
@@ -47,12 +48,12 @@ async def add_cmd(
             "keywords": tag or None,
         }
         if replace:
-            result = await layer.memory.upsert(**fields)
+            result = await system.layer.memory.upsert(**fields)
             record, verb = result.record, "stored" if result.created else "replaced"
         else:
-            record, verb = await layer.memory.add(**fields), "stored"
+            record, verb = await system.layer.memory.add(**fields), "stored"
     note = " [yellow](content truncated to 100 KB)[/]" if record.truncated else ""
-    console.print(f"{verb} [bold]{record.memory_key}[/] ({record.memory_type}){note}")
+    console.print(f"{verb} [bold]{esc(record.memory_key)}[/] ({esc(record.memory_type)}){note}")
 
 
 @app.command("get")
@@ -64,11 +65,12 @@ async def get_cmd(
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """Show one memory of a user (exit code 1 when there is none)."""
-    async with open_layer(url) as layer:
-        record = await layer.memory.retrieve_memory(memory_key=key, user_id=user)
-        keywords = [k.keyword for k in await layer.memory.get_keywords(user_id=user, memory_key=key)] if record else []
+    async with open_system(url) as system:
+        memory = system.layer.memory
+        record = await memory.retrieve_memory(memory_key=key, user_id=user)
+        keywords = [k.keyword for k in await memory.get_keywords(user_id=user, memory_key=key)] if record else []
     if record is None:
-        console.print(f"user {user!r} has no memory {key!r}")
+        console.print(Text(f"user {user!r} has no memory {key!r}"))
         raise typer.Exit(code=1)
     if as_json:
         data = {
@@ -81,12 +83,13 @@ async def get_cmd(
             "keywords": keywords,
             "created_at": record.created_at.isoformat(),
         }
-        console.print_json(json.dumps(data, ensure_ascii=False))
+        emit_json(data)
         return
-    console.print(f"[bold]{record.memory_key}[/] ({record.memory_type}, friend: {record.friend_id or 'shared'})")
-    console.print(f"summary:  {record.summary}")
-    console.print(f"created:  {fmt_time(record.created_at)}   keywords: {', '.join(keywords) or '-'}")
-    console.print(record.content, markup=False, highlight=False)
+    friend = record.friend_id or "shared"
+    console.print(f"[bold]{esc(record.memory_key)}[/] ({esc(record.memory_type)}, friend: {esc(friend)})")
+    console.print(Text(f"summary:  {record.summary}"))
+    console.print(Text(f"created:  {fmt_time(record.created_at)}   keywords: {', '.join(keywords) or '-'}"))
+    console.print(Text(record.content))
 
 
 @app.command("list")
@@ -100,16 +103,17 @@ async def list_cmd(
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """List a user's memories, newest first."""
-    async with open_layer(url) as layer:
-        page = await layer.memory.list_memories(
+    async with open_system(url) as system:
+        page = await system.layer.memory.list_memories(
             user_id=user, memory_types=memory_type or None, friend_id=friend, limit=limit, cursor=cursor
         )
-    table = Table("key", "type", "friend", "created", "summary", title=f"memories of {user}")
+    table = Table("key", "type", "friend", "created", "summary", title=Text(f"memories of {user}"))
     for r in page.items:
-        table.add_row(r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at), short(r.summary))
+        table.add_row(*map(Text, (r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at),
+                                  short(r.summary))))  # fmt: skip
     console.print(table)
     if page.next_cursor:
-        console.print(f"more: --cursor {page.next_cursor}")
+        console.print(Text(f"more: --cursor {page.next_cursor}"))
 
 
 @app.command("delete")
@@ -121,12 +125,12 @@ async def delete_cmd(
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """Delete a user's memory (soft delete unless --hard)."""
-    async with open_layer(url) as layer:
-        done = await layer.memory.delete(user_id=user, memory_key=key, hard=hard)
+    async with open_system(url) as system:
+        done = await system.layer.memory.delete(user_id=user, memory_key=key, hard=hard)
     if not done:
-        console.print(f"user {user!r} has no active memory {key!r}")
+        console.print(Text(f"user {user!r} has no active memory {key!r}"))
         raise typer.Exit(code=1)
-    console.print(f"deleted {key}{' (hard)' if hard else ''}")
+    console.print(Text(f"deleted {key}{' (hard)' if hard else ''}"))
 
 
 @app.command("search")
@@ -142,14 +146,16 @@ async def search_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table"),
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
-    """Search a user's memories (hybrid keyword + text + time by default)."""
-    from ..search import SEARCH_MODES, search_from_settings
+    """Search a user's memories (hybrid keyword + text + time by default).
+
+    The engine picks the best ``--limit`` memories; they are shown by the score printed, highest first.
+    """
+    from ..search import SEARCH_MODES
 
     if mode is not None and mode not in SEARCH_MODES:
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
-    async with open_layer(url) as layer:
-        engine = search_from_settings(layer.memory)
-        hits = await engine.search(
+    async with open_system(url) as system:
+        hits = await system.search.search(
             query,
             user_id=user,
             friend_id=friend,
@@ -158,6 +164,8 @@ async def search_cmd(
             limit=limit,
             min_relevance_score=min_score,
         )
+    # the engine's order also weighs interaction, type and query coverage; show the scores in order
+    hits = sorted(hits, key=lambda h: -h.score)
     if as_json:
         emit_json(
             [
@@ -174,9 +182,11 @@ async def search_cmd(
             ]
         )
         return
+    if not hits:
+        console.print("no matching memories")
+        return
     table = Table("key", "score", "type", "friend", "summary")
     for h in hits:
-        table.add_row(
-            h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary)
-        )
-    console.print(table if hits else "no matching memories")
+        row = (h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary))
+        table.add_row(*map(Text, row))
+    console.print(table)

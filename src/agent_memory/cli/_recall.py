@@ -4,50 +4,56 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from autogen_agentchat.messages import HandoffMessage, TextMessage, ToolCallExecutionEvent, ToolCallRequestEvent
-from autogen_core.models import AssistantMessage, UserMessage
+from rich.text import Text
 
-from data_layer import AgentFusionDataLayer
+from ._common import URL_HELP, console, emit_json, esc, open_system, run, short
 
-from ..recall import MemoryContext, RecallFinishedEvent, RecallStartedEvent, WindowExpandedEvent, memory_context
-from ..search import HybridMemorySearch, search_from_settings
-from ._common import URL_HELP, console, emit_json, open_layer, run, short
+if TYPE_CHECKING:
+    from ..context import MemoryContext
+    from ..system import MemorySystem
 
 
 def describe(event: Any) -> str | None:
-    """One line for the UI, or ``None`` for events not worth a line (the agent's task text)."""
+    """One line of rich markup for the UI (user data escaped), or ``None`` for events not worth a
+    line (the agent's task text)."""
+    from autogen_agentchat.messages import HandoffMessage, TextMessage, ToolCallExecutionEvent, ToolCallRequestEvent
+
+    from ..recall import RecallFinishedEvent, RecallStartedEvent, WindowExpandedEvent
+
     if isinstance(event, TextMessage):
         return None
     if isinstance(event, RecallStartedEvent):
-        return f"[bold]recall[/] started, window {event.window_size}: {short(event.content, 60)}"
+        return f"[bold]recall[/] started, window {event.window_size}: {esc(short(event.content, 60))}"
     if isinstance(event, ToolCallRequestEvent):
-        return "\n".join(f"  → {c.name} {short(c.arguments, 90)}" for c in event.content)
+        return "\n".join(f"  → {esc(c.name)} {esc(short(c.arguments, 90))}" for c in event.content)
     if isinstance(event, ToolCallExecutionEvent):
         lines = []
         for r in event.content:
-            data = json.loads(r.content) if r.content.startswith("{") else {}
-            if r.name == "search_memories":
+            try:
+                data = json.loads(r.content) if r.content.startswith("{") else {}
+            except json.JSONDecodeError:
+                data = {}
+            if r.name == "search_memories" and isinstance(data, dict):
                 keys = ", ".join(f"{x['memory_key']} ({x['relevance_score']:.2f})" for x in data.get("results", []))
-                lines.append(f"  ← {data.get('total_found', 0)} found: {keys or data.get('message', '')}")
+                lines.append(f"  ← {data.get('total_found', 0)} found: {esc(keys or data.get('message', ''))}")
             else:
-                lines.append(f"  ← {r.name}: {short(r.content, 90)}")
+                lines.append(f"  ← {esc(r.name)}: {esc(short(r.content, 90))}")
         return "\n".join(lines)
     if isinstance(event, WindowExpandedEvent):
         return f"  window expanded to {event.new_size} messages (iteration {event.iteration})"
     if isinstance(event, HandoffMessage):
-        return f"  handoff → {event.target}"
+        return f"  handoff → {esc(event.target)}"
     if isinstance(event, RecallFinishedEvent):
         return f"[bold]recall[/] finished in {event.elapsed_ms:.0f} ms: {len(event.memory_keys)} memories"
     text = getattr(event, "to_text", None)
-    return f"  {type(event).__name__}: {short(text(), 90)}" if callable(text) else None
+    return f"  {type(event).__name__}: {esc(short(text(), 90))}" if callable(text) else None
 
 
 async def stream_recall(
-    layer: AgentFusionDataLayer,
-    search: HybridMemorySearch,
+    system: MemorySystem,
     *,
     user_id: str,
     friend_id: str | None,
@@ -55,24 +61,31 @@ async def stream_recall(
     history: int = 10,
     show: bool = True,
 ) -> MemoryContext:
-    """Recall for ``question`` after the stored conversation, printing each event as it happens."""
+    """Recall for ``question`` after the stored conversation, printing each event as it happens.
+
+    Nothing is saved: the context neither stores the question nor archives tool results.
+    """
+    from autogen_core.models import AssistantMessage, UserMessage
+
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    context = memory_context(layer, user_id=user_id, friend_id=friend_id, search=search, events=queue)
-    context.config = context.config.model_copy(update={"persist": False})
-    for m in await layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=history):
+    context = system.context(user_id=user_id, friend_id=friend_id, events=queue, archive=False, persist=False)
+    for m in await system.layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=history):
         msg = UserMessage(content=m.content, source="user") if m.role == "user" else None
         await context.add_message(msg or AssistantMessage(content=m.content, source="assistant"))
     await context.add_message(UserMessage(content=question, source="user"))
     task = asyncio.ensure_future(context.get_messages())
-    while not task.done() or not queue.empty():
-        try:
-            event = await asyncio.wait_for(queue.get(), timeout=0.05)
-        except TimeoutError:
-            continue
-        line = describe(event)
-        if show and line:
-            console.print(line)
-    await task
+    try:
+        while not task.done() or not queue.empty():
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=0.05)
+            except TimeoutError:
+                continue
+            line = describe(event)
+            if show and line:
+                console.print(line)
+        await task
+    finally:
+        task.cancel()
     return context
 
 
@@ -86,15 +99,12 @@ async def recall_cmd(
 ) -> None:
     """Run the memory recall for a message (offline planner unless MEMORY_RECALL_MODEL_CLIENT is set)
     and print the events, the handoff and the slots the main model would receive."""
-    async with open_layer(url) as layer:
-        search = search_from_settings(layer.memory)
-        context = await stream_recall(
-            layer, search, user_id=user, friend_id=friend, question=question, show=not as_json
-        )
+    async with open_system(url) as system:
+        context = await stream_recall(system, user_id=user, friend_id=friend, question=question, show=not as_json)
     result = context.last_result
     handoff = result.handoff.model_dump() if result and result.handoff else None
     block = context.last_block
     if as_json:
         emit_json({"handoff": handoff, "slots": [line for line in block.splitlines() if line.startswith("[memory:")]})
         return
-    console.print(block or "[dim](nothing recalled: the main model gets the messages unchanged)[/]", markup=False)
+    console.print(Text(block) if block else "[dim](nothing recalled: the main model gets the messages unchanged)[/]")

@@ -1,6 +1,6 @@
 """``MemRecallAgent``: an AutoGen ``AssistantAgent`` with the memory tools, run until it hands off.
 
->>> recall = MemRecallAgent(search, user_id="u1", friend_id="mentor")  # doctest: +SKIP
+>>> recall = MemRecallAgent(search, scope=Scope.of("u1", "mentor"))  # doctest: +SKIP
 >>> result = await recall.recall([("user", "按之前的数据库配置来")])  # doctest: +SKIP
 >>> result.relevant_memory_keys, result.iterations  # doctest: +SKIP
 (['db-config-001'], 1)
@@ -21,17 +21,25 @@ from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import Handoff
-from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, ToolCallExecutionEvent
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage
 from autogen_core.models import ChatCompletionClient
 from autogen_core.tools import BaseTool
 
-from data_layer import scope_id
+from data_layer import Scope
 
 from ..search import HybridMemorySearch
-from ..tools import MEMRECALL_TOOLS, HandoffInput, MemoryToolbox, SearchMemoriesOutput
+from ..tools import (
+    MEMRECALL_TOOLS,
+    HandoffInput,
+    MemorySearchResultItem,
+    MemoryToolbox,
+    RecallLedger,
+    ToolLimits,
+)
 from ..tools._toolbox import _ScopedTool
+from ._events import WindowExpandedEvent
 from ._planner import OfflineRecallPlanner
-from ._prompt import RECALL_SYSTEM_PROMPT, format_task
+from ._prompt import format_task, recall_prompt
 
 AGENT_NAME = "mem_recall"
 
@@ -54,7 +62,7 @@ class RecallHandoff(Handoff):
         spec = MEMRECALL_TOOLS[tool]
         if not (spec.is_handoff or spec.is_expansion):
             raise ValueError(f"{tool} does not end a recall iteration")
-        handoff = cls(target=target, name=tool, description=spec.description)
+        handoff = cls(target=target, name=tool, description=spec.description.strip().splitlines()[0])
         handoff._box = box
         handoff._tool = tool
         return handoff
@@ -62,51 +70,63 @@ class RecallHandoff(Handoff):
     @property
     def handoff_tool(self) -> BaseTool[Any, Any]:
         assert self._box is not None, "use RecallHandoff.for_toolbox(...)"
-        return _ScopedTool(self._box, self._tool)
+        return _ScopedTool(self._box, self._tool, compact=True)
 
 
 @dataclass(frozen=True, slots=True)
 class RecallResult:
-    """What a recall produced: the handoff (``None`` if the agent stopped without one), the memories
-    it found (best first, with scores and summaries) and how it got there."""
+    """What a recall produced: the typed :class:`RecallLedger` (searches, details, expansions, the
+    handoff), how many iterations ran, the final window, and the agent's events."""
 
-    handoff: HandoffInput | None
-    found: tuple[dict[str, Any], ...]
+    ledger: RecallLedger
     iterations: int
     window_size: int
     events: tuple[BaseAgentEvent | BaseChatMessage, ...] = field(default=(), repr=False)
 
     @property
+    def handoff(self) -> HandoffInput | None:
+        """The model's handoff, when it gave valid arguments."""
+        return self.ledger.handoff
+
+    @property
+    def found(self) -> list[MemorySearchResultItem]:
+        """Every memory the searches returned, best first (:func:`rank_found`)."""
+        return self.ledger.found()
+
+    @property
     def relevant_memory_keys(self) -> list[str]:
-        """The handoff's keys, else every key found."""
-        if self.handoff is not None and self.handoff.relevant_memory_keys:
-            return list(self.handoff.relevant_memory_keys)
-        return [str(r["memory_key"]) for r in self.found]
+        """The handoff's keys that a search returned, else every key found."""
+        found = {r.memory_key for r in self.found}
+        keys = [k for k in (self.handoff.relevant_memory_keys if self.handoff else []) if k in found]
+        return keys or [r.memory_key for r in self.found]
 
     @property
     def ranked_keys(self) -> list[str]:
         """The handoff's keys first, then the other results found, best first, each once."""
-        return list(dict.fromkeys([*self.relevant_memory_keys, *(str(r["memory_key"]) for r in self.found)]))
+        return list(dict.fromkeys([*self.relevant_memory_keys, *(r.memory_key for r in self.found)]))
+
+    def relevant(self, threshold: float) -> list[MemorySearchResultItem]:
+        """The memories for the main model: see :meth:`RecallLedger.relevant`."""
+        return self.ledger.relevant(threshold)
 
 
 class MemRecallAgent:
-    """Runs the recall for one scope (``user_id``, optional ``friend_id``).
+    """Runs the recall for one :class:`Scope`.
 
-    ``model_client`` is any AutoGen client (default: :class:`OfflineRecallPlanner`); ``rounds`` search
-    rounds (1-5); ``max_iterations`` window expansions; ``window_size`` messages in the first
-    iteration; ``on_event`` receives every agent event as it happens (recall started / tool calls and
-    results / handoff), e.g. ``queue.put_nowait``.
+    ``model_client`` is any AutoGen client (default: :class:`OfflineRecallPlanner`); ``limits`` the
+    search rounds and tool limits; ``similarity_threshold`` the lowest score the offline planner
+    reports; ``max_iterations`` window expansions; ``window_size`` messages in the first iteration;
+    ``on_event`` receives every agent event as it happens (``queue.put_nowait`` will do).
     """
 
     def __init__(
         self,
         search: HybridMemorySearch,
         *,
-        user_id: str | int,
-        friend_id: str | int | None = None,
+        scope: Scope,
         model_client: ChatCompletionClient | None = None,
         keyword_client: ChatCompletionClient | None = None,
-        rounds: int = 3,
+        limits: ToolLimits | None = None,
         similarity_threshold: float = 0.5,
         max_iterations: int = 3,
         window_size: int = 5,
@@ -114,25 +134,26 @@ class MemRecallAgent:
         on_event: Any = None,
         now: datetime | None = None,
     ) -> None:
-        if not 1 <= rounds <= 5:
-            raise ValueError("rounds must be between 1 and 5")
         if not 1 <= max_iterations <= 5:
             raise ValueError("max_iterations must be between 1 and 5")
         if not 1 <= window_size <= 50:
             raise ValueError("window_size must be between 1 and 50")
         self.search = search
-        self.user_id = str(scope_id(user_id, name="user_id"))
-        self.friend_id = scope_id(friend_id, name="friend_id", optional=True)
+        self.scope = scope
+        self.limits = limits or ToolLimits()
         self.model_client = model_client or OfflineRecallPlanner(
-            rounds=rounds, similarity_threshold=similarity_threshold
+            limits=self.limits,
+            similarity_threshold=similarity_threshold,
+            semantic=search.analyzer.embedder is not None,
         )
         self.keyword_client = keyword_client
-        self.rounds = rounds
         self.max_iterations = max_iterations
         self.window_size = window_size
-        self.system_message = system_message or RECALL_SYSTEM_PROMPT.format(rounds=rounds)
+        self.system_message = system_message or recall_prompt(rounds=self.limits.rounds)
         self.on_event = on_event
         self.now = now
+        #: The ledger of the recall running now (or last run): kept when the run is cancelled.
+        self.ledger = RecallLedger()
 
     def build_agent(self, box: MemoryToolbox) -> AssistantAgent:
         """The AssistantAgent of one iteration: three tools, and ``expand_context_window`` and ``handoff``
@@ -140,27 +161,29 @@ class MemRecallAgent:
         return AssistantAgent(
             AGENT_NAME,
             model_client=self.model_client,
-            tools=box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"]),
+            tools=box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"], compact=True),
             handoffs=[RecallHandoff.for_toolbox(box, "expand_context_window"), RecallHandoff.for_toolbox(box)],
             system_message=self.system_message,
             # every search round, a detail read, keyword extraction and the handoff itself
-            max_tool_iterations=self.rounds + 4,
+            max_tool_iterations=self.limits.rounds + 4,
             reflect_on_tool_use=False,
         )
 
     async def recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
         """Recall for the conversation ``messages`` (``(role, text)``, oldest first; the last is the
-        current user message)."""
+        current user message). ``self.ledger`` fills as the agent works, so a caller that cancels the
+        recall (a time budget) still has what the searches found."""
         if not messages:
             raise ValueError("recall needs at least the current message")
         window = self.window_size
         events: list[BaseAgentEvent | BaseChatMessage] = []
-        found: dict[str, dict[str, Any]] = {}
+        self.ledger = ledger = RecallLedger()
         for iteration in range(1, self.max_iterations + 1):
             box = MemoryToolbox(
                 self.search,
-                user_id=self.user_id,
-                friend_id=self.friend_id,
+                scope=self.scope,
+                ledger=ledger,
+                limits=self.limits,
                 model_client=self.keyword_client,
                 iteration=iteration,
                 max_iterations=self.max_iterations,
@@ -175,37 +198,17 @@ class MemRecallAgent:
             async for item in agent.run_stream(task=task):
                 if isinstance(item, BaseAgentEvent | BaseChatMessage):
                     events.append(item)
-                    _collect(item, found)
                     if self.on_event is not None:
                         result = self.on_event(item)
                         if asyncio.iscoroutine(result):
                             await result
-            if box.handoff_input is not None or box.expansion is None or not box.expansion.approved:
-                return RecallResult(box.handoff_input, _best_first(found), iteration, window, tuple(events))
-            window = box.expansion.new_size
-        return RecallResult(None, _best_first(found), self.max_iterations, window, tuple(events))
-
-
-def _collect(item: BaseAgentEvent | BaseChatMessage, found: dict[str, dict[str, Any]]) -> None:
-    """Keep every search result the agent saw (with the score of the latest search that returned it)."""
-    if not isinstance(item, ToolCallExecutionEvent):
-        return
-    for result in item.content:
-        if result.name != "search_memories":
-            continue
-        try:
-            out = SearchMemoriesOutput.model_validate_json(result.content)
-        except ValueError:
-            continue
-        search_no = 1 + max((f["search"] for f in found.values()), default=0)
-        for r in out.results:
-            # the latest search decides: later rounds are broader, and scores of different modes are
-            # not on one scale (a keyword-mode score is not a hybrid one)
-            current = found.get(r.memory_key)
-            order = len(found) if current is None else current["order"]
-            found[r.memory_key] = {**r.model_dump(), "order": order, "search": search_no}
-
-
-def _best_first(found: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    """The latest search's results in its order, then those only earlier searches returned."""
-    return tuple(sorted(found.values(), key=lambda r: (-r["search"], -r["relevance_score"], r["order"])))
+            expansion = box.expansion
+            if ledger.handoff is not None or ledger.handoff_problem is not None or expansion is None:
+                return RecallResult(ledger, iteration, window, tuple(events))
+            window = expansion.new_size
+            if self.on_event is not None:
+                result = self.on_event(WindowExpandedEvent(source=AGENT_NAME, new_size=window,
+                                                           iteration=expansion.iteration))  # fmt: skip
+                if asyncio.iscoroutine(result):
+                    await result
+        return RecallResult(ledger, self.max_iterations, window, tuple(events))

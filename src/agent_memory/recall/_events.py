@@ -80,30 +80,45 @@ class RecallErrorEvent(BaseAgentEvent):
 
 async def merge_streams(main: AsyncIterator[Any], queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
     """Yield the recall events from ``queue`` and the items of ``main`` (an agent's ``run_stream``) in
-    the order they arrive; ends when ``main`` ends and the queue is drained."""
-    main_next: asyncio.Task[Any] | None = asyncio.ensure_future(anext(main))
-    try:
-        while main_next is not None:
-            queue_next = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({main_next, queue_next}, return_when=asyncio.FIRST_COMPLETED)
-            if queue_next in done:
-                yield queue_next.result()
-            else:
-                queue_next.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await queue_next
-            if main_next in done:
-                try:
-                    item = main_next.result()
-                except StopAsyncIteration:
-                    main_next = None
-                    continue
+    the order they arrive; ends when ``main`` ends and the queue is drained.
+
+    ``main`` is read by one task for its whole life (a generator resumed from a new task each time
+    loses its context: OpenTelemetry spans opened in it fail to close), and ``queue`` by another.
+    """
+    merged: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    async def pump_main() -> None:
+        try:
+            async for item in main:
                 while not queue.empty():  # events raised before this item come first
-                    yield queue.get_nowait()
-                yield item
-                main_next = asyncio.ensure_future(anext(main))
+                    merged.put_nowait(("event", queue.get_nowait()))
+                merged.put_nowait(("item", item))
+        except Exception as exc:  # re-raised in the consumer
+            merged.put_nowait(("error", exc))
+        else:
+            merged.put_nowait(("end", None))
+
+    async def pump_events() -> None:
+        while True:
+            merged.put_nowait(("event", await queue.get()))
+
+    main_task = asyncio.create_task(pump_main())
+    event_task = asyncio.create_task(pump_events())
+    try:
+        while True:
+            kind, value = await merged.get()
+            if kind == "error":
+                raise value
+            if kind == "end":
+                break
+            yield value
+        event_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await event_task
+        while not merged.empty():
+            yield merged.get_nowait()[1]
         while not queue.empty():
             yield queue.get_nowait()
     finally:
-        if main_next is not None:
-            main_next.cancel()
+        for task in (main_task, event_task):
+            task.cancel()

@@ -14,21 +14,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-RECALL_SYSTEM_PROMPT = """你是 MemRecallAgent，负责在主助手回答之前，从用户的长期记忆中召回与当前对话相关的记忆。
+#: The recall agent's instructions, short on purpose: a small local model reads them on every call.
+RECALL_SYSTEM_PROMPT = """你在主助手回答前，从用户的长期记忆中找出与当前消息相关的记忆。
+1. 用 search_memories 搜索（最多 {rounds} 轮）：先 keyword 精确查找，再 hybrid，最后 semantic。
+2. 摘要不够判断时用 get_memory_detail。
+3. 当前消息指向更早的对话而窗口里没有时，用 expand_context_window（本轮随即结束）。
+4. 最后必须调用 handoff：search_summary、按相关性排序的 relevant_memory_keys（只用搜索返回的 key）、
+   confidence；没找到时 needs_more_info=true 并给 follow_up_question。
+分数 0-1：>= 0.7 可靠，0.5-0.7 参考。只报告真正相关的记忆。"""
 
-工作方式:
-1. 阅读"当前用户消息"和"最近对话"，判断需要哪些记忆（用户偏好、历史配置、之前的事件等）。
-2. 调用 search_memories 搜索（最多连续 {rounds} 轮）：先用 keyword 模式和明确关键词精确查找，
-   没有结果再用 hybrid 模式扩展，最后用 semantic 模式做语义匹配；每轮可调整 query、keywords、
-   memory_types、time_range_days 和 min_relevance_score。
-3. 搜索结果的摘要不足以判断时，调用 get_memory_detail 查看完整内容。
-4. 查询很复杂时，可以先调用 extract_search_keywords 提取关键词。
-5. 如果当前消息引用了更早的对话（如"按之前说的"），而最近对话里找不到所指内容，且迭代次数未用完，
-   调用 expand_context_window 请求更多历史消息（调用后本轮立即结束）。
-6. 最后必须调用 handoff 结束：给出 search_summary、relevant_memory_keys（按相关性排序）、confidence；
-   什么都没找到时设 needs_more_info=true 并给出 follow_up_question。
 
-分数说明: 相关性分数 0-1，> 0.8 优先使用，0.6-0.8 作为参考。只报告与当前对话真正相关的记忆。"""
+def recall_prompt(*, rounds: int) -> str:
+    """The recall agent's system message for ``rounds`` search rounds."""
+    return RECALL_SYSTEM_PROMPT.format(rounds=rounds)
+
 
 _CURRENT = "当前用户消息:"
 _WINDOW = "最近对话"

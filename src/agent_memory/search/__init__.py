@@ -8,14 +8,16 @@
 
 from ._analyzer import SearchAnalyzer, memory_text
 from ._embeddings import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
-from ._engine import SEARCH_MODES, CacheTTL, HybridMemorySearch, SearchHit, SearchMode
-from ._factory import search_from_settings
+from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
+from ._pipeline import Pipeline, SearchHit
+from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "SEARCH_MODES",
     "CacheTTL",
     "Embedder",
@@ -26,12 +28,13 @@ __all__ = [
     "MemoryInfo",
     "MemoryModel",
     "OpenAIEmbedder",
+    "Pipeline",
     "SearchAnalyzer",
     "SearchHit",
     "SearchMode",
+    "SearchQuery",
     "SearchResultRanker",
     "SentenceTransformerEmbedder",
     "UserIndex",
     "memory_text",
-    "search_from_settings",
 ]

@@ -12,32 +12,23 @@ changed since the index was built are read and applied, so a write is visible to
 from __future__ import annotations
 
 import asyncio
-import math
 import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Literal, get_args
+from datetime import datetime
 
-import numpy as np
 from cachetools import TTLCache
 
-from data_layer import InvalidInputError, MemoryRecord, MemoryRepository, scope_id
+from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
-from ..text import query_time_range
-from . import _components as c
 from ._analyzer import SearchAnalyzer
+from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
 from ._index import IndexedMemory, UserIndex
+from ._pipeline import Pipeline, SearchHit
+from ._query import SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
-from ._scoring import FusionWeights, bm25_idf, normalize_bm25, recency, relevance, top_k, with_time
-
-SearchMode = Literal["keyword", "semantic", "hybrid"]
-SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
-#: Longest query accepted (characters); longer text should be summarised or split first.
-MAX_QUERY_CHARS = 4_000
-#: How many of the best candidates are fetched, ranked and re-ordered for coverage.
-RERANK_DEPTH = 30
+from ._scoring import FusionWeights
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,34 +38,6 @@ class CacheTTL:
     keyword_expansion: float = 300.0
     recent_searches: float = 60.0
     hot_memories: float = 600.0
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One result: the stored memory, its relevance ``score`` (0-1) and how it was made up.
-
-    ``score`` is what ``min_relevance_score`` is compared with; ``rank_score`` (relevance 70 %,
-    interaction 20 %, type 10 %) orders the results together with query coverage.
-    """
-
-    record: MemoryRecord
-    score: float
-    rank_score: float
-    keyword: float
-    text: float
-    semantic: float
-    recency: float
-    keywords: tuple[str, ...] = ()
-
-    @property
-    def memory_key(self) -> str:
-        """The memory's key."""
-        return self.record.memory_key
-
-    @property
-    def summary(self) -> str:
-        """The memory's summary."""
-        return self.record.summary
 
 
 @dataclass(slots=True)
@@ -137,7 +100,6 @@ class HybridMemorySearch:
         self._row_revision: dict[str, dict[uuid.UUID, int]] = {}
         self._users: dict[str, _UserState] = {}
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
-        memory.set_analyzer(self.analyzer)
 
     # -- index maintenance -------------------------------------------------------------------------
 
@@ -267,146 +229,37 @@ class HybridMemorySearch:
         (``include_shared``); ``memory_types``, ``start``/``end`` (or ``time_range_days`` back from
         ``now``) filter; ``use_time_expressions`` also restricts to a time named in the query
         ("上周", "in May 2023"). ``keywords`` are extra query keywords. Scores are 0-1 and
-        ``min_relevance_score`` drops weaker results.
+        ``min_relevance_score`` drops weaker results. The arguments become a :class:`SearchQuery`
+        (see :meth:`run`).
         """
-        uid = _user(user_id)
-        text = _query_text(query, keywords)
-        chosen_mode = mode or self.default_mode
-        if chosen_mode not in SEARCH_MODES:
-            raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {chosen_mode!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-            raise InvalidInputError(f"limit must be an integer from 1 to 100, not {limit!r}")
-        if isinstance(min_relevance_score, bool) or not isinstance(min_relevance_score, int | float):
-            raise InvalidInputError("min_relevance_score must be a number from 0 to 1")
-        if not 0.0 <= float(min_relevance_score) <= 1.0 or math.isnan(float(min_relevance_score)):
-            raise InvalidInputError(f"min_relevance_score must be from 0 to 1, not {min_relevance_score!r}")
-        when = _aware(now, "now") or datetime.now(UTC)
-        start, end = _aware(start, "start"), _aware(end, "end")
-        if time_range_days is not None:
-            if isinstance(time_range_days, bool) or not isinstance(time_range_days, int) or time_range_days < 1:
-                raise InvalidInputError("time_range_days must be a positive whole number of days")
-            since = when - timedelta(days=time_range_days)
-            start = max(start, since) if start else since
-        if use_time_expressions:
-            named = query_time_range(text, now=when)
-            if named is not None:
-                start = max(start, named.start) if start else named.start
-                end = min(end, named.end) if end else named.end
-        friend = scope_id(friend_id, name="friend_id", optional=True)
-        types = tuple(sorted(set(memory_types))) if memory_types else None
+        scope = Scope.of(user_id, friend_id, include_shared=include_shared)
+        return await self.run(
+            SearchQuery.build(
+                query, scope=scope, mode=mode, default_mode=self.default_mode, keywords=keywords,
+                memory_types=memory_types, start=start, end=end, time_range_days=time_range_days,
+                use_time_expressions=use_time_expressions, limit=limit, min_relevance_score=min_relevance_score,
+                now=now,
+            )
+        )  # fmt: skip
 
+    async def run(self, query: SearchQuery) -> list[SearchHit]:
+        """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
+        uid = query.scope.user_id
         state = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
         # the whole search holds the user's lock: a concurrent refresh must not move slots (a freed
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
             index = await self._refresh_locked(uid, state)
-            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, text, friend,
-                   include_shared, chosen_mode, types, start, end, limit, float(min_relevance_score),
-                   when.replace(second=0, microsecond=0))  # fmt: skip
+            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key())
             cached = self._recent.get(key)
             if cached is not None:
                 return list(cached)
-            hits = await self._search(
-                index, state, uid, text, chosen_mode, friend, include_shared, types, start, end, limit,
-                min_relevance_score, when,
-            )  # fmt: skip
-            hits = [h for h in hits if _in_scope(h.record, uid, friend, include_shared)]
+            synonyms = await self._synonyms_for(query, index, state)
+            hits = await Pipeline(self, index).run(query, synonyms)
+            # a last check on every result, with the one visibility rule
+            hits = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
         self._recent[key] = hits
         return list(hits)
-
-    async def _search(
-        self,
-        index: UserIndex,
-        state: _UserState,
-        uid: str,
-        text: str,
-        mode: str,
-        friend: str | None,
-        include_shared: bool,
-        types: Sequence[str] | None,
-        start: datetime | None,
-        end: datetime | None,
-        limit: int,
-        threshold: float,
-        now: datetime,
-    ) -> list[SearchHit]:
-        if index.size == 0:
-            return []
-        mask = index.mask(friend_id=friend, include_shared=include_shared, memory_types=types, start=start, end=end)
-        if not mask.any():
-            return []
-        terms = c.query_terms(self.analyzer.tokenizer.tokens(text))
-        zeros = np.zeros(index.capacity)
-        kw = text_score = sem = zeros
-        idf = index.bm25_idf(terms)  # terms found in the index only
-        if mode in ("keyword", "hybrid") and terms:
-            # every query term weighs, found or not (an unknown word lowers the coverage)
-            weights = dict(zip(terms, bm25_idf(index.size, [index.document_frequency(t) for t in terms]).tolist(),
-                               strict=True))  # fmt: skip
-            synonyms = (
-                await self._synonyms_for(list(terms), state.vocabulary_revision)
-                if self.synonym_expansion and state.vocabulary_revision > 0
-                else {}
-            )
-            kw = c.keyword_tiers(index, weights, synonyms=synonyms)
-        if mode == "hybrid" and terms:
-            bm = normalize_bm25(c.bm25f(index, terms, idf=idf), c.bm25_ceiling(index, terms, idf=idf))
-            text_score = 0.5 * bm + 0.5 * np.minimum(1.0, c.tfidf_cosine(index, terms))
-        if mode == "semantic" or (mode == "hybrid" and self.semantic_share > 0):
-            await self._ensure_vectors(index)
-            vector = (await self.embedder.embed([text]))[0]
-            sem = c.semantic(index, vector)
-            if mode == "hybrid":
-                text_score = (1 - self.semantic_share) * text_score + self.semantic_share * sem
-        if mode == "keyword":
-            rel = kw
-        elif mode == "semantic":
-            rel = sem
-        else:
-            rel = relevance(kw, text_score, self.weights)
-        rel = np.where(mask, rel, 0.0)
-        if mode != "semantic" and terms:
-            rel = c.propagate(index, rel, terms, mask)
-        related = np.flatnonzero(rel > 0)
-        fresh = np.zeros(index.capacity)
-        fresh[related] = recency((now.timestamp() - index.arrays()["ts"][related]) / 86_400.0, self.half_life_days)
-        scores = np.zeros(index.capacity)
-        scores[related] = with_time(rel[related], fresh[related], self.weights)
-        scores[scores < max(threshold, 1e-12)] = 0.0
-        ordered = top_k(scores, max(limit, RERANK_DEPTH), tie_key=index.tie_key)
-        if not ordered:
-            return []
-        keys = {i: index.tie_key(i) for i in ordered}
-        records = await self._records(uid, index, ordered)
-        rank = {
-            slot: self.ranker.score(
-                relevance=float(scores[slot]),
-                access_count=records[slot].access_count,
-                last_accessed_at=records[slot].last_accessed_at,
-                memory_type=records[slot].memory_type,
-                now=now,
-            )
-            for slot in ordered
-            if slot in records
-        }
-        ordered = sorted(rank, key=lambda s: (-rank[s], -round(float(scores[s]), 9), keys[s]))
-        if mode != "semantic" and terms:
-            rank_vector = np.zeros(index.capacity)
-            rank_vector[ordered] = [rank[s] for s in ordered]
-            ordered = c.coverage_rerank(index, rank_vector, idf, ordered)
-        return [
-            SearchHit(
-                record=records[s],
-                score=round(float(scores[s]), 6),
-                rank_score=rank[s],
-                keyword=round(float(kw[s]), 6),
-                text=round(float(text_score[s]), 6),
-                semantic=round(float(sem[s]), 6),
-                recency=round(float(fresh[s]), 6),
-                keywords=tuple(dict.fromkeys(k for k, _ in index.memory(s).keywords)),
-            )
-            for s in ordered[:limit]
-        ]
 
     async def _ensure_vectors(self, index: UserIndex) -> None:
         if self._vectors_stored:
@@ -437,7 +290,14 @@ class HybridMemorySearch:
                     self._hot[(uid, record.id, revisions.get(record.id, -1))] = record
         return found
 
-    async def _synonyms_for(self, terms: Sequence[str], vocab: int) -> dict[str, dict[str, float]]:
+    async def _synonyms_for(
+        self, query: SearchQuery, index: UserIndex, state: _UserState
+    ) -> dict[str, dict[str, float]]:
+        """The query words' synonyms (``keyword_synonyms``) as search terms with their similarity."""
+        if query.mode == "semantic" or not self.synonym_expansion or state.vocabulary_revision <= 0:
+            return {}
+        terms = list(query_terms(self.analyzer.tokenizer.tokens(query.text)))
+        vocab = state.vocabulary_revision
         result: dict[str, dict[str, float]] = {}
         missing = []
         for term in terms:
@@ -461,45 +321,8 @@ class HybridMemorySearch:
         return result
 
 
-def _in_scope(record: MemoryRecord, uid: str, friend: str | None, include_shared: bool) -> bool:
-    """A last check on every result: the user's own, active, and in the friend scope."""
-    if record.user_id != uid or not record.is_active:
-        return False
-    if friend is None:
-        return True
-    return record.friend_id == friend or (include_shared and record.friend_id is None)
-
-
 def _user(value: str | int, name: str = "user_id") -> str:
     """A required scope id, validated like the data layer's (str or int, 1-128 characters)."""
     result = scope_id(value, name=name)
     assert result is not None
     return result
-
-
-def _query_text(query: str, keywords: Sequence[str] | None) -> str:
-    if not isinstance(query, str):
-        raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
-    extra = []
-    for word in keywords or ():
-        if not isinstance(word, str):
-            raise InvalidInputError("keywords must be strings")
-        if len(word) > 100:
-            raise InvalidInputError("a keyword is at most 100 characters")
-        extra.append(word)
-    text = " ".join([query.strip(), *extra]).strip()
-    if not text:
-        raise InvalidInputError("query is empty: give some words to search for")
-    if len(text) > MAX_QUERY_CHARS:
-        raise InvalidInputError(f"query is {len(text)} characters; at most {MAX_QUERY_CHARS} are searched, shorten it")
-    return text
-
-
-def _aware(value: datetime | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime")
-    if value.tzinfo is None:
-        raise InvalidInputError(f"{name} must be timezone-aware (for example datetime.now(UTC))")
-    return value

@@ -29,6 +29,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from data_layer import Scope
+
 from ._scoring import bm25_idf
 
 FloatArray = npt.NDArray[np.float64]
@@ -405,22 +407,20 @@ class UserIndex:
     def mask(
         self,
         *,
-        friend_id: str | None = None,
-        include_shared: bool = True,
+        scope: Scope | None = None,
         memory_types: Sequence[str] | None = None,
         start: datetime | None = None,
         end: datetime | None = None,
     ) -> npt.NDArray[np.bool_]:
-        """Slots that pass the filters (friend scope: the friend's memories plus shared ones)."""
+        """Slots that pass the filters; the friend filter is the scope's rule (:class:`data_layer.Scope`)."""
         arrays = self.arrays()
         keep = arrays["active"].copy()
         if start is not None:
             keep &= arrays["ts"] >= start.timestamp()
         if end is not None:
             keep &= arrays["ts"] < end.timestamp()
-        if friend_id is not None:
-            mine = arrays["friend"] == friend_id
-            keep &= (mine | np.equal(arrays["friend"], None)) if include_shared else mine
+        if scope is not None:
+            keep &= scope.friend_mask(arrays["friend"])
         if memory_types:
             keep &= np.isin(arrays["type"], list(memory_types))
         return keep

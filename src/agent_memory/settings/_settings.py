@@ -78,6 +78,12 @@ class AgentMemorySettings(BaseSettings):
     memory_recall_time_budget_s: float = Field(3.0, gt=0.0, le=120.0)
     memory_recall_token_budget: int = Field(400, ge=20, le=8000)
     memory_recall_injection: Literal["system", "tool_call"] = "system"
+    #: Most tokens of conversation history a MemoryContext sends (the oldest turns are dropped from
+    #: what the model sees; they stay stored and recallable).
+    memory_context_token_budget: int = Field(6000, ge=256, le=1_000_000)
+    #: Language of the instructions the library adds to an agent: auto (follow the application's
+    #: system message), zh or en.
+    memory_language: Literal["auto", "zh", "en"] = "auto"
     #: An AutoGen model client as its component JSON (``{"provider": ..., "config": ...}``); empty: the
     #: offline planner.
     memory_recall_model_client: str = ""

@@ -1,6 +1,6 @@
 """``CommandExecutor``: runs code and remembered commands with memory slots (seed 002, stage three).
 
->>> executor = CommandExecutor(layer, user_id="u1", friend_id="mentor")  # doctest: +SKIP
+>>> executor = system.executor(user_id="u1", friend_id="mentor")  # doctest: +SKIP
 >>> slots = await executor.slots(["db-config-001"])  # doctest: +SKIP
 >>> r = await executor.execute_with_memory_env("_result = [memory:db-config-001]['port']", slots)  # doctest: +SKIP
 >>> r.result  # doctest: +SKIP
@@ -27,7 +27,7 @@ from typing import Any
 
 from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, UserMessage
 
-from data_layer import AgentFusionDataLayer, InvalidInputError, scope_id
+from data_layer import AgentFusionDataLayer, InvalidInputError, Scope
 
 from ._placeholders import Placeholder, PlaceholderError, SlotValue, format_value, placeholder_keys, substitute
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
@@ -92,18 +92,28 @@ class CommandExecutor:
         self,
         layer: AgentFusionDataLayer,
         *,
-        user_id: str | int,
-        friend_id: str | int | None = None,
+        scope: Scope,
         limits: Limits | None = None,
         workdir: str | Path | None = None,
         save_runs: bool = True,
     ) -> None:
+        if not isinstance(scope, Scope):
+            raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
         self.layer = layer
-        self.user_id = str(scope_id(user_id, name="user_id"))
-        self.friend_id = scope_id(friend_id, name="friend_id", optional=True)
+        self.scope = scope
         self.limits = limits or Limits()
         self.workdir = workdir
         self.save_runs = save_runs
+
+    @property
+    def user_id(self) -> str:
+        """The scope's user."""
+        return self.scope.user_id
+
+    @property
+    def friend_id(self) -> str | None:
+        """The scope's AI friend (``None``: the user's own view)."""
+        return self.scope.friend_id
 
     async def slots(self, keys: Sequence[str]) -> dict[str, SlotValue]:
         """The user's memories with these keys, as slots (another friend's events are not available).
@@ -112,7 +122,7 @@ class CommandExecutor:
         slots = {
             k: SlotValue(k, r.summary, r.content, r.metadata, r.memory_type)
             for k, r in found.items()
-            if self.friend_id is None or r.friend_id in (None, self.friend_id)
+            if self.scope.sees_record(r)
         }
         missing = [k for k in dict.fromkeys(keys) if k not in slots]
         if missing:

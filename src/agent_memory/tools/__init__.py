@@ -5,6 +5,8 @@
 ['expand_context_window', 'extract_search_keywords', 'get_memory_detail', 'handoff', 'search_memories']
 """
 
+from ._ledger import RecallLedger, SearchRound, rank_found
+from ._limits import EARLY_STOP_SCORE, MAX_CONSECUTIVE_SEARCHES, MAX_RESULTS, SEED_ROUNDS, RoundConfig, ToolLimits
 from ._models import (
     ExpandContextWindowInput,
     ExpandContextWindowOutput,
@@ -20,13 +22,15 @@ from ._models import (
     SearchMemoriesOutput,
 )
 from ._registry import MEMRECALL_TOOLS, ToolSpec
-from ._toolbox import MAX_CONSECUTIVE_SEARCHES, MAX_RESULTS, MAX_WINDOW, MemoryToolbox
+from ._toolbox import MAX_WINDOW, MemoryToolbox
 
 __all__ = [
+    "EARLY_STOP_SCORE",
     "MAX_CONSECUTIVE_SEARCHES",
     "MAX_RESULTS",
     "MAX_WINDOW",
     "MEMRECALL_TOOLS",
+    "SEED_ROUNDS",
     "ExpandContextWindowInput",
     "ExpandContextWindowOutput",
     "ExtractKeywordsInput",
@@ -38,7 +42,12 @@ __all__ = [
     "KeywordExtractionItem",
     "MemorySearchResultItem",
     "MemoryToolbox",
+    "RecallLedger",
+    "RoundConfig",
     "SearchMemoriesInput",
     "SearchMemoriesOutput",
+    "SearchRound",
+    "ToolLimits",
     "ToolSpec",
+    "rank_found",
 ]

@@ -12,22 +12,26 @@ for the window) and a message that says what to do, never as an exception.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 from autogen_core import CancellationToken
 from autogen_core.models import ChatCompletionClient, UserMessage
-from autogen_core.tools import BaseTool
+from autogen_core.tools import BaseTool, ToolSchema
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from data_layer import DataLayerError, InvalidInputError, scope_id
+from data_layer import DataLayerError, InvalidInputError, Scope
 
-from ..search import HybridMemorySearch
+from ..search import HybridMemorySearch, SearchQuery
 from ..text import KeywordExtractor
+from ._ledger import RecallLedger, SearchRound
+from ._limits import ToolLimits
 from ._models import (
     ExpandContextWindowInput,
     ExpandContextWindowOutput,
@@ -46,9 +50,6 @@ from ._registry import MEMRECALL_TOOLS
 
 logger = logging.getLogger(__name__)
 
-#: Seed 000 section 6.2.
-MAX_RESULTS = 10
-MAX_CONSECUTIVE_SEARCHES = 3
 #: The largest context window the recall may ask for (messages).
 MAX_WINDOW = 50
 
@@ -74,6 +75,18 @@ KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
 }}"""
 
 
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip()
+
+
+def _first_clause(text: str) -> str:
+    """A field description up to its first example or full stop."""
+    for mark in ("。例如", "，例如", "。", "，如 ", "，低于"):
+        if mark in text:
+            return text.split(mark, 1)[0]
+    return text
+
+
 def _failure(exc: Exception) -> str:
     if isinstance(exc, InvalidInputError):
         return f"参数无效: {exc}"
@@ -83,11 +96,12 @@ def _failure(exc: Exception) -> str:
 
 
 class MemoryToolbox:
-    """The five tools of seed 000 for one user (and AI friend), with the seed's limits.
+    """The five tools of seed 000 for one :class:`Scope` (user, optional AI friend), with its limits.
 
-    ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration
-    (the context sets them); after a run, ``expansion`` holds an approved window expansion and
-    ``handoff_input`` the handoff's arguments. ``now`` fixes the reference time of the time decay
+    ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration;
+    ``ledger`` (shared by the iterations of one recall) records every search, detail read, window
+    expansion and the handoff as typed values. ``limits`` caps results and consecutive searches and
+    gives each search round its time limit. ``now`` fixes the reference time of the time decay
     (benchmarks replaying old conversations; default: the current time).
     """
 
@@ -95,8 +109,9 @@ class MemoryToolbox:
         self,
         search: HybridMemorySearch,
         *,
-        user_id: str | int,
-        friend_id: str | int | None = None,
+        scope: Scope,
+        ledger: RecallLedger | None = None,
+        limits: ToolLimits | None = None,
         model_client: ChatCompletionClient | None = None,
         extractor: KeywordExtractor | None = None,
         iteration: int = 1,
@@ -104,48 +119,73 @@ class MemoryToolbox:
         window_size: int = 5,
         now: datetime | None = None,
     ) -> None:
+        if not isinstance(scope, Scope):
+            raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
         self._search = search
         self._now = now
-        self._user_id = str(scope_id(user_id, name="user_id"))
-        self._friend_id = scope_id(friend_id, name="friend_id", optional=True)
+        self.scope = scope
+        self.ledger = ledger if ledger is not None else RecallLedger()
+        self.limits = limits or ToolLimits()
         self.model_client = model_client
         self.extractor = extractor or KeywordExtractor()
         self.iteration = iteration
         self.max_iterations = max_iterations
         self.window_size = window_size
         self.consecutive_searches = 0
-        self.expansion: ExpandContextWindowOutput | None = None
-        self.handoff_input: HandoffInput | None = None
+
+    @property
+    def handoff_input(self) -> HandoffInput | None:
+        """The handoff's arguments, once the model handed off with valid ones."""
+        return self.ledger.handoff
+
+    @property
+    def expansion(self) -> ExpandContextWindowOutput | None:
+        """The window expansion approved in this iteration, if any."""
+        approved = [e for e in self.ledger.expansions if e.approved and e.iteration == self.iteration + 1]
+        return approved[-1] if approved else None
 
     # -- the tools -----------------------------------------------------------------------------------
 
     async def search_memories(self, data: SearchMemoriesInput) -> SearchMemoriesOutput:
         """Search the scope's memories (at most 10 results, at most 3 searches in a row)."""
-        if self.consecutive_searches >= MAX_CONSECUTIVE_SEARCHES:
+        limit = self.limits.max_consecutive_searches
+        if self.consecutive_searches >= limit:
             return SearchMemoriesOutput(
                 success=False,
                 total_found=0,
-                message=f"已连续搜索 {MAX_CONSECUTIVE_SEARCHES} 次（上限）。请用 get_memory_detail 查看已有结果，"
+                message=f"已连续搜索 {limit} 次（上限）。请用 get_memory_detail 查看已有结果，"
                 "或调用 handoff 结束并报告当前最佳结果",
             )
         self.consecutive_searches += 1
+        number = len(self.ledger.searches) + 1
+        started = time.perf_counter()
+        timeout = self.limits.round_timeout(number)
         try:
-            expanded = [k.keyword for k in self.extractor.query_keywords(data.query)]
-            hits = await self._search.search(
+            query = SearchQuery.build(
                 data.query,
-                user_id=self._user_id,
-                friend_id=self._friend_id,
+                scope=self.scope,
                 mode=data.search_mode,
                 keywords=data.keywords,
                 memory_types=data.memory_types,
                 time_range_days=data.time_range_days,
-                limit=min(data.limit, MAX_RESULTS),
-                min_relevance_score=data.min_relevance_score,
+                limit=min(data.limit, self.limits.max_results),
+                min_relevance_score=self._min_score(data),
                 now=self._now,
             )
+            expanded = [k.keyword for k in self.extractor.query_keywords(query.text)]
+            hits = await asyncio.wait_for(self._search.run(query), timeout=timeout)
+        except TimeoutError:
+            out = SearchMemoriesOutput(
+                success=False,
+                total_found=0,
+                message=f"第 {number} 轮搜索超过时间上限 {timeout:g} 秒。请换更具体的关键词，或调用 handoff 结束",
+            )
+            return self._record(number, data, out, started)
         except Exception as exc:  # returned to the model, never raised
             logger.warning("search_memories failed", exc_info=True)
-            return SearchMemoriesOutput(success=False, total_found=0, message=_failure(exc))
+            return self._record(
+                number, data, SearchMemoriesOutput(success=False, total_found=0, message=_failure(exc)), started
+            )
         results = [
             MemorySearchResultItem(
                 memory_key=h.memory_key,
@@ -161,31 +201,45 @@ class MemoryToolbox:
         message = None
         if not results:
             message = "没有找到足够相关的记忆。可以换关键词、降低 min_relevance_score 或改用 semantic 模式再试"
-        return SearchMemoriesOutput(
+        out = SearchMemoriesOutput(
             success=True,
             total_found=len(results),
             results=results,
             search_query_expanded=", ".join(expanded) or None,
             message=message,
         )
+        return self._record(number, data, out, started)
+
+    def _min_score(self, data: SearchMemoriesInput) -> float:
+        given = "min_relevance_score" in data.model_fields_set
+        default = self.limits.default_min_score
+        return data.min_relevance_score if given or default is None else default
+
+    def _record(
+        self, number: int, data: SearchMemoriesInput, out: SearchMemoriesOutput, started: float
+    ) -> SearchMemoriesOutput:
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        self.ledger.searches.append(SearchRound(number, data, out, elapsed))
+        return out
 
     async def get_memory_detail(self, data: GetMemoryDetailInput) -> GetMemoryDetailOutput:
         """The full content of one memory of the scope (another friend's event is "not found")."""
         self.consecutive_searches = 0
+        uid = self.scope.user_id
         try:
             memory = self._search.memory
-            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=self._user_id, touch=False)
-            if record is not None and (self._friend_id is None or record.friend_id in (None, self._friend_id)):
+            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False)
+            if record is not None and self.scope.sees_record(record):
                 # visible: read again, counting the access (hidden memories are not touched)
-                record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=self._user_id)
+                record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid)
         except Exception as exc:
             logger.warning("get_memory_detail failed", exc_info=True)
             return GetMemoryDetailOutput(success=False, message=_failure(exc))
-        visible = record is not None and (self._friend_id is None or record.friend_id in (None, self._friend_id))
-        if record is None or not visible:
+        if record is None or not self.scope.sees_record(record):
             return GetMemoryDetailOutput(
                 success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
             )
+        self.ledger.details.append(record.memory_key)
         return GetMemoryDetailOutput(
             success=True,
             memory_key=record.memory_key,
@@ -242,12 +296,14 @@ class MemoryToolbox:
         refuse = None
         if self.iteration >= self.max_iterations:
             refuse = f"已达到最大迭代次数 ({self.max_iterations})，无法继续拓展。请调用 handoff 返回当前最佳结果"
-        elif data.requested_size <= data.current_size:
-            refuse = f"requested_size ({data.requested_size}) 必须大于 current_size ({data.current_size})"
+        elif data.requested_size <= self.window_size:
+            refuse = f"requested_size ({data.requested_size}) 必须大于当前窗口 ({self.window_size} 条消息)"
         elif data.requested_size > MAX_WINDOW:
             refuse = f"requested_size 最大为 {MAX_WINDOW}"
         if refuse is not None:
-            return self.refused_expansion(refuse)
+            out = self.refused_expansion(refuse)
+            self.ledger.expansions.append(out)
+            return out
         out = ExpandContextWindowOutput(
             approved=True,
             new_size=data.requested_size,
@@ -255,7 +311,7 @@ class MemoryToolbox:
             max_iterations=self.max_iterations,
             message=f"批准拓展到 {data.requested_size} 条消息，进入第 {self.iteration + 1} 轮迭代",
         )
-        self.expansion = out
+        self.ledger.expansions.append(out)
         return out
 
     def refused_expansion(self, message: str) -> ExpandContextWindowOutput:
@@ -271,7 +327,8 @@ class MemoryToolbox:
     async def handoff(self, data: HandoffInput) -> HandoffOutput:
         """End the recall: record the arguments and format the seed's result message."""
         self.consecutive_searches = 0
-        self.handoff_input = data
+        self.ledger.handoff = data
+        self.ledger.handoff_problem = None
         parts = [f"## 记忆搜索完成 (信心度: {data.confidence:.0%})", "", "### 搜索总结", data.search_summary]
         parts += ["", "### 结束原因", data.reason]
         if data.relevant_memory_keys:
@@ -283,25 +340,44 @@ class MemoryToolbox:
 
     # -- AutoGen -----------------------------------------------------------------------------------
 
-    def tools(self, names: list[str] | None = None) -> list[BaseTool[Any, Any]]:
+    def tools(self, names: list[str] | None = None, *, compact: bool = False) -> list[BaseTool[Any, Any]]:
         """The tools as AutoGen ``BaseTool`` objects (default: all but ``handoff``, which an agent gets
-        through ``handoffs=``)."""
+        through ``handoffs=``); ``compact`` for short schemas."""
         chosen = names if names is not None else [n for n, spec in MEMRECALL_TOOLS.items() if not spec.is_handoff]
         unknown = [n for n in chosen if n not in MEMRECALL_TOOLS]
         if unknown:
             raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(MEMRECALL_TOOLS)}")
-        return [_ScopedTool(self, name) for name in chosen]
+        return [_ScopedTool(self, name, compact=compact) for name in chosen]
 
 
 class _ScopedTool(BaseTool[BaseModel, BaseModel]):
-    """A toolbox method as an AutoGen tool; bad arguments come back as the output model, not an error."""
+    """A toolbox method as an AutoGen tool; bad arguments come back as the output model, not an error.
 
-    def __init__(self, box: MemoryToolbox, name: str) -> None:
+    ``compact`` sends the model a short schema (the description's first line, field descriptions
+    cut at the first sentence): the same fields, a fraction of the tokens a small model must read.
+    """
+
+    def __init__(self, box: MemoryToolbox, name: str, *, compact: bool = False) -> None:
         spec = MEMRECALL_TOOLS[name]
-        super().__init__(spec.input_model, spec.output_model, spec.name, spec.description)
+        description = _first_line(spec.description) if compact else spec.description
+        super().__init__(spec.input_model, spec.output_model, spec.name, description)
         self._call: Callable[[Any], Awaitable[BaseModel]] = getattr(box, name)
         self._box = box
         self._spec = spec
+        self._compact = compact
+
+    @property
+    def schema(self) -> ToolSchema:
+        full = super().schema
+        if not self._compact:
+            return full
+        parameters = full.get("parameters", None)
+        if parameters is not None:
+            for prop in parameters["properties"].values():
+                prop.pop("title", None)
+                if isinstance(prop.get("description"), str):
+                    prop["description"] = _first_clause(prop["description"])
+        return full
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> BaseModel:
         return await self._call(args)
@@ -317,12 +393,20 @@ class _ScopedTool(BaseTool[BaseModel, BaseModel]):
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
         message = f"参数无效，请修正后重试: {problems}"
         out = self._spec.output_model
+        if out is ExpandContextWindowOutput:
+            refused = self._box.refused_expansion(message)
+            self._box.ledger.expansions.append(refused)
+            return refused
         if out is SearchMemoriesOutput:
             return SearchMemoriesOutput(success=False, total_found=0, message=message)
-        if out is ExpandContextWindowOutput:
-            return self._box.refused_expansion(message)
         if out is HandoffOutput:
-            return HandoffOutput(success=False, message=message, task_completed=False)
+            # the handoff ends the run whatever its arguments: keep what the searches found
+            self._box.ledger.handoff_problem = problems
+            return HandoffOutput(
+                success=False,
+                message=f"handoff 参数无效 ({problems})；召回已结束，将使用搜索到的最相关记忆",
+                task_completed=True,
+            )
         return out.model_validate({"success": False, "message": message})
 
     def return_value_as_string(self, value: Any) -> str:

@@ -1,0 +1,135 @@
+"""Errors as the CLI prints them: what went wrong (one line) and what to do (one line).
+
+:func:`explain` looks at exception types by module and name and at the driver's message, so it
+imports nothing heavy: a settings error is explained without loading SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: Where a database URL comes from, for the hints.
+URL_SOURCES = "--url or MEMORY_DATABASE_URL"
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def explain(exc: BaseException, *, url: str | None = None) -> tuple[str, str | None]:
+    """``(message, hint)`` for an error raised by a command on the database ``url``."""
+    for kind in type(exc).__mro__:
+        handler = _HANDLERS.get(f"{kind.__module__}.{kind.__qualname__}")
+        if handler is not None:
+            return handler(exc, url)
+    return f"unexpected {type(exc).__name__}: {_first_line(str(exc)) or '(no message)'}", None
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _where(url: str | None) -> str:
+    """``host:port/db`` of a PostgreSQL URL or the path of a SQLite file (no password)."""
+    if not url:
+        return "the database"
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    except Exception:  # a malformed URL is reported elsewhere
+        return "the database"
+    if parsed.drivername.startswith("sqlite"):
+        return f"SQLite file {parsed.database}"
+    return f"{parsed.host or 'localhost'}:{parsed.port or 5432}"
+
+
+def _settings(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    text = str(exc).removeprefix("invalid settings:").strip()
+    parts = [_one_line(line) for line in text.splitlines() if line.strip()]
+    return f"invalid settings: {'; '.join(parts)}", "fix the variable in the environment or .env (see .env.example)"
+
+
+def _data_layer(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    # the data layer's messages already say what to do
+    return _one_line(str(exc)), None
+
+
+def _os_error(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    assert isinstance(exc, OSError)
+    target = exc.filename or (url and _where(url)) or "a file"
+    reason = exc.strerror or _one_line(str(exc))
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        reason = "a file is in the way of a folder"
+    return f"cannot create or open {target}: {reason}", f"choose a writable path with {URL_SOURCES}"
+
+
+def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    """SQLAlchemy's wrapper of a driver error (psycopg, sqlite3)."""
+    orig: Any = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc)
+    first = _first_line(text)
+    where = _where(url)
+    lowered = text.lower()
+    quoted = _QUOTED.findall(text)
+    if "does not exist" in lowered and "database" in lowered and quoted:
+        name = quoted[-1]
+        return (
+            f'database "{name}" does not exist on {where}',
+            f"create it (`createdb {name}`, then `agent-memory db upgrade`) or fix the name in {URL_SOURCES}",
+        )
+    if "does not exist" in lowered and "role" in lowered and quoted:
+        return (
+            f'role (user) "{quoted[-1]}" does not exist on {where}',
+            f"put an existing user in the URL (postgresql+psycopg://USER@HOST/DB) with {URL_SOURCES}",
+        )
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        return (
+            f"the server at {where} refused the login: {_strip_driver(first)}",
+            f"check user and password in {URL_SOURCES}",
+        )
+    if "failed to resolve host" in lowered or "could not translate host name" in lowered:
+        return f"unknown database host: {_strip_driver(first)}", f"fix the host in {URL_SOURCES}"
+    if any(s in lowered for s in ("connection refused", "timeout expired", "could not connect", "no route to host",
+                                  "connection failed", "network is unreachable")):  # fmt: skip
+        return (
+            f"cannot reach the PostgreSQL server at {where} ({_reason(first)})",
+            f"start the server, or fix host and port in {URL_SOURCES}",
+        )
+    if "unable to open database file" in lowered or "readonly database" in lowered:
+        return (
+            f"cannot write the {where}: {first}",
+            f"check that its folder is writable, or choose another path with {URL_SOURCES}",
+        )
+    if "file is not a database" in lowered:
+        return f"the {where} is not a SQLite database", f"choose another path with {URL_SOURCES}"
+    if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
+        return f"{where} has no agent-memory tables: {first}", "run `agent-memory db upgrade`"
+    return f"database error on {where}: {_strip_driver(first)}", None
+
+
+def _strip_driver(line: str) -> str:
+    return re.sub(r"^\([\w.]+\)\s*", "", line).removeprefix("connection failed: ")
+
+
+def _reason(line: str) -> str:
+    """The last part of libpq's ``connection to server at ... failed: REASON``."""
+    return _strip_driver(line).rsplit("failed:", 1)[-1].strip() or line
+
+
+def _alembic(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    return f"migration: {_one_line(str(exc))}", "see `agent-memory db current` for the revisions"
+
+
+_HANDLERS = {
+    "agent_memory.settings._settings.SettingsError": _settings,
+    "data_layer._errors.DataLayerError": _data_layer,
+    "sqlalchemy.exc.DBAPIError": _dbapi,
+    "alembic.util.exc.CommandError": _alembic,
+    "builtins.OSError": _os_error,
+    "builtins.ValueError": _data_layer,
+}

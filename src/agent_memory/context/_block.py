@@ -1,0 +1,79 @@
+"""The recall block the main model reads: a header line and one ``[memory:key:summary]`` slot per memory.
+
+>>> block = recall_block([item], summary="找到 1 条", profile_top_k=5, event_top_k=5, token_budget=9)  # doctest: +SKIP
+>>> print(block.text)  # doctest: +SKIP
+[记忆召回] 找到 1 条相关记忆
+[memory:db-config-001:MySQL 主从配置: host localhost, port 3306]
+
+Memory text and a model's summary are data, never structure: brackets become parentheses and line
+breaks spaces, so no memory can close a slot, open another one or start a second header line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..tools import MemorySearchResultItem
+
+SLOT_HEADER = "[记忆召回]"
+#: Memory types shared by all of a user's AI friends (they count against the profile top-k).
+PROFILE_TYPES = frozenset({"profile", "user_preference"})
+_FLATTEN = str.maketrans({"[": "(", "]": ")", "【": "(", "】": ")"})
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: Chinese characters count one each, other text one per four characters."""
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def flatten(text: str) -> str:
+    """Text made safe for one line of the block: brackets to parentheses, all white space to one space."""
+    return " ".join(str(text).translate(_FLATTEN).split())
+
+
+def slot(key: str, summary: str) -> str:
+    """One slot line, ``[memory:key:summary]`` (see the module docs for the escaping)."""
+    clean = flatten(summary)
+    if clean in ("full", "summary") or clean.startswith("meta:"):
+        clean = f"“{clean}”"  # would read as a placeholder format
+    return f"[memory:{flatten(key)}:{clean}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallBlock:
+    """The block's text ("" when nothing is given) and the keys it holds, in order."""
+
+    text: str
+    keys: tuple[str, ...]
+
+
+def recall_block(
+    items: Sequence[MemorySearchResultItem],
+    *,
+    summary: str,
+    profile_top_k: int,
+    event_top_k: int,
+    token_budget: int,
+) -> RecallBlock:
+    """At most ``profile_top_k`` profiles and ``event_top_k`` other memories, in the given order,
+    cut to ``token_budget`` tokens (header included)."""
+    head = f"{SLOT_HEADER} {flatten(summary)[:200]}".rstrip()
+    lines, keys = [head], []
+    budget = token_budget - estimate_tokens(head)
+    profiles = others = 0
+    for item in items:
+        is_profile = (item.memory_type or "") in PROFILE_TYPES
+        if (profiles >= profile_top_k) if is_profile else (others >= event_top_k):
+            continue
+        line = slot(item.memory_key, item.summary or item.content_preview)
+        cost = estimate_tokens(line)
+        if cost > budget:
+            break
+        budget -= cost
+        lines.append(line)
+        keys.append(item.memory_key)
+        profiles += is_profile
+        others += not is_profile
+    return RecallBlock("\n".join(lines) if keys else "", tuple(keys))

@@ -1,0 +1,337 @@
+"""``MemoryContext``: an AutoGen model context that recalls memories before the main model answers.
+
+>>> system = MemorySystem.from_settings()  # doctest: +SKIP
+>>> context = system.context(user_id="u1", friend_id="mentor")  # doctest: +SKIP
+>>> agent = AssistantAgent("main", model_client=client, model_context=context)  # doctest: +SKIP
+
+``get_messages()`` runs the :class:`MemRecallAgent` once per new user turn (the agent's tool rounds in
+that turn reuse the result) and returns the newest turns that fit the history token budget, with the
+recall either as one system message in front (``injection="system"``)::
+
+    [记忆召回] 找到 1 条相关记忆。
+    [memory:db-config-001:MySQL 主从配置: host localhost, port 3306]
+
+or as a simulated ``recall_memory`` call and its result right after the user's message
+(``injection="tool_call"``: system, ..., user, assistant(tool call), tool, then the reply), the order
+strict chat templates accept. The stored history is never changed. A recall that finds nothing, runs
+out of its time budget or fails leaves the messages as they are (an event says why), and a time-out
+still keeps what the searches had found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from autogen_core import Component, ComponentModel, FunctionCall
+from autogen_core.model_context import ChatCompletionContext
+from autogen_core.models import (
+    AssistantMessage,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    SystemMessage,
+    UserMessage,
+)
+from pydantic import BaseModel
+
+from data_layer import MemoryRecallSettings, Scope
+
+from ..archive import ToolResultManager
+from ..recall import (
+    MemRecallAgent,
+    RecallErrorEvent,
+    RecallFinishedEvent,
+    RecallResult,
+    RecallStartedEvent,
+    RecallTimeoutEvent,
+)
+from ..tools import RecallLedger
+from ._archiving import archive_results
+from ._block import RecallBlock, recall_block
+from ._options import RecallOptions
+from ._window import bounded
+
+if TYPE_CHECKING:
+    from ..system import MemorySystem
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryContextConfig(BaseModel):
+    """Serialisable configuration of :class:`MemoryContext`.
+
+    ``database_url`` is empty when the URL holds a password (a dumped config never carries secrets):
+    loading then uses ``MEMORY_DATABASE_URL``. ``model_client`` is the recall model client's own
+    component config (``None``: the offline planner); ``archive`` whether big tool results are archived.
+    """
+
+    database_url: str = ""
+    user_id: str
+    friend_id: str | None = None
+    thread_id: str | None = None
+    options: RecallOptions = RecallOptions()
+    model_client: ComponentModel | None = None
+    archive: bool = True
+    persist: bool = True
+
+
+class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
+    """Model context with memory recall (see the module docs). Build it with
+    :meth:`MemorySystem.context`; ``events`` (an ``asyncio.Queue``) receives recall events."""
+
+    component_config_schema = MemoryContextConfig
+    component_provider_override = "agent_memory.context.MemoryContext"
+
+    def __init__(
+        self,
+        system: MemorySystem,
+        *,
+        scope: Scope,
+        options: RecallOptions | None = None,
+        events: asyncio.Queue[Any] | None = None,
+        archive: ToolResultManager | None = None,
+        persist: bool = True,
+        owns_system: bool = False,
+        initial_messages: list[LLMMessage] | None = None,
+    ) -> None:
+        super().__init__(initial_messages)
+        self.system = system
+        self.scope = scope
+        self.options = options or system.recall_options
+        self.events = events
+        self.archive = archive
+        self.persist = persist
+        self._owns_system = owns_system
+        self._turn: tuple[int, str] | None = None
+        self._injected: list[LLMMessage] = []
+        #: The last recall's result (``None`` before the first, or when it timed out early or failed).
+        self.last_result: RecallResult | None = None
+        #: The last recall block the main model received ("" when none).
+        self.last_block = ""
+
+    # -- storage -------------------------------------------------------------------------------------
+
+    async def add_message(self, message: LLMMessage) -> None:
+        """Keep the message; user and assistant text is saved to ``chat_messages`` (blank text is not);
+        a tool result over the archive threshold is archived and kept as its placeholder."""
+        if isinstance(message, FunctionExecutionResultMessage) and self.archive is not None:
+            message = await archive_results(self.archive, message, self._messages[-6:], emit=self._emit)
+        await super().add_message(message)
+        if not self.persist:
+            return
+        role = (
+            "user"
+            if isinstance(message, UserMessage)
+            else "assistant"
+            if isinstance(message, AssistantMessage)
+            else None
+        )
+        if role is None or not isinstance(message.content, str) or not message.content.strip():
+            return
+        try:
+            await self.system.layer.messages.append(
+                user_id=self.scope.user_id,
+                role=role,  # type: ignore[arg-type]
+                content=message.content,
+                friend_id=self.scope.friend_id,
+                thread_id=self.scope.thread_id,
+            )
+        except Exception as exc:  # the conversation goes on; the UI hears about it
+            logger.warning("could not save a message", exc_info=True)
+            await self._emit(RecallErrorEvent(source="memory_context", content=f"saving a message failed: {exc}",
+                                              error_type=type(exc).__name__))  # fmt: skip
+
+    # -- what the model sees -----------------------------------------------------------------------
+
+    async def get_messages(self) -> list[LLMMessage]:
+        """The newest turns within the history token budget (a copy), with the recall of the current
+        user turn; archived results loaded in an earlier turn are back to their placeholders."""
+        history = list(self._messages)
+        if self.archive is not None and history:
+            last_user = max((i for i, m in enumerate(history) if isinstance(m, UserMessage)), default=0)
+            try:
+                history = [*await self.archive.restore_placeholders(history[:last_user]), *history[last_user:]]
+            except Exception as exc:  # the reply goes on with the history as stored
+                logger.warning("restoring archive placeholders failed", exc_info=True)
+                await self._emit(RecallErrorEvent(source="memory_context", content=f"archive: {exc}"[:500],
+                                                  error_type=type(exc).__name__))  # fmt: skip
+        turn = _current_turn(history)
+        if turn is not None and turn != self._turn:
+            self._injected = []
+            self._injected = await self._recall(history, turn)
+            self._turn = turn
+        budget = self.options.history_token_budget - sum(_tokens(m) for m in self._injected)
+        history = bounded(history, budget=max(budget, 1))
+        if not self._injected:
+            return history
+        if self.options.injection == "system":
+            return [*self._injected, *history]
+        last_user = max(i for i, m in enumerate(history) if isinstance(m, UserMessage))
+        return [*history[: last_user + 1], *self._injected, *history[last_user + 1 :]]
+
+    # -- recall ------------------------------------------------------------------------------------
+
+    async def _recall(self, history: Sequence[LLMMessage], turn: tuple[int, str]) -> list[LLMMessage]:
+        conversation = _conversation(history)
+        if not conversation:
+            return []
+        started = time.perf_counter()
+        self.last_result, self.last_block = None, ""
+        agent: list[MemRecallAgent] = []
+        settings: list[MemoryRecallSettings] = []
+        try:
+            # settings, engine start-up and the agent all count against the time budget; a time-out
+            # cancels the model request (the task is cancelled) and keeps what was found so far
+            result = await asyncio.wait_for(self._run_recall(conversation, agent, settings),
+                                            timeout=self.options.time_budget_s)  # fmt: skip
+        except TimeoutError:
+            await self._emit(RecallTimeoutEvent(source="memory_context", budget_s=self.options.time_budget_s))
+            if not agent or not settings:
+                return []
+            ledger = agent[0].ledger
+        except Exception as exc:
+            logger.warning("memory recall failed", exc_info=True)
+            await self._emit(RecallErrorEvent(source="memory_context", content=str(exc)[:500],
+                                              error_type=type(exc).__name__))  # fmt: skip
+            return []
+        else:
+            if result is None:
+                return []
+            self.last_result = result
+            ledger = result.ledger
+        block = self._block(ledger, settings[0])
+        self.last_block = block.text
+        await self._emit(
+            RecallFinishedEvent(
+                source="memory_context",
+                content=block.text,
+                memory_keys=list(block.keys),
+                confidence=ledger.handoff.confidence if ledger.handoff else 0.0,
+                iterations=self.last_result.iterations if self.last_result else 0,
+                elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+        )
+        if not block.keys:
+            return []
+        if self.options.injection == "system":
+            return [SystemMessage(content=block.text)]
+        arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id}
+        call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
+                            arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
+        return [
+            AssistantMessage(content=[call], source="memory_context"),
+            FunctionExecutionResultMessage(
+                content=[
+                    FunctionExecutionResult(content=block.text, name="recall_memory", call_id=call.id, is_error=False)
+                ]
+            ),
+        ]
+
+    async def _run_recall(
+        self,
+        conversation: list[tuple[str, str]],
+        agent_out: list[MemRecallAgent],
+        settings_out: list[MemoryRecallSettings],
+    ) -> RecallResult | None:
+        settings = (await self.system.layer.settings.get(user_id=self.scope.user_id)).memory
+        settings_out.append(settings)
+        if not settings.enabled:
+            return None
+        await self._emit(RecallStartedEvent(source="memory_context", content=conversation[-1][1][:200],
+                                            window_size=self.options.window_size))  # fmt: skip
+        agent = self.system.recall_agent(self.scope, settings=settings, options=self.options,
+                                         on_event=self._on_agent_event)  # fmt: skip
+        agent_out.append(agent)
+        return await agent.recall(conversation)
+
+    def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
+        """Relevant memories (score >= the user's threshold, only keys the searches returned)."""
+        summary = ledger.handoff.search_summary if ledger.handoff else ""
+        items = ledger.relevant(settings.similarity_threshold)
+        if not summary or ledger.handoff_problem:
+            summary = f"找到 {len(items)} 条相关记忆。"
+        return recall_block(items, summary=summary, profile_top_k=settings.profile_top_k,
+                            event_top_k=settings.event_top_k, token_budget=self.options.slot_token_budget)  # fmt: skip
+
+    async def _on_agent_event(self, event: Any) -> None:
+        from autogen_agentchat.messages import ToolCallExecutionEvent
+
+        await self._emit(event)
+        if isinstance(event, ToolCallExecutionEvent):
+            for item in event.content:
+                if item.is_error:
+                    await self._emit(RecallErrorEvent(source="memory_context", content=item.content[:500],
+                                                      error_type=f"tool:{item.name}"))  # fmt: skip
+
+    async def _emit(self, event: Any) -> None:
+        """Hand an event to the UI queue; a full (bounded) queue drops it rather than stall the reply."""
+        if self.events is not None:
+            with contextlib.suppress(asyncio.QueueFull):
+                self.events.put_nowait(event)
+
+    # -- life cycle and component ----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the memory system when this context created it (a context loaded from its config)."""
+        if self._owns_system:
+            await self.system.close()
+
+    def _to_config(self) -> MemoryContextConfig:
+        client = self.system.recall_client
+        return MemoryContextConfig(
+            database_url=self.system.shareable_url,
+            user_id=self.scope.user_id,
+            friend_id=self.scope.friend_id,
+            thread_id=self.scope.thread_id,
+            options=self.options,
+            model_client=client.dump_component() if client is not None else None,
+            archive=self.archive is not None,
+            persist=self.persist,
+        )
+
+    @classmethod
+    def _from_config(cls, config: MemoryContextConfig) -> Self:
+        from autogen_core.models import ChatCompletionClient
+
+        from ..system import MemorySystem
+
+        client = ChatCompletionClient.load_component(config.model_client) if config.model_client else None
+        system = MemorySystem.from_settings(database_url=config.database_url or None, recall_client=client)
+        context = system.context(user_id=config.user_id, friend_id=config.friend_id, thread_id=config.thread_id,
+                                 options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
+        context._owns_system = True
+        return context  # type: ignore[return-value]
+
+
+def _tokens(message: LLMMessage) -> int:
+    from ._window import message_tokens
+
+    return message_tokens(message)
+
+
+def _current_turn(history: Sequence[LLMMessage]) -> tuple[int, str] | None:
+    """``(number of user messages, text of the last one)``: a new value means a new user turn."""
+    users = [m for m in history if isinstance(m, UserMessage)]
+    if not users:
+        return None
+    return len(users), str(users[-1].content)
+
+
+def _conversation(history: Sequence[LLMMessage]) -> list[tuple[str, str]]:
+    """``(role, text)`` of the user and assistant text messages, oldest first, ending at the last user
+    message."""
+    pairs: list[tuple[str, str]] = []
+    for m in history:
+        if isinstance(m, UserMessage) and isinstance(m.content, str):
+            pairs.append(("user", m.content))
+        elif isinstance(m, AssistantMessage) and isinstance(m.content, str) and m.content.strip():
+            pairs.append(("assistant", m.content))
+    while pairs and pairs[-1][0] != "user":
+        pairs.pop()
+    return pairs

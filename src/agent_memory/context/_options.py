@@ -1,0 +1,29 @@
+"""``RecallOptions``: how a MemoryContext runs recall and bounds what it sends (from the settings)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+InjectionMode = Literal["system", "tool_call"]
+
+
+class RecallOptions(BaseModel):
+    """Options of one MemoryContext; every field has the range its setting allows.
+
+    ``window_size`` messages the recall agent reads first; ``max_iterations`` window expansions;
+    ``time_budget_s`` for the whole recall; ``slot_token_budget`` tokens of the recall block;
+    ``history_token_budget`` tokens of conversation sent to the main model (oldest turns dropped);
+    ``injection``: ``system`` (one system message in front) or ``tool_call`` (a simulated
+    ``recall_memory`` call and its result right after the user's message).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    window_size: int = Field(5, ge=1, le=50)
+    max_iterations: int = Field(3, ge=1, le=5)
+    time_budget_s: float = Field(3.0, gt=0, le=120)
+    slot_token_budget: int = Field(400, ge=20, le=8000)
+    history_token_budget: int = Field(6000, ge=256, le=1_000_000)
+    injection: InjectionMode = "system"

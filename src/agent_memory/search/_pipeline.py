@@ -1,0 +1,199 @@
+"""One search as a pipeline of named stages over a user's in-memory index.
+
+    candidates -> lexical -> semantic -> fuse -> feedback -> time -> threshold -> rank -> coverage
+
+- ``candidates``: slots the query may return (active, in the scope, type and time filters);
+- ``lexical``: the keyword tiers (exact 1.0, prefix 0.8, synonym 0.7 x similarity) and the text score
+  (BM25F over a memory and its conversation neighbours, averaged with the tf-idf cosine);
+- ``semantic``: embedding similarity (semantic mode, or its share of the text score in hybrid);
+- ``fuse``: relevance ``(w_kw * keyword + w_text * text) / (w_kw + w_text)`` (keyword mode: keyword only);
+- ``feedback``: the three best memories lift memories sharing their heaviest other terms;
+- ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^2``
+  (``calibrate``: the same order, on a scale where 0.5 means about a third of the query is covered);
+- ``threshold``: scores under ``min_score`` are dropped;
+- ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %);
+- ``coverage``: greedy re-rank of the best 30 so a two-part question gets both parts.
+
+Every stage but ``rank`` is pure over the index; ``rank`` reads the records (cached by revision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from data_layer import MemoryRecord
+
+from . import _components as c
+from ._index import UserIndex
+from ._query import SearchQuery
+from ._scoring import bm25_idf, calibrate, normalize_bm25, recency, relevance, top_k, with_time
+
+if TYPE_CHECKING:
+    from ._engine import HybridMemorySearch
+
+FloatArray = npt.NDArray[np.float64]
+#: How many of the best candidates are fetched, ranked and re-ordered for coverage.
+RERANK_DEPTH = 30
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result: the stored memory, its relevance ``score`` (0-1) and how it was made up.
+
+    ``score`` is what ``min_relevance_score`` is compared with; ``rank_score`` (relevance 70 %,
+    interaction 20 %, type 10 %) orders the results together with query coverage.
+    """
+
+    record: MemoryRecord
+    score: float
+    rank_score: float
+    keyword: float
+    text: float
+    semantic: float
+    recency: float
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def memory_key(self) -> str:
+        """The memory's key."""
+        return self.record.memory_key
+
+    @property
+    def summary(self) -> str:
+        """The memory's summary."""
+        return self.record.summary
+
+
+class Pipeline:
+    """The stages of one search of ``engine`` over ``index`` (see the module docs)."""
+
+    def __init__(self, engine: HybridMemorySearch, index: UserIndex) -> None:
+        self.engine = engine
+        self.index = index
+        zeros = np.zeros(index.capacity)
+        self.keyword: FloatArray = zeros
+        self.text: FloatArray = zeros
+        self.semantic_: FloatArray = zeros
+        self.fresh: FloatArray = zeros
+
+    async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> list[SearchHit]:
+        """The hits of ``query``, best first; ``synonyms`` maps query terms to synonym terms."""
+        if self.index.size == 0:
+            return []
+        mask = self.candidates(query)
+        if not mask.any():
+            return []
+        terms = c.query_terms(self.engine.analyzer.tokenizer.tokens(query.text))
+        idf = self.index.bm25_idf(terms)  # terms found in the index only
+        lexical = query.mode != "semantic" and bool(terms)
+        if lexical:
+            self.lexical(query, terms, idf, synonyms)
+        if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
+            await self.semantic(query)
+        rel = np.where(mask, self.fuse(query), 0.0)
+        if lexical:
+            rel = c.propagate(self.index, rel, terms, mask)
+        scores = self.threshold(query, self.time(query, rel))
+        ordered = top_k(scores, max(query.limit, RERANK_DEPTH), tie_key=self.index.tie_key)
+        if not ordered:
+            return []
+        records = await self.engine._records(query.scope.user_id, self.index, ordered)
+        rank, ordered = self.rank(query, scores, records, ordered)
+        if lexical:
+            ordered = self.coverage(rank, idf, ordered)
+        return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
+
+    # -- stages ------------------------------------------------------------------------------------
+
+    def candidates(self, query: SearchQuery) -> npt.NDArray[np.bool_]:
+        """Slots the query may return."""
+        return self.index.mask(scope=query.scope, memory_types=query.memory_types, start=query.start, end=query.end)
+
+    def lexical(
+        self,
+        query: SearchQuery,
+        terms: Mapping[str, int],
+        idf: Mapping[str, float],
+        synonyms: Mapping[str, Mapping[str, float]],
+    ) -> None:
+        """Keyword tiers (every query term weighs, found or not) and, in hybrid mode, the text score."""
+        found = [self.index.document_frequency(t) for t in terms]
+        weights = dict(zip(terms, bm25_idf(self.index.size, found).tolist(), strict=True))
+        self.keyword = c.keyword_tiers(self.index, weights, synonyms=dict(synonyms))
+        if query.mode == "hybrid":
+            bm = normalize_bm25(c.bm25f(self.index, terms, idf=idf), c.bm25_ceiling(self.index, terms, idf=idf))
+            self.text = 0.5 * bm + 0.5 * np.minimum(1.0, c.tfidf_cosine(self.index, terms))
+
+    async def semantic(self, query: SearchQuery) -> None:
+        """Embedding similarity; in hybrid mode it takes ``semantic_share`` of the text score."""
+        engine = self.engine
+        await engine._ensure_vectors(self.index)
+        vector = (await engine.embedder.embed([query.text]))[0]
+        self.semantic_ = c.semantic(self.index, vector)
+        if query.mode == "hybrid":
+            self.text = (1 - engine.semantic_share) * self.text + engine.semantic_share * self.semantic_
+
+    def fuse(self, query: SearchQuery) -> FloatArray:
+        """Relevance in 0-1 by mode."""
+        if query.mode == "keyword":
+            return self.keyword
+        if query.mode == "semantic":
+            return self.semantic_
+        return relevance(self.keyword, self.text, self.engine.weights)
+
+    def time(self, query: SearchQuery, rel: FloatArray) -> FloatArray:
+        """Scores with the recency of each related memory (an unrelated memory stays at 0)."""
+        related = np.flatnonzero(rel > 0)
+        ages = (query.at.timestamp() - self.index.arrays()["ts"][related]) / 86_400.0
+        self.fresh = np.zeros(self.index.capacity)
+        self.fresh[related] = recency(ages, self.engine.half_life_days)
+        scores = np.zeros(self.index.capacity)
+        scores[related] = calibrate(with_time(rel[related], self.fresh[related], self.engine.weights))
+        return scores
+
+    @staticmethod
+    def threshold(query: SearchQuery, scores: FloatArray) -> FloatArray:
+        """Scores under ``min_score`` (and exact zeros) dropped."""
+        scores[scores < max(query.min_score, 1e-12)] = 0.0
+        return scores
+
+    def rank(
+        self, query: SearchQuery, scores: FloatArray, records: Mapping[int, MemoryRecord], ordered: list[int]
+    ) -> tuple[dict[int, float], list[int]]:
+        """Ranker scores of the candidates, and the candidates in ranker order (ties: score, then key)."""
+        rank = {
+            slot: self.engine.ranker.score(
+                relevance=float(scores[slot]),
+                access_count=records[slot].access_count,
+                last_accessed_at=records[slot].last_accessed_at,
+                memory_type=records[slot].memory_type,
+                now=query.at,
+            )
+            for slot in ordered
+            if slot in records
+        }
+        keys = {i: self.index.tie_key(i) for i in rank}
+        return rank, sorted(rank, key=lambda s: (-rank[s], -round(float(scores[s]), 9), keys[s]))
+
+    def coverage(self, rank: Mapping[int, float], idf: Mapping[str, float], ordered: list[int]) -> list[int]:
+        """Greedy coverage re-rank of the ranked candidates."""
+        vector = np.zeros(self.index.capacity)
+        vector[ordered] = [rank[s] for s in ordered]
+        return c.coverage_rerank(self.index, vector, idf, ordered)
+
+    def _hit(self, slot: int, record: MemoryRecord, scores: FloatArray, rank: Mapping[int, float]) -> SearchHit:
+        return SearchHit(
+            record=record,
+            score=round(float(scores[slot]), 6),
+            rank_score=rank[slot],
+            keyword=round(float(self.keyword[slot]), 6),
+            text=round(float(self.text[slot]), 6),
+            semantic=round(float(self.semantic_[slot]), 6),
+            recency=round(float(self.fresh[slot]), 6),
+            keywords=tuple(dict.fromkeys(k for k, _ in self.index.memory(slot).keywords)),
+        )

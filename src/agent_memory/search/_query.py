@@ -1,0 +1,157 @@
+"""``SearchQuery``: one search, validated once. Every layer passes this value, and it is the cache key.
+
+>>> q = SearchQuery.build("数据库配置", scope=Scope.of("u1", "mentor"), limit=5)
+>>> q.scope.friend_id, q.mode, q.limit
+('mentor', 'hybrid', 5)
+
+What a query means is decided here: the text searched is the query plus any extra ``keywords``;
+``time_range_days`` counts back from ``now``; a time named in the text ("上周", "in May 2023")
+narrows the range only when ``use_time_expressions`` is set.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal, get_args
+
+from data_layer import InvalidInputError, Scope
+
+from ..text import query_time_range
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+#: Longest query accepted (characters); longer text should be summarised or split first.
+MAX_QUERY_CHARS = 4_000
+#: The most results one search returns.
+MAX_LIMIT = 100
+#: The longest ``time_range_days`` (about 100 years).
+MAX_RANGE_DAYS = 36_500
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A validated search: what to look for, whose memories, and the filters. Build it with :meth:`build`."""
+
+    text: str
+    scope: Scope
+    mode: SearchMode = "hybrid"
+    memory_types: tuple[str, ...] | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    limit: int = 10
+    min_score: float = 0.0
+    now: datetime | None = None
+
+    @classmethod
+    def build(
+        cls,
+        query: str,
+        *,
+        scope: Scope,
+        mode: str | None = None,
+        default_mode: SearchMode = "hybrid",
+        keywords: Sequence[str] | None = None,
+        memory_types: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        time_range_days: int | None = None,
+        use_time_expressions: bool = False,
+        limit: int = 10,
+        min_relevance_score: float = 0.0,
+        now: datetime | None = None,
+    ) -> SearchQuery:
+        """Validate the arguments of a search; raises :class:`InvalidInputError` naming the bad one."""
+        if not isinstance(scope, Scope):
+            raise InvalidInputError("scope must be a data_layer.Scope (Scope.of(user_id, friend_id))")
+        text = _query_text(query, keywords)
+        chosen = mode or default_mode
+        if chosen not in SEARCH_MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {chosen!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
+        score = min_relevance_score
+        if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score) or not 0 <= score <= 1:
+            raise InvalidInputError(f"min_relevance_score must be a number from 0 to 1, not {score!r}")
+        when = _aware(now, "now") or datetime.now(UTC)
+        lo, hi = _aware(start, "start"), _aware(end, "end")
+        if time_range_days is not None:
+            if (
+                isinstance(time_range_days, bool)
+                or not isinstance(time_range_days, int)
+                or not 1 <= time_range_days <= MAX_RANGE_DAYS
+            ):
+                raise InvalidInputError(f"time_range_days must be a whole number of days from 1 to {MAX_RANGE_DAYS}")
+            since = when - timedelta(days=time_range_days)
+            lo = max(lo, since) if lo else since
+        if use_time_expressions:
+            named = query_time_range(text, now=when)
+            if named is not None:
+                lo = max(lo, named.start) if lo else named.start
+                hi = min(hi, named.end) if hi else named.end
+        return cls(
+            text=text,
+            scope=scope,
+            mode=chosen,  # type: ignore[arg-type]
+            memory_types=_types(memory_types),
+            start=lo,
+            end=hi,
+            limit=limit,
+            min_score=float(score),
+            now=when,
+        )
+
+    @property
+    def at(self) -> datetime:
+        """The reference time of the time decay."""
+        return self.now or datetime.now(UTC)
+
+    def cache_key(self) -> tuple[object, ...]:
+        """The query as a cache key (the reference time to the minute, so repeats within it hit)."""
+        minute = self.at.replace(second=0, microsecond=0)
+        return (self.text, self.scope, self.mode, self.memory_types, self.start, self.end, self.limit,
+                self.min_score, minute)  # fmt: skip
+
+
+def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:
+    if memory_types is None:
+        return None
+    if isinstance(memory_types, str) or not isinstance(memory_types, Sequence):
+        raise InvalidInputError('memory_types must be a list of type names, e.g. ["profile", "event"]')
+    if not all(isinstance(t, str) for t in memory_types):
+        raise InvalidInputError("memory_types must be strings")
+    return tuple(sorted(set(memory_types))) or None
+
+
+def _query_text(query: str, keywords: Sequence[str] | None) -> str:
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
+    if keywords is not None and (isinstance(keywords, str) or not isinstance(keywords, Sequence)):
+        raise InvalidInputError('keywords must be a list of words, e.g. ["数据库", "配置"]')
+    extra = []
+    for word in keywords or ():
+        if not isinstance(word, str):
+            raise InvalidInputError("keywords must be strings")
+        if len(word) > 100:
+            raise InvalidInputError("a keyword is at most 100 characters")
+        extra.append(word)
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is {len(query)} characters; at most {MAX_QUERY_CHARS} are searched, shorten it")
+    text = " ".join([query.strip(), *extra]).strip()
+    if not text:
+        raise InvalidInputError("query is empty: give some words to search for")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is {len(text)} characters; at most {MAX_QUERY_CHARS} are searched, shorten it")
+    return text
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime")
+    if value.tzinfo is None:
+        raise InvalidInputError(f"{name} must be timezone-aware (for example datetime.now(UTC))")
+    return value

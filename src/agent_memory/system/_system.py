@@ -1,0 +1,245 @@
+"""``MemorySystem``: the composition root. Built once from settings (or explicit parts), it owns and
+wires the data layer, the analysis run on every write, the search engine, the recall model client,
+the tool, recall and exec limits, and it makes everything a user touches.
+
+>>> async with MemorySystem.from_settings() as system:  # doctest: +SKIP
+...     await system.ensure_schema()                      # migrates a new SQLite file
+...     context = system.context(user_id="u1", friend_id="mentor")
+...     agent = AssistantAgent("mentor", model_client=client, model_context=context)
+...     hits = await system.search.search("数据库配置", user_id="u1")
+
+Nothing below this module reads the global settings or installs itself on another object: the root
+passes each part what it needs. Per-user recall settings (enabled, rounds, top-k, threshold) live in
+the database; the ``MEMORY_RECALL_*`` values are the defaults of a user who has stored none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from autogen_core.models import ChatCompletionClient
+
+from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope, current_revision, head_revision, upgrade
+
+from ..archive import ToolResultManager
+from ..context import MemoryContext, RecallOptions
+from ..recall import MemRecallAgent
+from ..search import Embedder, FusionWeights, HybridMemorySearch, SearchAnalyzer
+from ..settings import AgentMemorySettings, load_settings
+from ..slots import CommandExecutor, Limits
+from ..text import KeywordExtractor
+from ..tools import MemoryToolbox, ToolLimits
+
+
+class MemorySystem:
+    """The memory system of one database (see the module docs).
+
+    Build it with :meth:`from_settings` (or :meth:`open`); pass ``layer`` and ``settings`` directly
+    only when you hold both already. ``recall_client`` replaces the offline recall planner with a
+    model; ``embedder`` stores a model's vectors with every memory. :meth:`close` (or ``async with``)
+    releases the database connections.
+    """
+
+    def __init__(
+        self,
+        *,
+        layer: AgentFusionDataLayer,
+        settings: AgentMemorySettings,
+        recall_client: ChatCompletionClient | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.layer = layer
+        self.settings = settings
+        self.recall_client = recall_client
+        s = settings
+        extractor = KeywordExtractor(
+            max_keywords=s.memory_extraction_max_keywords, min_weight=s.memory_extraction_min_keyword_weight
+        )
+        self.search = HybridMemorySearch(
+            layer.memory,
+            analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder),
+            weights=FusionWeights(
+                keyword=s.memory_search_keyword_weight,
+                text=s.memory_search_text_similarity_weight,
+                time=s.memory_search_time_decay_weight,
+            ),
+            half_life_days=float(s.memory_search_half_life_days),
+            synonym_expansion=s.memory_extraction_enable_synonym_expansion,
+            default_mode=s.memory_search_default_mode,
+        )
+        # every write through this layer gets keywords and search terms in its own transaction
+        layer.memory.set_analyzer(self.search.analyzer)
+        #: How MemoryContexts run recall and bound what they send.
+        self.recall_options = RecallOptions(
+            window_size=s.memory_recall_window_size,
+            max_iterations=s.memory_recall_max_iterations,
+            time_budget_s=s.memory_recall_time_budget_s,
+            slot_token_budget=s.memory_recall_token_budget,
+            history_token_budget=s.memory_context_token_budget,
+            injection=s.memory_recall_injection,
+        )
+        #: Limits of the code runs of :meth:`executor`.
+        self.exec_limits = Limits(
+            timeout_s=s.memory_exec_timeout_s, cpu_s=s.memory_exec_cpu_s, memory_mb=s.memory_exec_memory_mb
+        )
+
+    # -- construction and life cycle ---------------------------------------------------------------
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: AgentMemorySettings | None = None,
+        *,
+        database_url: str | None = None,
+        recall_client: ChatCompletionClient | None = None,
+        embedder: Embedder | None = None,
+    ) -> MemorySystem:
+        """A system from ``settings`` (default: the environment and ``.env``, read now).
+
+        ``database_url`` overrides ``MEMORY_DATABASE_URL``; ``recall_client`` overrides
+        ``MEMORY_RECALL_MODEL_CLIENT``. Raises ``SettingsError`` naming a bad variable.
+        """
+        s = settings or load_settings()
+        layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
+        client = recall_client if recall_client is not None else s.recall_model_client()
+        return cls(layer=layer, settings=s, recall_client=client, embedder=embedder)
+
+    @classmethod
+    def open(cls, database_url: str | None = None, **settings: Any) -> MemorySystem:
+        """A system on ``database_url`` with the environment's settings and ``settings`` overrides
+        (field names of :class:`AgentMemorySettings`, e.g. ``memory_recall_rounds=4``)."""
+        return cls.from_settings(load_settings(**settings), database_url=database_url)
+
+    async def ensure_schema(self) -> bool:
+        """Create or migrate the tables of an embedded SQLite database; returns whether it migrated.
+
+        A PostgreSQL database is migrated only by ``agent-memory db upgrade`` (an operator's step);
+        one behind the code raises a ``DataLayerError`` that says so.
+        """
+        from data_layer import DataLayerError
+
+        url = self.layer.url
+        if self.layer.backend == "sqlite" and url.database and url.database != ":memory:":
+            await asyncio.to_thread(_make_parent, url.database)
+        current = await current_revision(url)
+        if current == head_revision():
+            return False
+        if self.layer.backend != "sqlite":
+            raise DataLayerError(
+                f"the database is at schema {current or 'none'}, the code needs {head_revision()}: "
+                "run `agent-memory db upgrade` first"
+            )
+        await upgrade(url)
+        return True
+
+    async def close(self) -> None:
+        """Release the database connections."""
+        await self.layer.close()
+
+    async def __aenter__(self) -> MemorySystem:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def shareable_url(self) -> str:
+        """The database URL when it holds no password, else "" (a dumped config carries no secret)."""
+        url = self.layer.url
+        return "" if url.password else url.render_as_string(hide_password=False)
+
+    # -- what users touch ------------------------------------------------------------------------
+
+    def scope(
+        self, user_id: str | int, friend_id: str | int | None = None, thread_id: str | int | None = None
+    ) -> Scope:
+        """A validated scope (raises ``InvalidInputError`` for a bad id)."""
+        return Scope.of(user_id, friend_id, thread_id)
+
+    def tool_limits(self, settings: MemoryRecallSettings | None = None) -> ToolLimits:
+        """Tool limits: the user's rounds (or the default's) and ``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH``."""
+        rounds = settings.rounds if settings is not None else self.settings.memory_recall_rounds
+        return ToolLimits(rounds=rounds, max_results=self.settings.memory_tools_max_results_per_search)
+
+    def toolbox(self, scope: Scope) -> MemoryToolbox:
+        """The memory tools for the main agent: its searches default to
+        ``MEMORY_TOOLS_PROACTIVE_SEARCH_THRESHOLD``."""
+        limits = ToolLimits(
+            rounds=self.settings.memory_recall_rounds,
+            max_results=self.settings.memory_tools_max_results_per_search,
+            default_min_score=self.settings.memory_tools_proactive_search_threshold,
+        )
+        return MemoryToolbox(self.search, scope=scope, limits=limits)
+
+    def recall_agent(
+        self,
+        scope: Scope,
+        *,
+        settings: MemoryRecallSettings | None = None,
+        options: RecallOptions | None = None,
+        on_event: Any = None,
+        model_client: ChatCompletionClient | None = None,
+    ) -> MemRecallAgent:
+        """A recall agent for ``scope`` with the user's recall ``settings`` (default: the defaults)."""
+        user = settings or self.settings.recall_settings()
+        opts = options or self.recall_options
+        return MemRecallAgent(
+            self.search,
+            scope=scope,
+            model_client=model_client or self.recall_client,
+            limits=self.tool_limits(user),
+            similarity_threshold=user.similarity_threshold,
+            max_iterations=opts.max_iterations,
+            window_size=opts.window_size,
+            on_event=on_event,
+        )
+
+    def archive(self, scope: Scope, *, conversation_id: str | None = None) -> ToolResultManager:
+        """The tool-result archive of one conversation (default id: ``user/friend`` or the thread)."""
+        conversation = conversation_id or scope.thread_id or f"{scope.user_id}/{scope.friend_id or '-'}"
+        return ToolResultManager(
+            self.layer,
+            user_id=scope.user_id,
+            conversation_id=conversation,
+            thread_id=scope.thread_id,
+            threshold=self.settings.memory_archive_threshold,
+        )
+
+    def context(
+        self,
+        *,
+        user_id: str | int,
+        friend_id: str | int | None = None,
+        thread_id: str | int | None = None,
+        events: asyncio.Queue[Any] | None = None,
+        options: RecallOptions | None = None,
+        archive: bool = True,
+        persist: bool = True,
+    ) -> MemoryContext:
+        """A :class:`MemoryContext` for the user talking to AI friend ``friend_id``; ``archive`` keeps
+        big tool results out of the window; ``persist`` saves the chat to ``chat_messages``."""
+        scope = self.scope(user_id, friend_id, thread_id)
+        return MemoryContext(
+            self,
+            scope=scope,
+            options=options,
+            events=events,
+            archive=self.archive(scope) if archive else None,
+            persist=persist,
+        )
+
+    def executor(
+        self, *, user_id: str | int, friend_id: str | int | None = None, workdir: str | Path | None = None
+    ) -> CommandExecutor:
+        """A :class:`CommandExecutor` for the scope with the ``MEMORY_EXEC_*`` limits."""
+        return CommandExecutor(self.layer, scope=self.scope(user_id, friend_id), limits=self.exec_limits,
+                               workdir=workdir)  # fmt: skip
+
+
+def _make_parent(path: str) -> None:
+    Path(path).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)

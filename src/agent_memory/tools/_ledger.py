@@ -1,0 +1,88 @@
+"""``RecallLedger``: what a recall did, recorded by the tools as typed values (no JSON read back).
+
+>>> ledger = RecallLedger()
+>>> box = MemoryToolbox(search, scope=Scope.of("u1", "mentor"), ledger=ledger)  # doctest: +SKIP
+>>> # ... the agent runs ...
+>>> [r.memory_key for r in ledger.found()], ledger.handoff  # doctest: +SKIP
+
+The ledger outlives one agent iteration (a window expansion starts a new agent with the same
+ledger), so nothing a search found is lost when the model ends badly. :func:`rank_found` is the one
+ordering of results found across searches; the offline planner uses it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._models import (
+    ExpandContextWindowOutput,
+    HandoffInput,
+    MemorySearchResultItem,
+    SearchMemoriesInput,
+    SearchMemoriesOutput,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRound:
+    """One ``search_memories`` call: its arguments, its output, how long it took."""
+
+    number: int
+    arguments: SearchMemoriesInput
+    output: SearchMemoriesOutput
+    elapsed_ms: float
+
+
+def rank_found(batches: Sequence[Sequence[MemorySearchResultItem]]) -> list[MemorySearchResultItem]:
+    """Every result of the searches, once, in the order a recall reports them.
+
+    The latest search that returned a memory decides its place and score: results of the latest
+    search first (best score first), then those only earlier searches returned. Later rounds are
+    broader, and scores of different modes are not on one scale, so the newest view wins.
+    """
+    latest: dict[str, tuple[int, int, MemorySearchResultItem]] = {}
+    first_seen: dict[str, int] = {}
+    for number, batch in enumerate(batches):
+        for item in batch:
+            first_seen.setdefault(item.memory_key, len(first_seen))
+            latest[item.memory_key] = (number, first_seen[item.memory_key], item)
+    ordered = sorted(latest.values(), key=lambda t: (-t[0], -t[2].relevance_score, t[1]))
+    return [item for _, _, item in ordered]
+
+
+@dataclass(slots=True)
+class RecallLedger:
+    """Searches, details read, the window expansion and the handoff of one recall."""
+
+    searches: list[SearchRound] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    expansions: list[ExpandContextWindowOutput] = field(default_factory=list)
+    handoff: HandoffInput | None = None
+    #: Why the model's handoff was not accepted (bad or missing arguments), when it was not.
+    handoff_problem: str | None = None
+
+    def found(self) -> list[MemorySearchResultItem]:
+        """Every memory the successful searches returned, ranked by :func:`rank_found`."""
+        return rank_found([s.output.results for s in self.searches if s.output.success])
+
+    def relevant(self, threshold: float) -> list[MemorySearchResultItem]:
+        """The memories to give the main model: score >= ``threshold``, only keys a search returned.
+
+        With a valid handoff, its keys in its order (a key the searches never returned is dropped:
+        a model cannot invent a memory); without one (bad arguments, time-out, a model that never
+        handed off), the best found memories. The threshold is absolute: the same value means the
+        same whichever model drove the recall.
+        """
+        found = {item.memory_key: item for item in self.found()}
+        if self.handoff is not None and self.handoff.relevant_memory_keys:
+            chosen = [found[k] for k in dict.fromkeys(self.handoff.relevant_memory_keys) if k in found]
+        else:
+            chosen = list(found.values())
+        return [item for item in chosen if item.relevance_score >= threshold]
+
+    @property
+    def window_size(self) -> int | None:
+        """The window of the last approved expansion (``None``: never expanded)."""
+        approved = [e for e in self.expansions if e.approved]
+        return approved[-1].new_size if approved else None
