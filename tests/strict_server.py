@@ -62,6 +62,7 @@ import math
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -357,7 +358,7 @@ class StrictServer:
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
         self._call_ids = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._sockets: set[socket.socket] = set()
 
@@ -367,9 +368,8 @@ class StrictServer:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
         if self._httpd is not None:
             return self
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        httpd.daemon_threads = True
-        httpd.owner = self  # type: ignore[attr-defined]
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.name = f"strict-server-{self.port}"
@@ -507,6 +507,16 @@ class StrictServer:
     def _next_id(self, *, call: bool = False) -> int:
         with self._cond:
             return next(self._call_ids if call else self._ids)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: StrictServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up is part of the game; anything else is printed as usual."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _pieces(text: str) -> list[str]:

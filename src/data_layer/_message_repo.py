@@ -1,34 +1,96 @@
-"""The chat message store (``chat_messages``) that recall reads: append, range listing, neighbours."""
+"""The chat message store (``chat_messages``) that recall reads: append, range listing, neighbours.
+
+Appends can skip messages already stored (re-running an import). A message's identity is its
+``external_id`` when it has one (unique per user), else its user, friend, thread, role, ``created_at``
+and content; a message given without ``created_at`` is already stored when the same conversation holds
+as many messages with its role and content (at any time). The ``content_hash`` index finds them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, tuple_
+from sqlalchemy import and_, func, literal, or_, select, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
 from ._engine import Database
 from ._errors import InvalidInputError, MessageNotFoundError
 from ._records import MessageRecord, MessageRole, Page
-from ._tables import ChatMessageTable
+from ._tables import EXTERNAL_ID_LENGTH, ChatMessageTable
 from ._types import utcnow
 
 MAX_PAGE = 1000
 MAX_NEIGHBORS = 200
+#: Rows per INSERT, and values per IN (...) of the look-up of stored messages.
+CHUNK = 500
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RECORD_FIELDS = ("user_id", "friend_id", "thread_id", "role", "content", "created_at")
 
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:
-    """One message for :meth:`MessageRepository.append_many`."""
+    """One message for :meth:`MessageRepository.append_many`.
+
+    ``external_id`` is the message's id elsewhere (an export's message id): unique per user, and the
+    message's identity when appends skip what is stored.
+    """
 
     role: MessageRole
     content: str
     friend_id: str | int | None = None
     thread_id: str | int | None = None
     created_at: datetime | None = None
+    external_id: str | int | None = None
+
+
+def content_hash(content: str) -> str:
+    """``chat_messages.content_hash``: the first 32 hex digits of the SHA-256 of the UTF-8 content."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:32]
+
+
+def _external_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError(f"external_id must be a str or int, got {type(value).__name__}")
+    text = str(value)
+    if not text.strip() or len(text) > EXTERNAL_ID_LENGTH or _CONTROL.search(text):
+        raise InvalidInputError(
+            f"external_id must be 1-{EXTERNAL_ID_LENGTH} characters without control characters, got {text[:40]!r}"
+        )
+    return text
+
+
+def _content(value: object) -> str:
+    text = v.message_content(value)
+    if not text.strip():
+        raise InvalidInputError("message content is empty; a message needs some text (whitespace alone is refused)")
+    return text
+
+
+def _exact(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["friend_id"], row["thread_id"], row["role"], row["created_at"], row["content"])
+
+
+def _loose(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["friend_id"], row["thread_id"], row["role"], row["content"])
+
+
+@dataclass(slots=True)
+class _Batch:
+    """One user's validated rows; ``timed`` marks the rows given with a ``created_at``."""
+
+    user_id: str
+    rows: list[dict[str, Any]]
+    timed: list[bool]
 
 
 def _record(row: ChatMessageTable) -> MessageRecord:
@@ -60,20 +122,42 @@ class MessageRepository:
     def _row(self, uid: str, item: NewMessage) -> dict[str, Any]:
         if not isinstance(item, NewMessage):
             raise InvalidInputError(f"messages must hold NewMessage items, got {type(item).__name__}")
+        content = _content(item.content)
         return {
             "user_id": uid,
             "friend_id": v.scope_id(item.friend_id, name="friend_id", optional=True),
             "thread_id": v.scope_id(item.thread_id, name="thread_id", optional=True),
             "role": v.message_role(item.role),
-            "content": v.message_content(item.content),
+            "content": content,
             "created_at": v.aware_datetime(item.created_at, name="created_at") or utcnow(),
+            "content_hash": content_hash(content),
+            "external_id": _external_id(item.external_id),
         }
+
+    def _prepare(self, messages: Mapping[str | int, Sequence[NewMessage]]) -> list[_Batch]:
+        if not isinstance(messages, Mapping):
+            raise InvalidInputError("messages must map user ids to lists of NewMessage")
+        batches: dict[str, _Batch] = {}
+        for user, items in messages.items():
+            uid = v.user_id(user)
+            if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+                raise InvalidInputError("messages must be a list of NewMessage")
+            batch = batches.setdefault(uid, _Batch(uid, [], []))
+            for item in items:
+                batch.rows.append(self._row(uid, item))
+                batch.timed.append(item.created_at is not None)
+        for batch in batches.values():
+            seen: dict[str, tuple[Any, ...]] = {}
+            for row, timed in zip(batch.rows, batch.timed, strict=True):
+                ext = row["external_id"]
+                identity = (*_loose(row), row["created_at"] if timed else None)
+                if ext is not None and seen.setdefault(ext, identity) != identity:
+                    raise InvalidInputError(f"external_id {ext!r} is given to two different messages")
+        return list(batches.values())
 
     def validate(self, *, user_id: str | int, messages: Sequence[NewMessage]) -> None:
         """Check messages as :meth:`append_many` would, without writing (raises ``InvalidInputError``)."""
-        uid = v.user_id(user_id)
-        for m in messages:
-            self._row(uid, m)
+        self._prepare({user_id: messages})
 
     async def append(
         self,
@@ -89,19 +173,100 @@ class MessageRepository:
         item = NewMessage(role=role, content=content, friend_id=friend_id, thread_id=thread_id, created_at=created_at)
         return (await self.append_many(user_id=user_id, messages=[item]))[0]
 
-    async def append_many(self, *, user_id: str | int, messages: Sequence[NewMessage]) -> list[MessageRecord]:
-        """Store messages in one transaction, in order; returns them with their ids."""
-        uid = v.user_id(user_id)
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise InvalidInputError("messages must be a list of NewMessage")
-        rows = [self._row(uid, m) for m in messages]
-        if not rows:
-            return []
+    async def append_many(
+        self, *, user_id: str | int, messages: Sequence[NewMessage], skip_existing: bool = False
+    ) -> list[MessageRecord]:
+        """Store messages in one transaction, in order; returns the stored ones with their ids.
+
+        ``skip_existing`` leaves out messages already stored (see the module docs for a message's
+        identity) and repeats within ``messages``; without it an ``external_id`` the user already has
+        is refused.
+        """
+        stored = await self.append_for_users({user_id: messages}, skip_existing=skip_existing)
+        return next(iter(stored.values()), [])
+
+    async def append_for_users(
+        self,
+        messages: Mapping[str | int, Sequence[NewMessage]],
+        *,
+        skip_existing: bool = False,
+        on_progress: Callable[[int], object] | None = None,
+    ) -> dict[str, list[MessageRecord]]:
+        """Store several users' messages in one transaction: all of them or, on any error or
+        cancellation, none. Returns each user's stored messages (with ``skip_existing``, the new ones).
+
+        Every message is validated before anything is written. ``on_progress(n)`` is called as ``n``
+        more messages are done (stored or skipped).
+        """
+        batches = self._prepare(messages)
+        result: dict[str, list[MessageRecord]] = {b.user_id: [] for b in batches}
+        if not any(b.rows for b in batches):
+            return result
         table = ChatMessageTable.__table__
+        insert = table.insert().returning(table.c.id, sort_by_parameter_order=True)
         async with self._db.write() as session:
-            result = await session.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True), rows)
-            ids = [r[0] for r in result]
-        return [MessageRecord(id=i, **r) for i, r in zip(ids, rows, strict=True)]
+            if self._db.backend == "postgresql":  # one writer per user, so two imports do not both insert
+                for uid in sorted(result):
+                    key = func.hashtextextended(literal("chat_messages:") + uid, 0)
+                    await session.execute(select(func.pg_advisory_xact_lock(key)))
+            for batch in batches:
+                keep = await self._new_rows(session, batch, skip_existing=skip_existing)
+                rows = [r for r, k in zip(batch.rows, keep, strict=True) if k]
+                if on_progress is not None and len(rows) < len(batch.rows):
+                    on_progress(len(batch.rows) - len(rows))
+                for start in range(0, len(rows), CHUNK):
+                    chunk = rows[start : start + CHUNK]
+                    ids = [r[0] for r in await session.execute(insert, chunk)]
+                    result[batch.user_id] += [
+                        MessageRecord(id=i, **{f: r[f] for f in _RECORD_FIELDS})
+                        for i, r in zip(ids, chunk, strict=True)
+                    ]
+                    if on_progress is not None:
+                        on_progress(len(chunk))
+        return result
+
+    async def _new_rows(self, session: AsyncSession, batch: _Batch, *, skip_existing: bool) -> list[bool]:
+        """Which rows to insert: all, or those not stored yet and not repeated earlier in the batch."""
+        t = ChatMessageTable
+        uid, rows = batch.user_id, batch.rows
+        external = sorted({r["external_id"] for r in rows if r["external_id"] is not None})
+        stored_ids: set[str] = set()
+        for start in range(0, len(external), CHUNK):
+            part = external[start : start + CHUNK]
+            stmt = select(t.external_id).where(t.user_id == uid, t.external_id.in_(part))
+            stored_ids.update(x for x in await session.scalars(stmt) if x is not None)
+        if not skip_existing:
+            repeated = [ext for ext, n in Counter(r["external_id"] for r in rows).items() if ext is not None and n > 1]
+            if stored_ids or repeated:
+                raise InvalidInputError(
+                    f"external_id {min([*stored_ids, *repeated])!r} is already stored for this user or given twice; "
+                    "skip stored messages (skip_existing=True) to import again"
+                )
+            return [True] * len(rows)
+        hashes = sorted({r["content_hash"] for r in rows if r["external_id"] is None})
+        exact: set[tuple[Any, ...]] = set()
+        loose: Counter[tuple[Any, ...]] = Counter()
+        columns = (t.friend_id, t.thread_id, t.role, t.created_at, t.content)
+        for start in range(0, len(hashes), CHUNK):
+            part = hashes[start : start + CHUNK]
+            stmt = select(*columns).where(t.user_id == uid, t.content_hash.in_(part))
+            for friend, thread, role, created, content in await session.execute(stmt):
+                exact.add((friend, thread, role, created, content))
+                loose[(friend, thread, role, content)] += 1
+        keep: list[bool] = []
+        for row, timed in zip(rows, batch.timed, strict=True):
+            ext = row["external_id"]
+            if ext is not None:
+                new = ext not in stored_ids
+                stored_ids.add(ext)
+            elif timed:
+                new = _exact(row) not in exact
+                exact.add(_exact(row))
+            else:  # no time given: a repeat is new once the conversation's earlier copies are used up
+                new = loose[_loose(row)] <= 0
+                loose[_loose(row)] -= 1
+            keep.append(new)
+        return keep
 
     async def get(self, *, user_id: str | int, message_id: int) -> MessageRecord | None:
         """The user's message with this id, or ``None``."""

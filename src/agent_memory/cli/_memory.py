@@ -32,6 +32,8 @@ async def add_cmd(
 ) -> None:
     """Store a memory for a user."""
     text = sys.stdin.read() if content == "-" else content
+    if not text.strip():
+        raise ValueError("the memory's content is empty; give some text (or '-' to read it from standard input)")
     try:
         metadata = json.loads(meta) if meta else None
     except json.JSONDecodeError as exc:

@@ -1,48 +1,55 @@
-"""``agent-memory messages import FILE.jsonl``."""
+"""``agent-memory messages import FILE.jsonl``: all or nothing per file, and safe to run again."""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
-from data_layer import NewMessage
+from ._common import URL_HELP, console, open_system, run
 
-from ._common import URL_HELP, console, open_layer, run
+if TYPE_CHECKING:
+    from data_layer import NewMessage
 
 app = typer.Typer(help="Import chat messages.", no_args_is_help=True)
 
-BATCH = 500
+FIELDS = ("user_id", "role", "content", "friend_id", "thread_id", "created_at", "id")
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedLine:
+    lineno: int
     user_id: str
     message: NewMessage
 
 
-def parse_line(raw: str, *, lineno: int, default_user: str | None) -> ParsedLine:
-    """One JSON line: ``{"user_id", "role", "content", "friend_id"?, "thread_id"?, "created_at"?}``."""
+def parse_line(raw: str, *, lineno: int, default_user: str | None, default_friend: str | None = None) -> ParsedLine:
+    """One JSON line: ``{"role", "content", "user_id"?, "friend_id"?, "thread_id"?, "created_at"?, "id"?}``;
+    ``default_user`` and ``default_friend`` fill a missing ``user_id`` and ``friend_id``."""
+    from data_layer import NewMessage
+
     try:
         data: Any = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"line {lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise ValueError(f"line {lineno}: expected a JSON object")
-    unknown = set(data) - {"user_id", "role", "content", "friend_id", "thread_id", "created_at", "id"}
+    unknown = set(data) - set(FIELDS)
     if unknown:
-        raise ValueError(f"line {lineno}: unknown fields {sorted(unknown)}")
+        raise ValueError(f"line {lineno}: unknown fields {sorted(unknown)} (known: {', '.join(FIELDS)})")
     user = data.get("user_id", default_user)
     if user is None:
         raise ValueError(f"line {lineno}: no user_id; add it to the line or pass --user")
-    if default_user is not None and str(user) != default_user:
-        raise ValueError(f"line {lineno}: user_id {user!r} differs from --user {default_user!r}")
+    if isinstance(user, bool) or not isinstance(user, str | int):
+        raise ValueError(f"line {lineno}: user_id must be a string or an integer")
+    for field in ("role", "content"):
+        if field not in data:
+            raise ValueError(f"line {lineno}: missing {field!r}")
     created = data.get("created_at")
     if created is not None:
         try:
@@ -51,19 +58,32 @@ def parse_line(raw: str, *, lineno: int, default_user: str | None) -> ParsedLine
             raise ValueError(f"line {lineno}: created_at {created!r} is not ISO-8601") from None
         if created.tzinfo is None:
             raise ValueError(f"line {lineno}: created_at needs a time zone, e.g. 2024-05-01T10:00:00+00:00")
-    for field in ("role", "content"):
-        if field not in data:
-            raise ValueError(f"line {lineno}: missing {field!r}")
     return ParsedLine(
+        lineno=lineno,
         user_id=str(user),
         message=NewMessage(
             role=data["role"],
             content=data["content"],
-            friend_id=data.get("friend_id"),
+            friend_id=data.get("friend_id", default_friend),
             thread_id=data.get("thread_id"),
             created_at=created,
+            external_id=data.get("id"),
         ),
     )
+
+
+def read_file(file: Path, *, default_user: str | None, default_friend: str | None) -> list[ParsedLine]:
+    """Every message of a JSON-lines file (blank lines skipped); the first bad line raises ``ValueError``."""
+    lines = []
+    with file.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"line {lineno}: not UTF-8 text") from None
+            if text.strip():
+                lines.append(parse_line(text, lineno=lineno, default_user=default_user, default_friend=default_friend))
+    return lines
 
 
 @app.command("import")
@@ -71,29 +91,42 @@ def parse_line(raw: str, *, lineno: int, default_user: str | None) -> ParsedLine
 async def import_cmd(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="A .jsonl file"),
     user: str | None = typer.Option(None, "--user", "-u", help="User id for lines without one"),
+    friend: str | None = typer.Option(None, "--friend", "-f", help="AI friend id for lines without one"),
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
-    """Import messages from a JSON-lines file. Every line is checked first: one bad line imports nothing."""
-    parsed: dict[str, list[NewMessage]] = defaultdict(list)
-    async with open_layer(url) as layer:
-        with file.open(encoding="utf-8") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                line = parse_line(raw, lineno=lineno, default_user=user)
-                try:
-                    layer.messages.validate(user_id=line.user_id, messages=[line.message])
-                except ValueError as exc:
-                    raise ValueError(f"line {lineno}: {exc}") from None
-                parsed[line.user_id].append(line.message)
-        total = sum(len(v) for v in parsed.values())
+    """Import messages from a JSON-lines file, one object a line:
+    {"user_id", "role", "content", "friend_id"?, "thread_id"?, "created_at"? (ISO-8601), "id"?}.
+
+    All or nothing: every line is checked first (a bad line is named and nothing is written), then
+    the whole file is written in one transaction. Run it again safely: messages already stored are
+    skipped. A line's "id" is its identity; otherwise user, friend, thread, role, created_at and
+    content are (a line without created_at matches a stored message with its role and content).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    parsed = read_file(file, default_user=user, default_friend=friend)
+    async with open_system(url) as system:
+        messages = system.layer.messages
+        by_user: dict[str, list[NewMessage]] = {}
+        for line in parsed:
+            try:
+                messages.validate(user_id=line.user_id, messages=[line.message])
+            except ValueError as exc:
+                raise ValueError(f"line {line.lineno}: {exc}") from None
+            by_user.setdefault(line.user_id, []).append(line.message)
+        for uid, items in by_user.items():
+            messages.validate(user_id=uid, messages=items)  # repeated ids within the file
         with Progress(
-            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
-        ) as progress:
-            task = progress.add_task("import", total=total)
-            for uid, messages in parsed.items():
-                for start in range(0, len(messages), BATCH):
-                    chunk = messages[start : start + BATCH]
-                    await layer.messages.append_many(user_id=uid, messages=chunk)
-                    progress.advance(task, len(chunk))
-    console.print(f"imported {total} messages for {len(parsed)} user(s)")
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=console, transient=True,
+        ) as progress:  # fmt: skip
+            task = progress.add_task("import", total=len(parsed))
+            stored = await messages.append_for_users(
+                by_user, skip_existing=True, on_progress=lambda n: progress.advance(task, n)
+            )
+    new = sum(len(v) for v in stored.values())
+    console.print(
+        Text(
+            f"imported {new} messages for {len(by_user)} user(s); skipped {len(parsed) - new} already stored or repeated"
+        )
+    )

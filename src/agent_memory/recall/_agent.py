@@ -36,7 +36,7 @@ from ..tools import (
     RecallLedger,
     ToolLimits,
 )
-from ..tools._toolbox import _ScopedTool
+from ..tools._adapter import ScopedTool
 from ._events import WindowExpandedEvent
 from ._planner import OfflineRecallPlanner
 from ._prompt import format_task, recall_prompt
@@ -70,7 +70,7 @@ class RecallHandoff(Handoff):
     @property
     def handoff_tool(self) -> BaseTool[Any, Any]:
         assert self._box is not None, "use RecallHandoff.for_toolbox(...)"
-        return _ScopedTool(self._box, self._tool, compact=True)
+        return ScopedTool(self._box, self._tool, compact=True)
 
 
 @dataclass(frozen=True, slots=True)

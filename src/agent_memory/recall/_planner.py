@@ -111,7 +111,8 @@ class OfflineRecallPlanner(ChatCompletionClient):
             # enough strong results: skip the refinement, but run the last planned round once so the
             # ranked list the main model gets is complete
             last = self.limits.round(rounds)
-            searching = not any(_is_round(args, last, self.semantic) for args in seen.rounds)
+            query = _with_window(task) if last.with_context or task.iteration > 1 else task.current
+            searching = not any(_is_round(args, last, self.semantic, query) for args in seen.rounds)
             number = rounds
         if searching:
             config = self.limits.round(number)
@@ -244,10 +245,11 @@ def _items(results: Any) -> list[MemorySearchResultItem]:
     return items
 
 
-def _is_round(args: Mapping[str, Any], config: RoundConfig, semantic: bool) -> bool:
-    """Whether a search call's arguments are those of ``config``'s round."""
+def _is_round(args: Mapping[str, Any], config: RoundConfig, semantic: bool, query: str) -> bool:
+    """Whether a search call's arguments are those of ``config``'s round (with its query)."""
     return (
-        args.get("search_mode") == _mode(config, semantic)
+        args.get("query") == query
+        and args.get("search_mode") == _mode(config, semantic)
         and args.get("limit") == config.max_results
         and args.get("min_relevance_score") == config.min_score
     )

@@ -1,0 +1,189 @@
+"""CLI errors: one or two lines on stderr that name the cause and say what to do, exit code 2, and
+the traceback only with ``agent-memory --debug``. Data commands migrate a new SQLite file first."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+from typer.testing import CliRunner
+
+from agent_memory.cli import app
+
+runner = CliRunner()
+
+
+def _sqlite(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def _short_error(result, *causes: str) -> str:  # type: ignore[no-untyped-def]
+    """The stderr of a failed command, checked: exit code 2, at most 2 lines, no traceback, names each cause."""
+    err = result.stderr
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = err.strip().splitlines()
+    assert 1 <= len(lines) <= 2, err
+    assert lines[0].startswith("error: "), err
+    assert "Traceback" not in result.output
+    for cause in causes:
+        assert cause in err, err
+    return err
+
+
+# -- a new SQLite path ----------------------------------------------------------------------------------
+
+
+def test_memory_add_on_a_brand_new_path_migrates_it(tmp_path: Path) -> None:
+    url = _sqlite(tmp_path / "new" / "folder" / "memory.db")  # neither the folder nor the file exists
+    add = runner.invoke(app, ["memory", "add", "k1", "喜欢喝手冲咖啡", "--user", "u1", "--url", url])
+    assert add.exit_code == 0, add.output
+    got = runner.invoke(app, ["memory", "get", "k1", "--user", "u1", "--json", "--url", url])
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output)["content"] == "喜欢喝手冲咖啡"
+    current = runner.invoke(app, ["db", "current", "--url", url])
+    assert "up to date" in current.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["memory", "list", "--user", "u1"], 0),
+        (["memory", "search", "咖啡", "--user", "u1"], 0),
+        (["memory", "delete", "k", "--user", "u1"], 1),  # no such memory
+        (["keywords", "backfill"], 0),
+        (["keywords", "show", "k", "--user", "u1"], 2),  # no such memory: an error, but not a missing table
+        (["recall", "你好", "--user", "u1", "--json"], 0),
+    ],
+)
+def test_every_data_command_migrates_a_new_file(tmp_path: Path, args: list[str], code: int) -> None:
+    url = _sqlite(tmp_path / "fresh.db")
+    out = runner.invoke(app, [*args, "--url", url])
+    assert out.exit_code == code, out.output
+    assert "no such table" not in out.output and "Traceback" not in out.output
+    assert "up to date" in runner.invoke(app, ["db", "current", "--url", url]).output
+
+
+def test_messages_import_on_a_new_path(tmp_path: Path) -> None:
+    data = tmp_path / "m.jsonl"
+    data.write_text('{"user_id": "u1", "role": "user", "content": "你好"}\n', encoding="utf-8")
+    url = _sqlite(tmp_path / "sub" / "new.db")
+    out = runner.invoke(app, ["messages", "import", str(data), "--url", url])
+    assert out.exit_code == 0, out.output
+    assert "imported 1 messages" in out.output
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+
+def test_unreachable_server() -> None:
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/x"  # nothing listens on port 1
+    out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--url", url])
+    err = _short_error(out, "cannot reach the PostgreSQL server at 127.0.0.1:1")
+    assert "start the server" in err
+
+
+def test_unreachable_server_with_debug_shows_the_traceback() -> None:
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/x"
+    out = runner.invoke(app, ["--debug", "memory", "add", "k", "x", "--user", "u1", "--url", url])
+    assert out.exit_code == 2
+    assert "Traceback" in out.stderr
+    assert out.stderr.strip().splitlines()[-2].startswith("error: cannot reach the PostgreSQL server")
+
+
+def test_unknown_database(pg_admin_url: str) -> None:
+    name = f"afm_missing_{uuid.uuid4().hex[:10]}"
+    url = make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False)
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
+    err = _short_error(out, f'database "{name}" does not exist')
+    assert f"createdb {name}" in err
+
+
+def test_unknown_role(pg_admin_url: str) -> None:
+    role = f"afm_nobody_{uuid.uuid4().hex[:8]}"
+    url = make_url(pg_admin_url).set(username=role, password=None).render_as_string(hide_password=False)
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
+    _short_error(out, f'role (user) "{role}" does not exist')
+
+
+def test_postgres_database_without_the_schema(fresh_pg_url: str) -> None:
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", fresh_pg_url])
+    _short_error(out, "agent-memory db upgrade")
+
+
+def _writable(path: Path) -> bool:
+    try:
+        (path / ".probe").touch()
+    except OSError:
+        return False
+    (path / ".probe").unlink()
+    return True
+
+
+def test_read_only_directory_for_the_sqlite_file(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if _writable(locked):  # root ignores the mode: a regular file where a folder should be fails for root too
+            blocker = tmp_path / "file.txt"
+            blocker.write_text("not a folder", encoding="utf-8")
+            target, cause = blocker / "memory.db", str(blocker)
+        else:
+            target, cause = locked / "memory.db", str(locked / "memory.db")
+        out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--url", _sqlite(target)])
+        err = _short_error(out, cause)
+        assert "writable" in err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_folder_given_as_the_sqlite_file(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", _sqlite(tmp_path)])
+    _short_error(out, f"SQLite file {tmp_path}")
+
+
+def test_bad_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_RECALL_ROUNDS", "9")
+    out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--url", _sqlite(tmp_path / "m.db")])
+    err = _short_error(out, "MEMORY_RECALL_ROUNDS", "allowed: 1 to 5")
+    assert ".env" in err
+    monkeypatch.setenv("MEMORY_SEARCH_KEYWORD_WEIGHT", "3")  # two bad variables: still two lines
+    out = runner.invoke(app, ["memory", "list", "--user", "u1"])
+    _short_error(out, "MEMORY_RECALL_ROUNDS", "MEMORY_SEARCH_KEYWORD_WEIGHT")
+
+
+def test_unsupported_url() -> None:
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", "mysql://x/y"])
+    _short_error(out, "unsupported database driver 'mysql'")
+
+
+def test_bad_line_of_an_import_is_two_lines_at_most(tmp_path: Path) -> None:
+    data = tmp_path / "m.jsonl"
+    data.write_text('{"user_id": "u1", "role": "user", "content": "ok"}\n{"role": oops}\n', encoding="utf-8")
+    out = runner.invoke(app, ["messages", "import", str(data), "--url", _sqlite(tmp_path / "m.db")])
+    _short_error(out, "line 2", "not valid JSON")
+
+
+def test_unknown_revision_is_explained(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["db", "upgrade", "no_such_rev", "--url", _sqlite(tmp_path / "m.db")])
+    _short_error(out, "no_such_rev")
+
+
+def test_empty_memory_content_is_refused(tmp_path: Path) -> None:
+    url = _sqlite(tmp_path / "m.db")
+    for content in ("", "   \n "):
+        out = runner.invoke(app, ["memory", "add", "k", content, "--user", "u1", "--url", url])
+        _short_error(out, "content is empty")
+    assert runner.invoke(app, ["memory", "get", "k", "--user", "u1", "--url", url]).exit_code == 1
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_error_output_has_no_markup_applied(tmp_path: Path) -> None:
+    # a message carrying rich markup is printed as it is
+    out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--type", "[red]x[/red]", "--url",
+                              _sqlite(tmp_path / "m.db")])  # fmt: skip
+    _short_error(out, "[red]x[/red]")

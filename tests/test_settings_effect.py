@@ -1,0 +1,96 @@
+"""Every ``MEMORY_*`` variable reaches the part it configures through the composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from autogen_agentchat.messages import ToolCallRequestEvent
+
+from agent_memory.settings import AgentMemorySettings
+from agent_memory.system import MemorySystem
+from agent_memory.tools import ToolLimits
+from data_layer import NewMemory
+
+CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
+    "MEMORY_SEARCH_DEFAULT_MODE": ("keyword", lambda s: s.search.default_mode, "keyword"),
+    "MEMORY_SEARCH_KEYWORD_WEIGHT": ("0.5", lambda s: s.search.weights.keyword, 0.5),
+    "MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": ("0.3", lambda s: s.search.weights.text, 0.3),
+    "MEMORY_SEARCH_TIME_DECAY_WEIGHT": ("0.1", lambda s: s.search.weights.time, 0.1),
+    "MEMORY_SEARCH_HALF_LIFE_DAYS": ("7", lambda s: s.search.half_life_days, 7.0),
+    "MEMORY_EXTRACTION_MAX_KEYWORDS": ("3", lambda s: s.search.analyzer.extractor.max_keywords, 3),
+    "MEMORY_EXTRACTION_MIN_KEYWORD_WEIGHT": ("0.4", lambda s: s.search.analyzer.extractor.min_weight, 0.4),
+    "MEMORY_EXTRACTION_ENABLE_SYNONYM_EXPANSION": ("false", lambda s: s.search.synonym_expansion, False),
+    "MEMORY_TOOLS_PROACTIVE_SEARCH_THRESHOLD": (
+        "0.65",
+        lambda s: s.toolbox(s.scope("u1")).limits.default_min_score,
+        0.65,
+    ),
+    "MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH": ("4", lambda s: s.toolbox(s.scope("u1")).limits.max_results, 4),
+    "MEMORY_RECALL_ROUNDS": ("5", lambda s: s.recall_agent(s.scope("u1")).limits.rounds, 5),
+    "MEMORY_RECALL_PROFILE_TOP_K": ("2", lambda s: s.layer.settings.defaults.memory.profile_top_k, 2),
+    "MEMORY_RECALL_EVENT_TOP_K": ("3", lambda s: s.layer.settings.defaults.memory.event_top_k, 3),
+    "MEMORY_RECALL_SIMILARITY_THRESHOLD": ("0.6", lambda s: s.layer.settings.defaults.memory.similarity_threshold, 0.6),
+    "MEMORY_RECALL_ENABLED": ("false", lambda s: s.layer.settings.defaults.memory.enabled, False),
+    "MEMORY_RECALL_WINDOW_SIZE": ("9", lambda s: s.context(user_id="u1").options.window_size, 9),
+    "MEMORY_RECALL_MAX_ITERATIONS": ("2", lambda s: s.recall_agent(s.scope("u1")).max_iterations, 2),
+    "MEMORY_RECALL_TIME_BUDGET_S": ("1.5", lambda s: s.context(user_id="u1").options.time_budget_s, 1.5),
+    "MEMORY_RECALL_TOKEN_BUDGET": ("300", lambda s: s.context(user_id="u1").options.slot_token_budget, 300),
+    "MEMORY_RECALL_INJECTION": ("tool_call", lambda s: s.context(user_id="u1").options.injection, "tool_call"),
+    "MEMORY_CONTEXT_TOKEN_BUDGET": ("3000", lambda s: s.context(user_id="u1").options.history_token_budget, 3000),
+    "MEMORY_ARCHIVE_THRESHOLD": ("20000", lambda s: s.context(user_id="u1").archive.threshold, 20000),
+    "MEMORY_EXEC_TIMEOUT_S": ("4", lambda s: s.executor(user_id="u1").limits.timeout_s, 4.0),
+    "MEMORY_EXEC_CPU_S": ("3", lambda s: s.executor(user_id="u1").limits.cpu_s, 3),
+    "MEMORY_EXEC_MEMORY_MB": ("256", lambda s: s.executor(user_id="u1").limits.memory_mb, 256),
+    "MEMORY_CHAT_SHOW_TOOL_CALLS": ("true", lambda s: s.layer.settings.defaults.chat.show_tool_calls, True),
+    "MEMORY_CHAT_SHOW_THINKING": ("true", lambda s: s.layer.settings.defaults.chat.show_thinking, True),
+}
+COMPANIONS = {
+    "MEMORY_SEARCH_KEYWORD_WEIGHT": {"MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": "0.3"},
+    "MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": {"MEMORY_SEARCH_KEYWORD_WEIGHT": "0.5"},
+    "MEMORY_SEARCH_TIME_DECAY_WEIGHT": {"MEMORY_SEARCH_KEYWORD_WEIGHT": "0.5"},
+}
+#: Shown by their own tests: the database URL (every test), proactive search and the language
+#: (test_agent_builder), the recall model client (test_recall).
+ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
+             "MEMORY_RECALL_MODEL_CLIENT"}  # fmt: skip
+
+
+def test_every_setting_is_checked() -> None:
+    assert set(CHECKS) | ELSEWHERE == {name.upper() for name in AgentMemorySettings.model_fields}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+async def test_a_setting_reaches_its_part(name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    value, read, expected = CHECKS[name]
+    for other, other_value in COMPANIONS.get(name, {}).items():  # the three weights add up to 1
+        monkeypatch.setenv(other, other_value)
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MEMORY_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
+    async with MemorySystem.from_settings() as system:
+        assert read(system) == expected
+        default = AgentMemorySettings.model_fields[name.lower()].default
+        assert expected != default  # the check could fail: the value differs from the default
+
+
+async def test_rounds_beyond_three_really_run(system: MemorySystem) -> None:
+    rounds = 4
+    words = ["周末", "徒步", "爬山", "山顶", "日出", "露营", "背包", "溪流", "帐篷", "篝火"]
+    now = datetime.now(UTC)
+    spans = {"half": words[:5], "forty": words[5:9], "thirty": words[:3], "tenth": words[9:]}
+    memories = [NewMemory(key, " ".join(part), created_at=now - timedelta(days=3 * n))
+                for n, (key, part) in enumerate(spans.items())]  # fmt: skip
+    memories.append(NewMemory("badminton", "上周 打 羽毛球 很开心", created_at=now - timedelta(days=20)))
+    await system.layer.memory.add_many(user_id="u1", memories=memories)
+    events: list[Any] = []
+    settings = system.settings.recall_settings().model_copy(update={"rounds": rounds})
+    agent = system.recall_agent(system.scope("u1"), settings=settings, on_event=events.append)
+    result = await agent.recall([("user", "上周 打 羽毛球"), ("user", " ".join(words))])
+    calls = [c.name for e in events if isinstance(e, ToolCallRequestEvent) for c in e.content]
+    assert calls.count("search_memories") == rounds == len(result.ledger.searches)
+    assert [s.arguments.min_relevance_score for s in result.ledger.searches] == [0.7, 0.6, 0.5, 0.5]
+    assert "羽毛球" in result.ledger.searches[3].arguments.query  # the context round adds earlier messages
+    assert ToolLimits(rounds=5).max_consecutive_searches == 5  # five rounds are not cut at seed 000's three
