@@ -102,6 +102,16 @@ def test_importing_the_cli_imports_nothing_heavy() -> None:
     assert done.stdout.strip() == "", f"imported at start: {done.stdout.strip()}"
 
 
+def test_the_command_modules_add_nothing_heavy_to_the_package() -> None:
+    # what the CLI's own modules import, beyond the package's __init__
+    code = (
+        "import sys, agent_memory; before = set(sys.modules); import agent_memory.cli; "
+        f"print(','.join(m for m in set(sys.modules) - before if m.split('.')[0] in {HEAVY!r} + ('data_layer',)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "", f"imported by agent_memory.cli: {done.stdout.strip()}"
+
+
 def test_help_runs_and_names_the_global_debug_option() -> None:
     out = _ok(["--help"])
     for word in ("--debug", "memory", "messages", "recall", "demo", "db"):

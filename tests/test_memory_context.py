@@ -273,3 +273,22 @@ async def test_component_round_trip_is_lossless(tmp_path: Any) -> None:
     secret = "postgresql+psycopg://postgres:hunter2@127.0.0.1:1/x"
     async with MemorySystem.from_settings(load_settings(memory_database_url=secret)) as s:
         assert "hunter2" not in s.context(user_id="u1").dump_component().model_dump_json()
+
+
+async def test_merge_streams_reads_each_stream_from_one_task() -> None:
+    """A generator resumed from a new task on every item loses its contextvars (OpenTelemetry spans
+    opened in it then fail to close): the main stream must be read by one task."""
+    tasks: set[asyncio.Task[Any] | None] = set()
+
+    async def main() -> Any:
+        for n in range(5):
+            tasks.add(asyncio.current_task())
+            await asyncio.sleep(0)
+            yield n
+
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue.put_nowait("event")
+    items = [item async for item in merge_streams(main(), queue)]
+    assert len(tasks) == 1
+    assert sorted(map(str, items)) == ["0", "1", "2", "3", "4", "event"]
+    assert [i for i in items if i != "event"] == [0, 1, 2, 3, 4]

@@ -81,3 +81,10 @@ async def test_an_event_names_its_friend_unless_shared_on_purpose(layer: AgentFu
     owned = await layer.memory.add(user_id="u1", memory_key="ev2", content="周五汇报", memory_type="event",
                                    friend_id="mentor")  # fmt: skip
     assert owned.friend_id == "mentor"
+
+
+@pytest.mark.parametrize("content", ["", "   ", "\n\t"])
+async def test_empty_memories_are_refused(layer: AgentFusionDataLayer, content: str) -> None:
+    with pytest.raises(InvalidInputError, match="content is empty"):
+        await layer.memory.add(user_id="u1", memory_key="blank", content=content)
+    assert await layer.memory.count(user_id="u1") == 0

@@ -5,23 +5,33 @@
 >>> context = system.context(user_id="u1", friend_id="mentor")  # doctest: +SKIP
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from data_layer import AgentFusionDataLayer, MemoryRecord, MemoryType, NewMemory, NewMessage, Scope
-
-from .settings import AgentMemorySettings, SettingsError, get_settings, load_settings
-
 if TYPE_CHECKING:
+    from data_layer import AgentFusionDataLayer, MemoryRecord, MemoryType, NewMemory, NewMessage, Scope
+
+    from .settings import AgentMemorySettings, SettingsError, load_settings
     from .system import MemorySystem
+
+# Loaded on first use: importing a subpackage (`agent-memory --help` imports agent_memory.cli) must
+# not pull in SQLAlchemy, pydantic-settings or AutoGen.
+_LAZY = {
+    **dict.fromkeys(
+        ("AgentFusionDataLayer", "MemoryRecord", "MemoryType", "NewMemory", "NewMessage", "Scope"), "data_layer"
+    ),
+    **dict.fromkeys(("AgentMemorySettings", "SettingsError", "load_settings"), "agent_memory.settings"),
+    "MemorySystem": "agent_memory.system",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # the root pulls in AutoGen; importing it on first use keeps `agent-memory --help` fast
-    if name == "MemorySystem":
-        from .system import MemorySystem
-
-        return MemorySystem
-    raise AttributeError(f"module 'agent_memory' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_memory' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __version__ = "0.1.0"
@@ -37,6 +47,5 @@ __all__ = [
     "Scope",
     "SettingsError",
     "__version__",
-    "get_settings",
     "load_settings",
 ]

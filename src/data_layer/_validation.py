@@ -121,6 +121,8 @@ def content_and_metadata(content: object, metadata: object, *, on_oversize: str)
     With ``on_oversize="error"`` oversized content is refused instead.
     """
     text = text_field(content, name="content")
+    if not text.strip():
+        raise InvalidInputError("content is empty: a memory needs some text")
     meta = json_object(metadata, name="metadata")
     cut, size = truncate_utf8(text, MAX_CONTENT_BYTES)
     if size > MAX_CONTENT_BYTES:

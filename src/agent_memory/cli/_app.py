@@ -9,11 +9,15 @@ from __future__ import annotations
 import typer
 
 from . import _bench, _db, _demo, _keywords, _memory, _messages, _recall
-from ._common import set_debug
+from ._common import start_command
 
 app = typer.Typer(
     name="agent-memory",
-    help="Long-term memory for AutoGen agents: database, memories, messages, demo and benchmarks.",
+    help=(
+        "Long-term memory for AutoGen agents: database, memories, messages, demo and benchmarks.\n\n"
+        "Data commands create and migrate a new SQLite file on first use; a PostgreSQL database is "
+        "migrated with `agent-memory db upgrade`."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -30,12 +34,8 @@ app.command("recall")(_recall.recall_cmd)
 def _options(
     debug: bool = typer.Option(False, "--debug", help="On an error, also print the Python traceback"),
 ) -> None:
-    """Long-term memory for AutoGen agents: database, memories, messages, demo and benchmarks.
-
-    Data commands create and migrate a new SQLite file on first use; a PostgreSQL database is
-    migrated with `agent-memory db upgrade`.
-    """
-    set_debug(debug)
+    """Options for every command."""
+    start_command(debug=debug)
 
 
 def main() -> None:

@@ -47,8 +47,9 @@ class _State:
 state = _State()
 
 
-def set_debug(debug: bool) -> None:
-    """``--debug``: print the traceback of an error as well as its explanation."""
+def start_command(*, debug: bool) -> None:
+    """A command starts (the app's callback): ``debug`` (``--debug``) prints the traceback of an
+    error as well as its explanation."""
     state.debug = debug
     state.url = None
 
@@ -64,18 +65,20 @@ def database_url(url: str | None) -> str:
 
 
 @asynccontextmanager
-async def open_system(url: str | None, *, migrate: bool = True) -> AsyncIterator[MemorySystem]:
+async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
     """The memory system on ``url`` (default: the settings'), closed at the end.
 
-    With ``migrate`` (every data command) a new SQLite file is created and migrated first; a
-    PostgreSQL database behind the code is refused with advice (``MemorySystem.ensure_schema``).
+    A new SQLite file is created and migrated first; a PostgreSQL database behind the code is refused
+    with advice (``MemorySystem.ensure_schema``). Settings errors raise ``SettingsError``.
     """
+    from ..settings import load_settings
     from ..system import MemorySystem
 
-    system = MemorySystem.from_settings(database_url=database_url(url))
+    settings = load_settings()
+    state.url = url or settings.memory_database_url
+    system = MemorySystem.from_settings(settings, database_url=state.url)
     try:
-        if migrate:
-            await system.ensure_schema()
+        await system.ensure_schema()
         yield system
     finally:
         await system.close()

@@ -1,12 +1,15 @@
 """Errors as the CLI prints them: what went wrong (one line) and what to do (one line).
 
-:func:`explain` looks at exception types by module and name and at the driver's message, so it
-imports nothing heavy: a settings error is explained without loading SQLAlchemy.
+:func:`explain` checks the exception against the library's error classes whose modules are already
+loaded (an error can only come from a loaded module), so explaining a settings error does not load
+SQLAlchemy; driver errors are told apart by their message.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from typing import Any
 
 #: Where a database URL comes from, for the hints.
@@ -15,13 +18,30 @@ URL_SOURCES = "--url or MEMORY_DATABASE_URL"
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
+Handler = Callable[[BaseException, str | None], tuple[str, str | None]]
+
+
 def explain(exc: BaseException, *, url: str | None = None) -> tuple[str, str | None]:
     """``(message, hint)`` for an error raised by a command on the database ``url``."""
-    for kind in type(exc).__mro__:
-        handler = _HANDLERS.get(f"{kind.__module__}.{kind.__qualname__}")
-        if handler is not None:
+    for kind, handler in _handlers():
+        if isinstance(exc, kind):
             return handler(exc, url)
     return f"unexpected {type(exc).__name__}: {_first_line(str(exc)) or '(no message)'}", None
+
+
+def _handlers() -> list[tuple[type[BaseException], Handler]]:
+    """The error classes to check, most specific first."""
+    found: list[tuple[type[BaseException], Handler]] = []
+    for module, name, handler in (
+        ("agent_memory.settings", "SettingsError", _settings),
+        ("data_layer", "DataLayerError", _data_layer),
+        ("sqlalchemy.exc", "DBAPIError", _dbapi),
+        ("alembic.util", "CommandError", _alembic),
+    ):
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            found.append((kind, handler))
+    return [*found, (OSError, _os_error), (ValueError, _data_layer)]
 
 
 def _first_line(text: str) -> str:
@@ -34,7 +54,7 @@ def _one_line(text: str) -> str:
 
 
 def _where(url: str | None) -> str:
-    """``host:port/db`` of a PostgreSQL URL or the path of a SQLite file (no password)."""
+    """``host:port`` of a PostgreSQL URL or ``SQLite file PATH`` (never a password)."""
     if not url:
         return "the database"
     try:
@@ -105,6 +125,8 @@ def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
             f"cannot write the {where}: {first}",
             f"check that its folder is writable, or choose another path with {URL_SOURCES}",
         )
+    if "database is locked" in lowered:
+        return f"the {where} is locked by another writer", "wait for the other process to finish, then run it again"
     if "file is not a database" in lowered:
         return f"the {where} is not a SQLite database", f"choose another path with {URL_SOURCES}"
     if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
@@ -123,13 +145,3 @@ def _reason(line: str) -> str:
 
 def _alembic(exc: BaseException, url: str | None) -> tuple[str, str | None]:
     return f"migration: {_one_line(str(exc))}", "see `agent-memory db current` for the revisions"
-
-
-_HANDLERS = {
-    "agent_memory.settings._settings.SettingsError": _settings,
-    "data_layer._errors.DataLayerError": _data_layer,
-    "sqlalchemy.exc.DBAPIError": _dbapi,
-    "alembic.util.exc.CommandError": _alembic,
-    "builtins.OSError": _os_error,
-    "builtins.ValueError": _data_layer,
-}

@@ -108,14 +108,20 @@ async def import_cmd(
     async with open_system(url) as system:
         messages = system.layer.messages
         by_user: dict[str, list[NewMessage]] = {}
+        ids: dict[tuple[str, str], ParsedLine] = {}
         for line in parsed:
             try:
                 messages.validate(user_id=line.user_id, messages=[line.message])
             except ValueError as exc:
                 raise ValueError(f"line {line.lineno}: {exc}") from None
+            if line.message.external_id is not None:
+                first = ids.setdefault((line.user_id, str(line.message.external_id)), line)
+                if first.message != line.message:
+                    raise ValueError(
+                        f"line {line.lineno}: id {line.message.external_id!r} is given to two different messages "
+                        f"(first on line {first.lineno})"
+                    )
             by_user.setdefault(line.user_id, []).append(line.message)
-        for uid, items in by_user.items():
-            messages.validate(user_id=uid, messages=items)  # repeated ids within the file
         with Progress(
             TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=console, transient=True,
@@ -125,8 +131,7 @@ async def import_cmd(
                 by_user, skip_existing=True, on_progress=lambda n: progress.advance(task, n)
             )
     new = sum(len(v) for v in stored.values())
+    skipped = len(parsed) - new
     console.print(
-        Text(
-            f"imported {new} messages for {len(by_user)} user(s); skipped {len(parsed) - new} already stored or repeated"
-        )
+        Text(f"imported {new} messages for {len(by_user)} user(s); skipped {skipped} already stored or repeated")
     )

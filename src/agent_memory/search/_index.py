@@ -5,6 +5,10 @@ fields filters need; content stays in the database. Neighbouring memories of one
 user and friend, consecutive, at most ``link_minutes`` apart) are linked, so a memory can be found
 through the words of the turns around it (BM25F over the memory and its neighbours).
 
+This module holds the write path (put/remove, posting upkeep) and the term statistics scorers read
+(vocabulary, postings, idf, tf-idf norms, embeddings). The derived per-slot arrays, neighbour links and
+filter masks come from ``_index_arrays``; slot and posting records from ``_index_postings``.
+
 >>> from datetime import UTC, datetime
 >>> ix = UserIndex()
 >>> t = datetime(2024, 5, 1, tzinfo=UTC)
@@ -21,23 +25,18 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-from data_layer import Scope
-
+from ._index_arrays import NEIGHBOUR_WEIGHTS as NEIGHBOUR_WEIGHTS
+from ._index_arrays import SlotArraysMixin
+from ._index_postings import FloatArray, IntArray, _inner_words, _Postings, _Slot
 from ._scoring import bm25_idf
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-
-#: Weights of the neighbours at distance 1 and 2 in a conversation.
-NEIGHBOUR_WEIGHTS = (0.5, 0.25)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,34 +53,7 @@ class IndexedMemory:
     embedding: npt.NDArray[np.float32] | None = None
 
 
-@dataclass(slots=True)
-class _Slot:
-    memory: IndexedMemory
-    tf: dict[str, int]
-    ts: float
-
-
-@dataclass(slots=True)
-class _Postings:
-    by_slot: dict[int, float] = field(default_factory=dict)
-    cached: tuple[IntArray, FloatArray] | None = None
-
-    def arrays(self) -> tuple[IntArray, FloatArray]:
-        if self.cached is None:
-            slots = np.fromiter(self.by_slot.keys(), dtype=np.int64, count=len(self.by_slot))
-            values = np.fromiter(self.by_slot.values(), dtype=np.float64, count=len(self.by_slot))
-            self.cached = (slots, values)
-        return self.cached
-
-
-def _inner_words(term: str) -> list[str]:
-    """Substrings of 2+ characters inside a Chinese term of 3 to 8 characters (科幻电影 -> 科幻, 幻电, 电影, ...)."""
-    if not 3 <= len(term) <= 8 or not all("\u3400" <= ch <= "\u9fff" for ch in term):
-        return []
-    return [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1) if j - i < len(term)]
-
-
-class UserIndex:
+class UserIndex(SlotArraysMixin):
     """Terms, keywords, embeddings and conversation links of one user's active memories.
 
     Not thread-safe: the owning :class:`~agent_memory.search.HybridMemorySearch` serialises access.
@@ -200,96 +172,6 @@ class UserIndex:
 
     # -- derived structures ------------------------------------------------------------------------
 
-    @property
-    def capacity(self) -> int:
-        """Number of slots (indexed memories plus free slots); score vectors have this length."""
-        return len(self._slots)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Per-slot arrays: ``active``, ``ts``, ``length`` and ``expanded_length`` (with neighbours)."""
-        if self._arrays is None:
-            n = len(self._slots)
-            active = np.zeros(n, dtype=bool)
-            ts = np.zeros(n, dtype=np.float64)
-            length = np.zeros(n, dtype=np.float64)
-            friend = np.full(n, None, dtype=object)
-            kind = np.full(n, None, dtype=object)
-            for i, entry in enumerate(self._slots):
-                if entry is not None:
-                    active[i] = True
-                    ts[i] = entry.ts
-                    length[i] = sum(entry.tf.values())
-                    friend[i] = entry.memory.friend_id
-                    kind[i] = entry.memory.memory_type
-            expanded = length + self.adjacency() @ length
-            self._arrays = {
-                "active": active,
-                "ts": ts,
-                "length": length,
-                "expanded_length": expanded,
-                "friend": friend,
-                "type": kind,
-            }
-        return self._arrays
-
-    def adjacency(self) -> sparse.csr_matrix:
-        """Symmetric slot-by-slot matrix of neighbour weights (0.5 at distance 1, 0.25 at distance 2)."""
-        if self._adjacency is None:
-            for session in self._dirty_sessions:
-                self._links[session] = self._link(self._sessions.get(session, []))
-                if not self._sessions.get(session):
-                    self._sessions.pop(session, None)
-                    self._links.pop(session, None)
-            self._dirty_sessions.clear()
-            rows: list[int] = []
-            cols: list[int] = []
-            vals: list[float] = []
-            for links in self._links.values():
-                for a, b, w in links:
-                    rows += (a, b)
-                    cols += (b, a)
-                    vals += (w, w)
-            n = len(self._slots)
-            self._adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
-            width = 2 * len(NEIGHBOUR_WEIGHTS)
-            table = np.full((n, width), -1, dtype=np.int64)
-            weights = np.zeros((n, width), dtype=np.float64)
-            fill = np.zeros(n, dtype=np.int64)
-            for a, b, w in zip(rows, cols, vals, strict=True):
-                table[a, fill[a]] = b
-                weights[a, fill[a]] = w
-                fill[a] += 1
-            self._neighbours = (table, weights)
-        return self._adjacency
-
-    def neighbour_table(self) -> tuple[IntArray, FloatArray]:
-        """``(slots, weights)``: per slot, up to four neighbours (-1 pads) and their weights."""
-        self.adjacency()
-        assert self._neighbours is not None
-        return self._neighbours
-
-    def spread(self, slots: IntArray, values: FloatArray) -> FloatArray:
-        """Per slot, the weighted sum of its neighbours' ``values`` (given on ``slots``)."""
-        if len(slots) * 30 > len(self._slots):  # many slots: one sparse matrix-vector product is cheaper
-            dense = np.zeros(len(self._slots), dtype=np.float64)
-            dense[slots] = values
-            return np.asarray(self.adjacency() @ dense, dtype=np.float64)
-        table, weights = self.neighbour_table()
-        targets = table[slots].ravel()
-        contrib = (weights[slots] * np.asarray(values, dtype=np.float64)[:, None]).ravel()
-        ok = targets >= 0
-        return np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots))
-
-    def _link(self, members: Sequence[tuple[float, str, int]]) -> list[tuple[int, int, float]]:
-        links = []
-        for i, (ts, _, slot) in enumerate(members):
-            for distance, weight in enumerate(NEIGHBOUR_WEIGHTS, start=1):
-                j = i + distance
-                if j >= len(members) or members[j][0] - ts > self.link_seconds:
-                    break
-                links.append((slot, members[j][2], weight))
-        return links
-
     def vocabulary(self) -> list[str]:
         """Sorted distinct terms (for prefix look-ups)."""
         if self._vocab is None:
@@ -403,27 +285,6 @@ class UserIndex:
         return {t: float(v) for t, v, df in zip(terms, values, dfs, strict=True) if df > 0}
 
     # -- filters and results -----------------------------------------------------------------------
-
-    def mask(
-        self,
-        *,
-        scope: Scope | None = None,
-        memory_types: Sequence[str] | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-    ) -> npt.NDArray[np.bool_]:
-        """Slots that pass the filters; the friend filter is the scope's rule (:class:`data_layer.Scope`)."""
-        arrays = self.arrays()
-        keep = arrays["active"].copy()
-        if start is not None:
-            keep &= arrays["ts"] >= start.timestamp()
-        if end is not None:
-            keep &= arrays["ts"] < end.timestamp()
-        if scope is not None:
-            keep &= scope.friend_mask(arrays["friend"])
-        if memory_types:
-            keep &= np.isin(arrays["type"], list(memory_types))
-        return keep
 
     def memory(self, slot: int) -> IndexedMemory:
         """The memory in a slot."""

@@ -8,8 +8,8 @@
 - ``semantic``: embedding similarity (semantic mode, or its share of the text score in hybrid);
 - ``fuse``: relevance ``(w_kw * keyword + w_text * text) / (w_kw + w_text)`` (keyword mode: keyword only);
 - ``feedback``: the three best memories lift memories sharing their heaviest other terms;
-- ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^2``
-  (``calibrate``: the same order, on a scale where 0.5 means about a third of the query is covered);
+- ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
+  (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered);
 - ``threshold``: scores under ``min_score`` are dropped;
 - ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %);
 - ``coverage``: greedy re-rank of the best 30 so a two-part question gets both parts.
@@ -158,8 +158,9 @@ class Pipeline:
 
     @staticmethod
     def threshold(query: SearchQuery, scores: FloatArray) -> FloatArray:
-        """Scores under ``min_score`` (and exact zeros) dropped."""
-        scores[scores < max(query.min_score, 1e-12)] = 0.0
+        """Scores under ``min_score`` (and exact zeros) dropped; compared as reported (6 decimals), so
+        a caller passing back a score it was shown keeps that memory."""
+        scores[np.round(scores, 6) < max(query.min_score, 1e-12)] = 0.0
         return scores
 
     def rank(

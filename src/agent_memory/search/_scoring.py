@@ -97,16 +97,16 @@ def with_time(relevance_: npt.ArrayLike, recency_: npt.ArrayLike, weights: Fusio
 
 
 def calibrate(score: npt.ArrayLike) -> FloatArray:
-    """The reported score ``1 - (1 - s)^2`` of a time-weighted relevance ``s`` in 0-1.
+    """The reported score ``1 - (1 - s)^3`` of a time-weighted relevance ``s`` in 0-1.
 
-    ``s`` is about the share of the query's (idf-weighted) words a memory covers. Squaring the
-    shortfall keeps the order and puts the scale where thresholds read naturally: a memory holding a
-    third of the query scores about 0.55, half of it 0.75, all of it 1; an unrelated memory 0.
-    Every threshold (``min_relevance_score``, the recall's similarity threshold, the round plan) is
-    on this scale.
+    ``s`` is about the share of the query's (idf-weighted) words a memory covers. Cubing the
+    shortfall keeps the order and puts the scale where thresholds read as the seeds use them: a
+    memory holding a fifth of what the message asks about scores 0.5 (related), a third 0.7, half
+    of it 0.87 (strong), all of it 1; an unrelated memory 0. Every threshold (``min_relevance_score``,
+    the recall's similarity threshold, the round plan) is on this scale.
     """
     s = np.clip(np.asarray(score, dtype=np.float64), 0.0, 1.0)
-    return 1.0 - np.square(1.0 - s)
+    return 1.0 - np.power(1.0 - s, 3)
 
 
 #: Type priority of the ranker (seed 002 3.3.2: user_preference > command_output > general).

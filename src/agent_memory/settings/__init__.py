@@ -12,7 +12,6 @@ from ._settings import (
     SearchMode,
     SettingsError,
     default_database_url,
-    get_settings,
     load_settings,
 )
 
@@ -24,6 +23,5 @@ __all__ = [
     "SettingsError",
     "UserSettings",
     "default_database_url",
-    "get_settings",
     "load_settings",
 ]

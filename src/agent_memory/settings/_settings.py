@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -194,9 +193,3 @@ def load_settings(**overrides: Any) -> AgentMemorySettings:
         return AgentMemorySettings(**overrides)
     except ValidationError as exc:
         raise SettingsError(explain(exc)) from None
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> AgentMemorySettings:
-    """The process-wide settings, read once (see :func:`load_settings`)."""
-    return load_settings()

@@ -9,7 +9,7 @@ synonyms, >= 0.6, 8 results, 0.8 s), semantic (>= 0.5, 10 results, 1 s). A user 
 rounds; rounds four and five widen the query with the earlier user messages (``context``) and finally
 accept any score that still clears the user's threshold (``broad``). A search's score is the
 calibrated relevance of the search engine (see ``agent_memory.search``): 0.5 means a memory holds
-about a third of the query's weight, 0.7 about half, 0.85 nearly two thirds.
+about a fifth of the query's weight, 0.7 about a third, 0.85 nearly half.
 """
 
 from __future__ import annotations

@@ -1,0 +1,147 @@
+"""Per-slot views of :class:`~agent_memory.search._index.UserIndex`: arrays, conversation links and filter masks.
+
+These are derived structures, rebuilt lazily after a change rather than kept in step on every write: the
+per-slot arrays (active, timestamp, length, friend, type), the neighbour links between consecutive memories
+of one conversation (a sparse adjacency matrix and a fixed-width neighbour table) and the filter mask built
+from them. They live in a mixin so the index module keeps only its write path and term statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+
+from data_layer import Scope
+
+from ._index_postings import FloatArray, IntArray, _Slot
+
+#: Weights of the neighbours at distance 1 and 2 in a conversation.
+NEIGHBOUR_WEIGHTS = (0.5, 0.25)
+
+
+class SlotArraysMixin:
+    """Arrays, neighbour links and masks of :class:`UserIndex`, derived from its slots and sessions."""
+
+    link_seconds: float
+    _slots: list[_Slot | None]
+    _sessions: dict[str, list[tuple[float, str, int]]]
+    _links: dict[str, list[tuple[int, int, float]]]
+    _dirty_sessions: set[str]
+    _arrays: dict[str, np.ndarray] | None
+    _adjacency: sparse.csr_matrix | None
+    _neighbours: tuple[IntArray, FloatArray] | None
+
+    @property
+    def capacity(self) -> int:
+        """Number of slots (indexed memories plus free slots); score vectors have this length."""
+        return len(self._slots)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Per-slot arrays: ``active``, ``ts``, ``length`` and ``expanded_length`` (with neighbours)."""
+        if self._arrays is None:
+            n = len(self._slots)
+            active = np.zeros(n, dtype=bool)
+            ts = np.zeros(n, dtype=np.float64)
+            length = np.zeros(n, dtype=np.float64)
+            friend = np.full(n, None, dtype=object)
+            kind = np.full(n, None, dtype=object)
+            for i, entry in enumerate(self._slots):
+                if entry is not None:
+                    active[i] = True
+                    ts[i] = entry.ts
+                    length[i] = sum(entry.tf.values())
+                    friend[i] = entry.memory.friend_id
+                    kind[i] = entry.memory.memory_type
+            expanded = length + self.adjacency() @ length
+            self._arrays = {
+                "active": active,
+                "ts": ts,
+                "length": length,
+                "expanded_length": expanded,
+                "friend": friend,
+                "type": kind,
+            }
+        return self._arrays
+
+    def adjacency(self) -> sparse.csr_matrix:
+        """Symmetric slot-by-slot matrix of neighbour weights (0.5 at distance 1, 0.25 at distance 2)."""
+        if self._adjacency is None:
+            for session in self._dirty_sessions:
+                self._links[session] = self._link(self._sessions.get(session, []))
+                if not self._sessions.get(session):
+                    self._sessions.pop(session, None)
+                    self._links.pop(session, None)
+            self._dirty_sessions.clear()
+            rows: list[int] = []
+            cols: list[int] = []
+            vals: list[float] = []
+            for links in self._links.values():
+                for a, b, w in links:
+                    rows += (a, b)
+                    cols += (b, a)
+                    vals += (w, w)
+            n = len(self._slots)
+            self._adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
+            width = 2 * len(NEIGHBOUR_WEIGHTS)
+            table = np.full((n, width), -1, dtype=np.int64)
+            weights = np.zeros((n, width), dtype=np.float64)
+            fill = np.zeros(n, dtype=np.int64)
+            for a, b, w in zip(rows, cols, vals, strict=True):
+                table[a, fill[a]] = b
+                weights[a, fill[a]] = w
+                fill[a] += 1
+            self._neighbours = (table, weights)
+        return self._adjacency
+
+    def neighbour_table(self) -> tuple[IntArray, FloatArray]:
+        """``(slots, weights)``: per slot, up to four neighbours (-1 pads) and their weights."""
+        self.adjacency()
+        assert self._neighbours is not None
+        return self._neighbours
+
+    def spread(self, slots: IntArray, values: FloatArray) -> FloatArray:
+        """Per slot, the weighted sum of its neighbours' ``values`` (given on ``slots``)."""
+        if len(slots) * 30 > len(self._slots):  # many slots: one sparse matrix-vector product is cheaper
+            dense = np.zeros(len(self._slots), dtype=np.float64)
+            dense[slots] = values
+            return np.asarray(self.adjacency() @ dense, dtype=np.float64)
+        table, weights = self.neighbour_table()
+        targets = table[slots].ravel()
+        contrib = (weights[slots] * np.asarray(values, dtype=np.float64)[:, None]).ravel()
+        ok = targets >= 0
+        return np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots))
+
+    def _link(self, members: Sequence[tuple[float, str, int]]) -> list[tuple[int, int, float]]:
+        links = []
+        for i, (ts, _, slot) in enumerate(members):
+            for distance, weight in enumerate(NEIGHBOUR_WEIGHTS, start=1):
+                j = i + distance
+                if j >= len(members) or members[j][0] - ts > self.link_seconds:
+                    break
+                links.append((slot, members[j][2], weight))
+        return links
+
+    def mask(
+        self,
+        *,
+        scope: Scope | None = None,
+        memory_types: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """Slots that pass the filters; the friend filter is the scope's rule (:class:`data_layer.Scope`)."""
+        arrays = self.arrays()
+        keep = arrays["active"].copy()
+        if start is not None:
+            keep &= arrays["ts"] >= start.timestamp()
+        if end is not None:
+            keep &= arrays["ts"] < end.timestamp()
+        if scope is not None:
+            keep &= scope.friend_mask(arrays["friend"])
+        if memory_types:
+            keep &= np.isin(arrays["type"], list(memory_types))
+        return keep

@@ -1,0 +1,48 @@
+"""Storage records of :class:`~agent_memory.search._index.UserIndex`: slots and posting lists.
+
+A slot holds one memory with its term frequencies; a posting list maps slots to a value (term frequency or
+keyword weight) and caches the numpy form the scorers read, dropped on every change. ``_inner_words``
+decides which Chinese compounds a shorter query word may reach. These are plain data with no index
+logic, so they sit apart from the index's write and scoring code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from ._index import IndexedMemory
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class _Slot:
+    memory: IndexedMemory
+    tf: dict[str, int]
+    ts: float
+
+
+@dataclass(slots=True)
+class _Postings:
+    by_slot: dict[int, float] = field(default_factory=dict)
+    cached: tuple[IntArray, FloatArray] | None = None
+
+    def arrays(self) -> tuple[IntArray, FloatArray]:
+        if self.cached is None:
+            slots = np.fromiter(self.by_slot.keys(), dtype=np.int64, count=len(self.by_slot))
+            values = np.fromiter(self.by_slot.values(), dtype=np.float64, count=len(self.by_slot))
+            self.cached = (slots, values)
+        return self.cached
+
+
+def _inner_words(term: str) -> list[str]:
+    """Substrings of 2+ characters inside a Chinese term of 3 to 8 characters (科幻电影 -> 科幻, 幻电, 电影, ...)."""
+    if not 3 <= len(term) <= 8 or not all("\u3400" <= ch <= "\u9fff" for ch in term):
+        return []
+    return [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1) if j - i < len(term)]

@@ -1,0 +1,198 @@
+"""English time expressions: yesterday, last Monday, in May 2023, three weeks ago, recently ...
+
+Input is folded to lower case before matching, so the patterns and the month, weekday and number
+tables are lower case only. Rules are registered in :data:`RULES` in the order they are written:
+explicit dates, then relative spans, then the vague expressions (``precise=False``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from ._time_rules import (
+    Span,
+    _day,
+    _month,
+    _month_start,
+    _past_month,
+    _recent_weekday,
+    _Rule,
+    _safe_day,
+    _week,
+    _year,
+    rule_registrar,
+)
+
+_EN_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3, "couple of": 2,
+    "few": 3, "several": 3,
+}  # fmt: skip
+_MONTHS = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4, "may": 5,
+    "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9, "sep": 9, "sept": 9,
+    "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
+}  # fmt: skip
+_EN_WEEKDAYS = {
+    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2, "thursday": 3,
+    "thu": 3, "thurs": 3, "friday": 4, "fri": 4, "saturday": 5, "sat": 5, "sunday": 6, "sun": 6,
+}  # fmt: skip
+
+
+def _en_number(text: str) -> int:
+    return int(text) if text.isdigit() else _EN_NUMBERS[text]
+
+
+RULES: list[_Rule] = []
+_rule = rule_registrar(RULES)
+_EN_NUM = (
+    r"\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+)
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAY_NAMES = "|".join(sorted(_EN_WEEKDAYS, key=len, reverse=True))
+
+
+# English (input is folded to lower case).
+@_rule(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")
+def _iso_date(m: re.Match[str], now: datetime) -> Span | None:
+    day = _safe_day(int(m["y"]), int(m["m"]), int(m["d"]), now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b")
+def _en_mdy(m: re.Match[str], now: datetime) -> Span | None:
+    day = _safe_day(int(m["y"]), _MONTHS[m["mon"]], int(m["d"]), now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_rule(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\.?,?\s+(?P<y>\d{{4}})\b")
+def _en_dmy(m: re.Match[str], now: datetime) -> Span | None:
+    day = _safe_day(int(m["y"]), _MONTHS[m["mon"]], int(m["d"]), now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?,?\s+(?:of\s+)?(?P<y>\d{{4}})\b")
+def _en_my(m: re.Match[str], now: datetime) -> Span:
+    return _month(int(m["y"]), _MONTHS[m["mon"]], now)
+
+
+@_rule(rf"\b(?:in|during|since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)")
+def _en_in_month(m: re.Match[str], now: datetime) -> Span:
+    return _past_month(_MONTHS[m["mon"]], now)
+
+
+@_rule(r"\b(?:in|during|since|of)\s+(?P<y>(?:19|20)\d{2})\b")
+def _en_in_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(int(m["y"]), now)
+
+
+@_rule(r"\bthe day before yesterday\b")
+def _en_2days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -2), _day(now, -1)
+
+
+@_rule(r"\byesterday\b|\blast night\b")
+def _en_yesterday(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -1), _day(now)
+
+
+@_rule(r"\btoday\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b")
+def _en_today(m: re.Match[str], now: datetime) -> Span:
+    return _day(now), _day(now, 1)
+
+
+@_rule(rf"\blast\s+(?P<wd>{_WEEKDAY_NAMES})\b")
+def _en_last_weekday(m: re.Match[str], now: datetime) -> Span:
+    weekday = _EN_WEEKDAYS[m["wd"]]
+    day = _recent_weekday(now, weekday, None)
+    if day >= _day(now):  # "last Monday" said on a Monday means a week ago
+        day -= timedelta(days=7)
+    return day, day + timedelta(days=1)
+
+
+@_rule(rf"\b(?:on|this)\s+(?P<wd>{_WEEKDAY_NAMES})\b")
+def _en_weekday(m: re.Match[str], now: datetime) -> Span:
+    day = _recent_weekday(now, _EN_WEEKDAYS[m["wd"]], None)
+    return day, day + timedelta(days=1)
+
+
+@_rule(r"\blast weekend\b")
+def _en_last_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, 1)
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_rule(r"\bthis weekend\b")
+def _en_this_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, 0)
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_rule(r"\blast week\b|\bthe previous week\b|\bthe week before\b")
+def _en_last_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, 1)
+
+
+@_rule(r"\bthis week\b")
+def _en_this_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, 0)[0], now + timedelta(seconds=1)
+
+
+@_rule(r"\blast month\b|\bthe previous month\b")
+def _en_last_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month - 1, now)
+
+
+@_rule(r"\bthis month\b")
+def _en_this_month(m: re.Match[str], now: datetime) -> Span:
+    return _month_start(now.year, now.month, now), now + timedelta(seconds=1)
+
+
+@_rule(r"\blast year\b|\bthe previous year\b")
+def _en_last_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year - 1, now)
+
+
+@_rule(r"\bthis year\b")
+def _en_this_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year, now)[0], now + timedelta(seconds=1)
+
+
+@_rule(rf"\b(?P<n>{_EN_NUM})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
+def _en_ago(m: re.Match[str], now: datetime) -> Span:
+    n = _en_number(m["n"])
+    unit = m["unit"]
+    if unit == "day":
+        return _day(now, -n), _day(now, -n + 1)
+    if unit == "week":
+        return _week(now, n)
+    if unit == "month":
+        return _month(now.year, now.month - n, now)
+    return _year(now.year - n, now)
+
+
+@_rule(rf"\b(?:(?:in\s+)?the\s+)?(?:past|last)\s+(?P<n>{_EN_NUM})\s+(?P<unit>day|week|month|year)s?\b")
+def _en_last_n(m: re.Match[str], now: datetime) -> Span:
+    days = {"day": 1, "week": 7, "month": 30, "year": 365}[m["unit"]]
+    return now - timedelta(days=_en_number(m["n"]) * days), now + timedelta(seconds=1)
+
+
+@_rule(r"\bjust now\b|\ba moment ago\b|\bearlier today\b", precise=False)
+def _en_just_now(m: re.Match[str], now: datetime) -> Span:
+    return now - timedelta(hours=3), now + timedelta(seconds=1)
+
+
+@_rule(r"\b(?:the\s+)?(?:past|last)\s+(?:few|couple of)\s+days\b|\bthese days\b", precise=False)
+def _en_few_days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -3), now + timedelta(seconds=1)
+
+
+@_rule(r"\brecently\b|\blately\b|\brecent\b", precise=False)
+def _en_recently(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -7), now + timedelta(seconds=1)
+
+
+@_rule(r"\blast time\b|\bpreviously\b|\bthe other day\b", precise=False)
+def _en_last_time(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -30), now + timedelta(seconds=1)

@@ -1,0 +1,247 @@
+"""Chinese time expressions: numerals (``二十三``, ``二〇二三``) and the rules for 昨天, 上周三, 三个月前, 最近 ...
+
+Rules are registered in :data:`RULES` in the order they are written: explicit dates first, then relative
+days, weeks, months and years, then the vague expressions (``precise=False``) that only ever serve as a
+soft preference. Chinese text needs no word boundaries, so the patterns use look-arounds instead.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from ._time_rules import (
+    Span,
+    _day,
+    _month,
+    _month_start,
+    _past_month,
+    _recent_weekday,
+    _Rule,
+    _safe_day,
+    _week,
+    _year,
+    rule_registrar,
+)
+
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "末": 5}
+
+
+def zh_number(text: str) -> int:
+    """Arabic or Chinese numerals up to 9999 (``"十二"`` -> 12, ``"二十三"`` -> 23, ``"2024"`` -> 2024)."""
+    if text.isdigit():
+        return int(text)
+    if all(c in _ZH_DIGITS for c in text):  # 二〇二三
+        return int("".join(str(_ZH_DIGITS[c]) for c in text))
+    total, current = 0, 0
+    for char in text:
+        if char in _ZH_DIGITS:
+            current = _ZH_DIGITS[char]
+        elif char == "十":
+            total += (current or 1) * 10
+            current = 0
+        elif char == "百":
+            total += (current or 1) * 100
+            current = 0
+        elif char == "千":
+            total += (current or 1) * 1000
+            current = 0
+        else:
+            raise ValueError(f"not a number: {text!r}")
+    return total + current
+
+
+RULES: list[_Rule] = []
+_rule = rule_registrar(RULES)
+_ZH_NUM = r"[0-9零〇一二两三四五六七八九十百]+"
+
+
+# Chinese: explicit dates first (longest patterns win on overlap).
+@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]")
+def _zh_ymd(m: re.Match[str], now: datetime) -> Span | None:
+    day = _safe_day(zh_number(m["y"]), zh_number(m["m"]), zh_number(m["d"]), now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?:份)?")
+def _zh_ym(m: re.Match[str], now: datetime) -> Span | None:
+    month = zh_number(m["m"])
+    return _month(zh_number(m["y"]), month, now) if 1 <= month <= 12 else None
+
+
+@_rule(rf"(?<![0-9年])(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]")
+def _zh_md(m: re.Match[str], now: datetime) -> Span | None:
+    month, day_n = zh_number(m["m"]), zh_number(m["d"])
+    if not 1 <= month <= 12:
+        return None
+    year = now.year if (month, day_n) <= (now.month, now.day) else now.year - 1
+    day = _safe_day(year, month, day_n, now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_rule(r"(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年(?!\d|[零〇一二两三四五六七八九十]+月)")
+def _zh_y(m: re.Match[str], now: datetime) -> Span | None:
+    return _year(zh_number(m["y"]), now)
+
+
+@_rule(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![0-9零〇一二两三四五六七八九十]*[日号])")
+def _zh_m(m: re.Match[str], now: datetime) -> Span | None:
+    try:
+        month = zh_number(m["m"])
+    except ValueError:
+        return None
+    return _past_month(month, now) if 1 <= month <= 12 else None
+
+
+@_rule(r"大前天")
+def _zh_3days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -3), _day(now, -2)
+
+
+@_rule(r"前天")
+def _zh_2days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -2), _day(now, -1)
+
+
+@_rule(r"昨天|昨日|昨晚")
+def _zh_yesterday(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -1), _day(now)
+
+
+@_rule(r"今天|今日|今晚|今早")
+def _zh_today(m: re.Match[str], now: datetime) -> Span:
+    return _day(now), _day(now, 1)
+
+
+@_rule(r"(?:上+)(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+def _zh_last_week_day(m: re.Match[str], now: datetime) -> Span:
+    back = m.group(0).count("上")
+    day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], back)
+    return day, day + timedelta(days=1)
+
+
+@_rule(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+def _zh_this_week_day(m: re.Match[str], now: datetime) -> Span:
+    day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], 0)
+    return day, day + timedelta(days=1)
+
+
+@_rule(r"(?:上+)(?:个)?周末")
+def _zh_last_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, m.group(0).count("上"))
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_rule(r"(?:这|本)(?:个)?周末")
+def _zh_this_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, 0)
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_rule(r"(?<![上这本下])(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+def _zh_weekday(m: re.Match[str], now: datetime) -> Span:
+    day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], None)
+    return day, day + timedelta(days=1)
+
+
+@_rule(r"(?P<up>上+)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+def _zh_last_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, len(m["up"]))
+
+
+@_rule(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+def _zh_this_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, 0)[0], now + timedelta(seconds=1)
+
+
+@_rule(r"(?P<up>上+)(?:个)?月(?!\d|[零〇一二两三四五六七八九十]+[日号])")
+def _zh_last_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month - len(m["up"]), now)
+
+
+@_rule(r"(?:这|本)(?:个)?月")
+def _zh_this_month(m: re.Match[str], now: datetime) -> Span:
+    return _month_start(now.year, now.month, now), now + timedelta(seconds=1)
+
+
+@_rule(r"大前年")
+def _zh_3years(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year - 3, now)
+
+
+@_rule(r"前年")
+def _zh_2years(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year - 2, now)
+
+
+@_rule(r"去年")
+def _zh_last_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year - 1, now)
+
+
+@_rule(r"今年")
+def _zh_this_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year, now)[0], now + timedelta(seconds=1)
+
+
+@_rule(rf"(?P<n>{_ZH_NUM})天(?:之)?前")
+def _zh_days_ago(m: re.Match[str], now: datetime) -> Span:
+    n = zh_number(m["n"])
+    return _day(now, -n), _day(now, -n + 1)
+
+
+@_rule(rf"(?P<n>{_ZH_NUM})(?:个)?(?:周|星期|礼拜)(?:之)?前")
+def _zh_weeks_ago(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, zh_number(m["n"]))
+
+
+@_rule(rf"(?P<n>{_ZH_NUM})个月(?:之)?前")
+def _zh_months_ago(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month - zh_number(m["n"]), now)
+
+
+@_rule(rf"(?P<n>{_ZH_NUM})年(?:之)?前")
+def _zh_years_ago(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year - zh_number(m["n"]), now)
+
+
+@_rule(rf"(?:最近|近|过去|前)(?P<n>{_ZH_NUM})(?P<unit>天|日|周|个?星期|个月|年)")
+def _zh_last_n(m: re.Match[str], now: datetime) -> Span:
+    n = zh_number(m["n"])
+    unit = m["unit"]
+    days = {"天": 1, "日": 1, "周": 7, "星期": 7, "个星期": 7, "个月": 30, "年": 365}[unit]
+    return now - timedelta(days=n * days), now + timedelta(seconds=1)
+
+
+@_rule(r"刚才|刚刚|方才", precise=False)
+def _zh_just_now(m: re.Match[str], now: datetime) -> Span:
+    return now - timedelta(hours=3), now + timedelta(seconds=1)
+
+
+@_rule(r"这两天|这几天|近几天|前几天|前两天", precise=False)
+def _zh_few_days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -3), now + timedelta(seconds=1)
+
+
+@_rule(r"最近|近期|近来|这段时间|这阵子", precise=False)
+def _zh_recently(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -7), now + timedelta(seconds=1)
+
+
+@_rule(r"上次|上回|之前|以前|先前|那次", precise=False)
+def _zh_last_time(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, -30), now + timedelta(seconds=1)

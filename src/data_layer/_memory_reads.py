@@ -1,0 +1,195 @@
+"""Reading memories back: by key, by id, and filtered pages and counts of a user's memories.
+
+Reads never write rows except ``retrieve_memory(touch=True)``, which counts the access that ranking
+uses. Listing and counting share ``_filtered``, which applies the friend visibility rule through
+:class:`~data_layer._scope.Scope` so that a list, a count and a search agree on what a friend sees.
+``_existing`` (rows by key, in chunks) lives here too; the write path uses it to detect conflicts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from . import _validation as v
+from ._engine import Database
+from ._errors import InvalidInputError
+from ._records import MemoryRecord, Page
+from ._rows import record_of
+from ._scope import Scope
+from ._tables import AgentMemoryTable
+from ._types import utcnow
+
+MAX_PAGE = 1000
+
+
+class MemoryReadsMixin:
+    """Read, list and count operations of :class:`MemoryRepository`."""
+
+    _db: Database
+
+    @staticmethod
+    async def _existing(session: AsyncSession, uid: str, keys: Sequence[str]) -> dict[str, AgentMemoryTable]:
+        found: dict[str, AgentMemoryTable] = {}
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start : start + 500])
+            rows = await session.scalars(
+                select(AgentMemoryTable).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key.in_(chunk))
+            )
+            found.update({r.memory_key: r for r in rows})
+        return found
+
+    async def retrieve_memory(
+        self, *, memory_key: str, user_id: str | int, touch: bool = True, include_inactive: bool = False
+    ) -> MemoryRecord | None:
+        """The user's memory with this key, or ``None``. A user only ever reaches their own memories.
+
+        ``touch`` counts the read (``access_count``, ``last_accessed_at``), which ranking uses.
+        """
+        uid = v.user_id(user_id)
+        key = v.memory_key(memory_key)
+        conditions = [AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key == key]
+        if not include_inactive:
+            conditions.append(AgentMemoryTable.is_active.is_(True))
+        if not touch:
+            async with self._db.read() as session:
+                row = await session.scalar(select(AgentMemoryTable).where(*conditions))
+            return record_of(row) if row is not None else None
+        async with self._db.write() as session:
+            await session.execute(
+                update(AgentMemoryTable)
+                .where(*conditions)
+                .values(access_count=AgentMemoryTable.access_count + 1, last_accessed_at=utcnow())
+            )
+            row = await session.scalar(
+                select(AgentMemoryTable).where(*conditions).execution_options(populate_existing=True)
+            )
+        return record_of(row) if row is not None else None
+
+    async def get_many(
+        self, *, user_id: str | int, memory_keys: Sequence[str], include_inactive: bool = False
+    ) -> dict[str, MemoryRecord]:
+        """The user's memories for these keys (missing keys are absent from the result)."""
+        uid = v.user_id(user_id)
+        if isinstance(memory_keys, str) or not isinstance(memory_keys, Sequence):
+            raise InvalidInputError("memory_keys must be a list of keys")
+        keys = [v.memory_key(k) for k in memory_keys]
+        async with self._db.read() as session:
+            found = await self._existing(session, uid, keys)
+        return {k: record_of(r) for k, r in found.items() if include_inactive or r.is_active}
+
+    async def get_by_ids(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
+        """The user's active memories with these ids, in the given order (others are left out)."""
+        uid = v.user_id(user_id)
+        wanted = list(ids)
+        by_id: dict[uuid.UUID, MemoryRecord] = {}
+        table = AgentMemoryTable.__table__
+        # a bare connection (search fetches its results here); by primary key only: with the user in
+        # the WHERE clause SQLite picks the per-user index and scans all of the user's rows, so
+        # ownership is checked on the rows instead
+        async with self._db.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                rows = await conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
+                by_id.update({r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active})  # type: ignore[arg-type]
+        return [by_id[i] for i in wanted if i in by_id]
+
+    def _filtered(
+        self,
+        uid: str,
+        *,
+        memory_types: object,
+        since: object,
+        until: object,
+        friend_id: object,
+        include_shared: bool,
+        include_inactive: bool,
+    ) -> Select[Any]:
+        types = v.memory_types(memory_types)
+        lo, hi = v.time_range(since, until)
+        scope = Scope.of(uid, friend_id, include_shared=include_shared)
+        stmt = select(AgentMemoryTable).where(scope.memory_clause(AgentMemoryTable.user_id, AgentMemoryTable.friend_id))
+        if not include_inactive:
+            stmt = stmt.where(AgentMemoryTable.is_active.is_(True))
+        if types is not None:
+            stmt = stmt.where(AgentMemoryTable.memory_type.in_(types))
+        if lo is not None:
+            stmt = stmt.where(AgentMemoryTable.created_at >= lo)
+        if hi is not None:
+            stmt = stmt.where(AgentMemoryTable.created_at < hi)
+        return stmt
+
+    async def list_memories(
+        self,
+        *,
+        user_id: str | int,
+        memory_types: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        friend_id: str | int | None = None,
+        include_shared: bool = True,
+        include_inactive: bool = False,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[MemoryRecord]:
+        """The user's memories, newest first, one page at a time.
+
+        ``friend_id`` limits the listing to what that AI friend may see: its own memories plus the
+        shared ones (``friend_id`` null, e.g. profiles); ``include_shared=False`` drops the shared
+        ones. ``since``/``until`` bound ``created_at`` (``until`` exclusive).
+        """
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=MAX_PAGE)
+        stmt = self._filtered(
+            uid,
+            memory_types=memory_types,
+            since=since,
+            until=until,
+            friend_id=friend_id,
+            include_shared=include_shared,
+            include_inactive=include_inactive,
+        )
+        if cursor is not None:
+            at_iso, at_id = v.decode_cursor(cursor, kinds=(str, str))
+            try:
+                bound = tuple_(datetime.fromisoformat(at_iso), uuid.UUID(at_id))  # type: ignore[arg-type]
+            except ValueError:
+                raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged") from None
+            stmt = stmt.where(tuple_(AgentMemoryTable.created_at, AgentMemoryTable.id) < bound)
+        stmt = stmt.order_by(AgentMemoryTable.created_at.desc(), AgentMemoryTable.id.desc()).limit(size + 1)
+        async with self._db.read() as session:
+            rows = list(await session.scalars(stmt))
+        items = [record_of(r) for r in rows[:size]]
+        next_cursor = None
+        if len(rows) > size:
+            last = items[-1]
+            next_cursor = v.encode_cursor([last.created_at.isoformat(), str(last.id)])
+        return Page(items=items, next_cursor=next_cursor)
+
+    async def count(
+        self,
+        *,
+        user_id: str | int,
+        memory_types: Sequence[str] | None = None,
+        friend_id: str | int | None = None,
+        include_shared: bool = True,
+        include_inactive: bool = False,
+    ) -> int:
+        """How many memories :meth:`list_memories` would list with these filters."""
+        uid = v.user_id(user_id)
+        stmt = self._filtered(
+            uid,
+            memory_types=memory_types,
+            since=None,
+            until=None,
+            friend_id=friend_id,
+            include_shared=include_shared,
+            include_inactive=include_inactive,
+        )
+        async with self._db.read() as session:
+            total = await session.scalar(select(func.count()).select_from(stmt.subquery()))
+        return int(total or 0)
