@@ -22,6 +22,10 @@ from sqlalchemy.engine import make_url
 
 from data_layer import AgentFusionDataLayer, upgrade
 
+# A generous recall time budget for every test: a loaded CI machine must not turn a recall test into a
+# time-out test. The tests of the budget itself set their own small value.
+os.environ.setdefault("MEMORY_RECALL_TIME_BUDGET_S", "30")
+
 PG_ADMIN_URL = os.environ.get("AGENT_MEMORY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 TABLES = [
     "agent_memory_search_index",
@@ -32,6 +36,7 @@ TABLES = [
     "chat_messages",
     "tool_result_archive",
     "system_settings",
+    "session_archive_state",
 ]
 
 

@@ -110,7 +110,11 @@ async def test_tool_call_injection(memory: MemorySystem) -> None:
     # chat templates accept (an assistant turn before the first user turn is refused)
     assert kinds == ["SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"]
     assert isinstance(msgs[2], AssistantMessage) and msgs[2].content[0].name == "recall_memory"
-    assert isinstance(msgs[3], FunctionExecutionResultMessage) and "[memory:report:" in msgs[3].content[0].content
+    assert isinstance(msgs[3], FunctionExecutionResultMessage)
+    result = json.loads(msgs[3].content[0].content)  # seed 001's recall_memory output
+    assert [e["content"] for e in result["events"]] == ["用户工作压力大，下周要向管理层做季度项目汇报"]
+    assert result["profiles"] == [] and "breakup" not in msgs[3].content[0].content
+    assert json.loads(msgs[2].content[0].arguments)["friend_id"] == "mentor"
 
 
 async def test_nothing_relevant_leaves_messages_unchanged(memory: MemorySystem) -> None:

@@ -38,6 +38,7 @@ EXPECTED = {
     "system_settings",
     "memory_index_state",
     "agent_memory_search_index",
+    "session_archive_state",
 }
 
 
@@ -62,6 +63,7 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "keyword_synonyms",
         "memory_index_state",
         "agent_memory_search_index",
+        "session_archive_state",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(

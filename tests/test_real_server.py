@@ -72,7 +72,7 @@ async def test_a_turn_with_recall_passes_a_strict_server(db_url: str, server: St
     else:
         assert server.roles() == ["system", "user", "assistant", "tool"]
         assert body["messages"][2]["tool_calls"][0]["function"]["name"] == "recall_memory"
-        assert "[memory:report:" in body["messages"][3]["content"]
+        assert "季度项目汇报" in json.loads(body["messages"][3]["content"])["events"][0]["content"]
 
 
 async def test_the_second_turn_still_alternates(db_url: str, server: StrictServer) -> None:

@@ -44,9 +44,24 @@ CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
     "MEMORY_EXEC_TIMEOUT_S": ("4", lambda s: s.executor(user_id="u1").limits.timeout_s, 4.0),
     "MEMORY_EXEC_CPU_S": ("3", lambda s: s.executor(user_id="u1").limits.cpu_s, 3),
     "MEMORY_EXEC_MEMORY_MB": ("256", lambda s: s.executor(user_id="u1").limits.memory_mb, 256),
+    "MEMORY_EXEC_MAX_PROCESSES": ("16", lambda s: s.executor(user_id="u1").limits.processes, 16),
+    "MEMORY_EXEC_BWRAP": ("/nonexistent/bwrap", lambda s: s.executor(user_id="u1").isolation.bwrap, None),
+    "MEMORY_EXEC_ALLOW_UNISOLATED": ("true", lambda s: s.executor(user_id="u1").allow_unisolated, True),
+    "MEMORY_TOOLS_ENABLE_CODE_EXECUTION": ("true", lambda s: "run_code" in _tool_names(s), True),
+    "MEMORY_SESSIONS_ENABLED": ("false", lambda s: s.background_archiving, False),
+    "MEMORY_SESSIONS_IDLE_MINUTES": ("5", lambda s: s.session_archiver.idle.total_seconds(), 300.0),
+    "MEMORY_SESSIONS_MAX_MESSAGES": ("12", lambda s: s.session_archiver.max_messages, 12),
     "MEMORY_CHAT_SHOW_TOOL_CALLS": ("true", lambda s: s.layer.settings.defaults.chat.show_tool_calls, True),
     "MEMORY_CHAT_SHOW_THINKING": ("true", lambda s: s.layer.settings.defaults.chat.show_thinking, True),
 }
+
+
+def _tool_names(system: MemorySystem) -> list[str]:
+    from builders import AgentBuilder
+
+    return [t.name for t in AgentBuilder(system).with_memory({}, user_id="u1")["tools"]]
+
+
 COMPANIONS = {
     "MEMORY_SEARCH_KEYWORD_WEIGHT": {"MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": "0.3"},
     "MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": {"MEMORY_SEARCH_KEYWORD_WEIGHT": "0.5"},

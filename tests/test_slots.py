@@ -20,6 +20,7 @@ from agent_memory.slots import (
     to_python,
 )
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
+from test_sandbox import require_isolation, work_folder
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 DB = SlotValue("db-config-001", "MySQL 配置", '{"host": "localhost", "port": 3306}', {"engine": "mysql", "port": 3306})
@@ -101,7 +102,9 @@ def test_placeholders_in_code_become_lookups() -> None:
 
 @pytest.fixture
 async def executor(layer: AgentFusionDataLayer, tmp_path: Path) -> CommandExecutor:
-    (tmp_path / "train.py").write_text("import sys\nprint('training', ' '.join(sys.argv[1:]))\n", encoding="utf-8")
+    isolation = require_isolation()
+    work = work_folder(tmp_path / "work")  # not tmp_path itself: the SQLite file lives there
+    (work / "train.py").write_text("import sys\nprint('training', ' '.join(sys.argv[1:]))\n", encoding="utf-8")
     await layer.memory.add_many(
         user_id="u1",
         memories=[
@@ -115,7 +118,7 @@ async def executor(layer: AgentFusionDataLayer, tmp_path: Path) -> CommandExecut
     )  # fmt: skip
     await layer.memory.add(user_id="u2", memory_key="other-user", content="not yours", created_at=NOW)
     limits = Limits(timeout_s=5, cpu_s=5, memory_mb=256)
-    return CommandExecutor(layer, scope=Scope.of("u1", "mentor"), limits=limits, workdir=tmp_path)
+    return CommandExecutor(layer, scope=Scope.of("u1", "mentor"), limits=limits, workdir=work, isolation=isolation)
 
 
 async def test_the_db_config_slot_resolves_inside_code(executor: CommandExecutor, layer: AgentFusionDataLayer) -> None:
@@ -227,34 +230,23 @@ async def test_memory_text_cannot_inject_shell(executor: CommandExecutor, tmp_pa
                                     metadata={"language": "shell"}, created_at=NOW)  # fmt: skip
     result = await executor.execute_command_references("[memory:say]")
     assert result.success and result.output == "hi; touch pwned $(id)\n"
-    assert not (tmp_path / "pwned").exists()
-
-
-def _process_state(pid_file: Path) -> str:
-    """The process's state letter once SIGKILL has had time to land (it is delivered asynchronously)."""
-    import time
-
-    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
-    state = "gone"
-    for _ in range(40):
-        state = stat.read_text().split()[2] if stat.exists() else "gone"
-        if state in ("gone", "Z", "X"):
-            break
-        time.sleep(0.05)
-    return state
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "work" / "pwned").exists()
 
 
 async def test_background_and_escaped_children_do_not_outlive_the_run(
     executor: CommandExecutor, tmp_path: Path
 ) -> None:
+    import asyncio
+
     from agent_memory.slots import run_shell
 
-    quick = await run_shell("sleep 300 & echo $! > bg.pid", workdir=tmp_path, limits=Limits(timeout_s=5))
-    assert quick.ok
-    # the background child was killed with its group: gone, or a zombie waiting for init to reap it
-    assert _process_state(tmp_path / "bg.pid") in ("gone", "Z", "X")
-    escaped = await run_shell("setsid sleep 3 & echo started", workdir=tmp_path, limits=Limits(timeout_s=1))
-    assert escaped.duration_ms < 4_000  # a child that left the group does not hold the run
+    work = tmp_path / "work"
+    line = "(sleep 1; echo bg > bg.txt) & setsid sh -c 'sleep 1; echo escaped > setsid.txt' & echo started"
+    quick = await run_shell(line, workdir=work, limits=Limits(timeout_s=5), isolation=executor.isolation)
+    assert quick.ok and quick.output == "started\n" and quick.duration_ms < 1_000
+    await asyncio.sleep(1.6)
+    # the PID namespace ended with the run: the background child and the one that left the group died
+    assert not (work / "bg.txt").exists() and not (work / "setsid.txt").exists()
 
 
 async def test_bad_keys_in_a_request_are_an_answer_not_a_crash(executor: CommandExecutor) -> None:

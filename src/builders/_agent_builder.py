@@ -22,9 +22,17 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import ChatCompletionClient
 from autogen_core.tools import BaseTool
 
+from agent_memory.slots import RunCodeTool
 from agent_memory.system import MemorySystem
 
-from ._prompts import ARCHIVE_TOOL_PROMPT, MEMORY_TOOLS_PROMPT, RECALL_BLOCK_PROMPT, Language, detect_language
+from ._prompts import (
+    ARCHIVE_TOOL_PROMPT,
+    MEMORY_TOOLS_PROMPT,
+    RECALL_BLOCK_PROMPT,
+    RUN_CODE_PROMPT,
+    Language,
+    detect_language,
+)
 
 #: The main agent's memory tools (seed 002 section 3.1.3).
 MAIN_AGENT_TOOLS = ("search_memories", "get_memory_detail")
@@ -36,7 +44,8 @@ class AgentBuilder:
     """Builds AssistantAgents that remember, on one :class:`MemorySystem`.
 
     The system's settings decide the rest: ``MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH`` gives the agent
-    ``search_memories`` and ``get_memory_detail``; ``MEMORY_LANGUAGE`` the language of the added
+    ``search_memories`` and ``get_memory_detail``; ``MEMORY_TOOLS_ENABLE_CODE_EXECUTION`` gives it
+    ``run_code`` (isolated code runs with memory slots); ``MEMORY_LANGUAGE`` the language of the added
     instructions (``auto``: that of the application's system message). ``archive=False`` leaves big
     tool results in the window (and the agent without ``load_tool_history``).
     """
@@ -56,6 +65,14 @@ class AgentBuilder:
     def memory_tools(self, *, user_id: str | int, friend_id: str | int | None = None) -> list[BaseTool[Any, Any]]:
         """``search_memories`` and ``get_memory_detail`` bound to the user and friend."""
         return self.system.toolbox(self.system.scope(user_id, friend_id)).tools(list(MAIN_AGENT_TOOLS))
+
+    def code_tool(
+        self, *, user_id: str | int, friend_id: str | int | None = None, events: asyncio.Queue[Any] | None = None
+    ) -> RunCodeTool:
+        """``run_code`` bound to the user and friend: code with ``[memory:key]`` slots (or a remembered
+        command) runs through the system's isolated :class:`CommandExecutor`, streamed on ``events``.
+        Agents get it when ``MEMORY_TOOLS_ENABLE_CODE_EXECUTION`` is on (off by default)."""
+        return RunCodeTool(self.system.executor(user_id=user_id, friend_id=friend_id), events=events)
 
     def language(self, system_message: str | None) -> Language:
         """The language of the added instructions."""
@@ -92,6 +109,9 @@ class AgentBuilder:
         if context.archive is not None:
             tools.append(context.archive.load_tool())
             prompts.append(ARCHIVE_TOOL_PROMPT[lang])
+        if self.system.settings.memory_tools_enable_code_execution:
+            tools.append(self.code_tool(user_id=user_id, friend_id=friend_id, events=events))
+            prompts.append(RUN_CODE_PROMPT[lang])
         out["tools"] = [*(out.get("tools") or []), *tools]
         prompt = "\n\n".join(prompts)
         out["system_message"] = f"{own}\n\n{prompt}" if own else prompt

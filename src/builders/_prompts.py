@@ -52,6 +52,19 @@ Large tool results in this conversation are archived and shown as placeholders. 
 details from earlier, or a placeholder's summary is not enough to answer, call load_tool_history(uuid).""",
 }
 
+#: The run_code tool (issue 13): code with memory slots, run in a sandbox.
+RUN_CODE_PROMPT: dict[Language, str] = {
+    "zh": """## 运行代码
+需要计算或复用记忆中的配置、命令时，调用 run_code(code=...)：在代码中用 [memory:key] 引用记忆内容
+（[memory:key:summary] 摘要，[memory:key:meta:字段] 元数据），用 print 或 _result 给出结果。
+重新执行记住的命令：run_code(code="[memory:key]", mode="command")。代码在隔离环境中运行：没有网络和数据库。""",
+    "en": """## Running code
+To compute something or reuse a remembered configuration or command, call run_code(code=...): write
+[memory:key] where a memory's content belongs ([memory:key:summary], [memory:key:meta:field]) and print the
+result or set _result. To re-run a remembered command: run_code(code="[memory:key]", mode="command"). The code
+runs isolated: no network, no database.""",
+}
+
 
 def detect_language(text: str | None) -> Language:
     """``"zh"`` when at least a fifth of the letters of ``text`` are CJK, else ``"en"`` (default zh)."""

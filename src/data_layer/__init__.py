@@ -7,13 +7,19 @@
 """
 
 from ._archive_repo import ArchiveRepository
+from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database, normalize_url
 from ._errors import (
+    AgentMemoryError,
     DataLayerError,
+    DuplicateError,
     DuplicateMemoryKeyError,
     InvalidInputError,
     MemoryNotFoundError,
     MessageNotFoundError,
+    NotFoundError,
+    StorageError,
+    StorageFailure,
     UnsupportedDatabaseURLError,
 )
 from ._facade import AgentFusionDataLayer
@@ -39,19 +45,25 @@ from ._records import (
 )
 from ._scope import Scope
 from ._settings_repo import SettingsRepository
+from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_json, storable_text
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, scope_id
 
 __all__ = [
     "MAX_CONTENT_BYTES",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
     "AgentFusionDataLayer",
+    "AgentMemoryError",
     "ArchiveRecord",
     "ArchiveRepository",
+    "ArchiveStateRepository",
     "Backend",
     "ChangeListener",
     "ChatSettings",
     "DataLayerError",
     "Database",
+    "DuplicateError",
     "DuplicateMemoryKeyError",
     "IndexRow",
     "IndexState",
@@ -72,9 +84,12 @@ __all__ = [
     "MessageRole",
     "NewMemory",
     "NewMessage",
+    "NotFoundError",
     "Page",
     "Scope",
     "SettingsRepository",
+    "StorageError",
+    "StorageFailure",
     "SynonymRecord",
     "UnsupportedDatabaseURLError",
     "UpsertResult",
@@ -85,5 +100,7 @@ __all__ = [
     "normalize_url",
     "schema_differences",
     "scope_id",
+    "storable_json",
+    "storable_text",
     "upgrade",
 ]

@@ -18,6 +18,9 @@ from ._types import utcnow
 
 #: Archived results hold at most this many characters (a 50 MB tool result is refused, not truncated).
 MAX_ARCHIVED_CHARS = 20_000_000
+#: Sources (URLs, file names) kept with an archived result, and the longest result summary.
+MAX_SOURCES = 100
+MAX_SUMMARY_CHARS = 20_000
 
 
 def _record(row: ToolResultArchiveTable) -> ArchiveRecord:
@@ -47,6 +50,16 @@ def archive_id(value: object) -> str:
         raise InvalidInputError(f"{value[:60]!r} is not an archive uuid; copy it from the placeholder") from None
 
 
+def _sources(values: object) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise InvalidInputError("sources must be a list of str")
+    if len(values) > MAX_SOURCES or not all(isinstance(s, str) and len(s) <= 2000 for s in values):
+        raise InvalidInputError(f"sources must be a list of at most {MAX_SOURCES} str of at most 2000 characters")
+    return [v.stored_text(s, name="a source") for s in values]
+
+
 class ArchiveRepository:
     """Save and load archived tool results, always within one user's scope.
 
@@ -73,14 +86,14 @@ class ArchiveRepository:
     ) -> ArchiveRecord:
         """Archive a tool result and return its record (with a new ``uuid``)."""
         uid = v.user_id(user_id)
-        name = v.text_field(tool_name, name="tool_name").strip()
+        name = v.stored_text(tool_name, name="tool_name").strip()
         if not name or len(name) > 100:
             raise InvalidInputError("tool_name must hold 1 to 100 characters")
         full = v.text_field(result_full, name="result_full")
         if len(full) > MAX_ARCHIVED_CHARS:
             raise InvalidInputError(f"result_full is {len(full)} characters; at most {MAX_ARCHIVED_CHARS}")
-        if sources is not None and (isinstance(sources, str) or not all(isinstance(s, str) for s in sources)):
-            raise InvalidInputError("sources must be a list of str")
+        v.stored_text(full, name="result_full")
+        source_list = _sources(sources)
         row = {
             "uuid": str(uuid.uuid4()),
             "user_id": uid,
@@ -88,11 +101,11 @@ class ArchiveRepository:
             "thread_id": v.scope_id(thread_id, name="thread_id", optional=True),
             "tool_name": name,
             "tool_input": v.json_object(tool_input, name="tool_input") if tool_input is not None else None,
-            "query_summary": v.text_field(query_summary, name="query_summary")[:500],
-            "result_summary": v.text_field(result_summary, name="result_summary"),
+            "query_summary": v.stored_text(query_summary, name="query_summary")[:500],
+            "result_summary": v.stored_text(result_summary, name="result_summary")[:MAX_SUMMARY_CHARS],
             "result_full": full,
             "result_length": len(full),
-            "sources": list(sources) if sources is not None else None,
+            "sources": source_list,
             "created_at": v.aware_datetime(created_at, name="created_at") or utcnow(),
         }
         async with self._db.write() as session:

@@ -1,23 +1,33 @@
 """Async engines for the two supported backends and the sessions the repositories use.
 
-``sqlite+aiosqlite`` is the embedded default (WAL, foreign keys on, writers queue on a busy
-timeout and start with ``BEGIN IMMEDIATE`` so concurrent writers never dead-lock);
-``postgresql+psycopg`` is the production backend.
+``sqlite+aiosqlite`` is the embedded default (WAL, foreign keys on, writers start with
+``BEGIN IMMEDIATE`` so concurrent writers never dead-lock); ``postgresql+psycopg`` is the production
+backend.
+
+SQLite lets one writer in at a time. Writers of one process queue on an ``asyncio.Lock`` per database
+file (FIFO, no polling) before they take a connection; only writers of other processes meet SQLite's
+busy timeout, whose handler sleeps in growing steps and made the tail latency of 32 in-process
+writers seconds long. Every session helper turns driver and OS errors into the project's errors
+(:func:`~data_layer._storage_errors.translate`), keeping the original as ``__cause__``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 
-from ._errors import UnsupportedDatabaseURLError
+from ._errors import AgentMemoryError, UnsupportedDatabaseURLError
+from ._storage_errors import translate
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -64,6 +74,28 @@ def normalize_url(url: str | URL) -> URL:
     raise UnsupportedDatabaseURLError(f"unsupported database driver {parsed.drivername!r}; use {SUPPORTED}")
 
 
+def describe(url: URL) -> str:
+    """Where a URL points, for messages: ``SQLite file PATH`` or ``PostgreSQL at HOST:PORT/DB`` (no password)."""
+    if url.drivername.startswith("sqlite"):
+        return f"SQLite file {url.database}"
+    return f"PostgreSQL at {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
+
+
+@asynccontextmanager
+async def storage_errors(where: str) -> AsyncIterator[None]:
+    """Raise driver and OS errors of the block as the project's errors (``__cause__``: the original).
+
+    ``TimeoutError`` passes unchanged: it is how a caller's own time budget (``asyncio.wait_for``)
+    ends a call, not a storage failure.
+    """
+    try:
+        yield
+    except (AgentMemoryError, TimeoutError):
+        raise
+    except (SQLAlchemyError, OSError, UnicodeError) as exc:
+        raise translate(exc, where=where) from exc
+
+
 def backend_of(url: URL) -> Backend:
     """``"sqlite"`` or ``"postgresql"`` for a normalised URL."""
     return "sqlite" if url.drivername.startswith("sqlite") else "postgresql"
@@ -78,7 +110,10 @@ def create_engine(url: str | URL, *, echo: bool = False, sqlite_foreign_keys: bo
     if backend_of(parsed) == "postgresql":
         return create_async_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
     assert parsed.database is not None
-    Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    try:
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise translate(exc, where=describe(parsed)) from exc
     engine = create_async_engine(parsed, echo=echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
     _configure_sqlite(engine, foreign_keys=sqlite_foreign_keys)
     return engine
@@ -94,6 +129,8 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # the WAL is checkpointed every 1000 pages (the default) and truncated back to 64 MB after
+        cursor.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -102,8 +139,20 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+#: One writer lock per (event loop, SQLite file): asyncio locks belong to the loop they wait on.
+_WRITER_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def sqlite_writer_lock(path: str) -> asyncio.Lock:
+    """The in-process lock that queues this event loop's writers of one SQLite file (FIFO)."""
+    locks = _WRITER_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(path, asyncio.Lock())
+
+
 class Database:
-    """An engine plus the two kinds of session the repositories use.
+    """An engine plus the kinds of session the repositories use; every one raises the project's errors.
 
     >>> db = Database("sqlite+aiosqlite:///./memory.db")  # doctest: +SKIP
     >>> async with db.write() as session: ...  # doctest: +SKIP
@@ -112,18 +161,45 @@ class Database:
     def __init__(self, url: str | URL, *, echo: bool = False) -> None:
         self.url = normalize_url(url)
         self.backend: Backend = backend_of(self.url)
+        self.where = describe(self.url)
         self.engine = create_engine(self.url, echo=echo)
+        #: The SQLite file's real path (``None`` on PostgreSQL): writers of one file queue together.
+        self.sqlite_path = (
+            os.path.realpath(Path(self.url.database).expanduser())
+            if self.backend == "sqlite" and self.url.database
+            else None
+        )
+
+    @property
+    def writer_key(self) -> str:
+        """Names the database for queues of writers: the SQLite file, or the URL without password."""
+        return self.sqlite_path or self.url.render_as_string(hide_password=True)
+
+    def _writer_turn(self) -> AbstractAsyncContextManager[Any]:
+        """Wait for this process's earlier writers of the same SQLite file (PostgreSQL: no wait)."""
+        if self.sqlite_path is None:
+            return nullcontext()
+        return sqlite_writer_lock(self.sqlite_path)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A session for reads; its transaction is rolled back at the end."""
-        async with AsyncSession(self.engine, expire_on_commit=False) as session:
+        async with storage_errors(self.where), AsyncSession(self.engine, expire_on_commit=False) as session:
             yield session
 
     @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        """A bare connection for reads on hot paths (no ORM session)."""
+        async with storage_errors(self.where), self.engine.connect() as conn:
+            yield conn
+
+    @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
-        """A session whose transaction commits at the end (``BEGIN IMMEDIATE`` on SQLite)."""
-        async with self.engine.connect() as conn:
+        """A session whose transaction commits at the end (``BEGIN IMMEDIATE`` on SQLite).
+
+        An error inside rolls everything back; driver errors come out as :class:`StorageError`.
+        """
+        async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
             if self.backend == "sqlite":
                 await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
             async with AsyncSession(bind=conn, expire_on_commit=False) as session, session.begin():
@@ -132,7 +208,7 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
         """A raw connection in a committing transaction (bulk statements)."""
-        async with self.engine.connect() as conn:
+        async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
             if self.backend == "sqlite":
                 await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
             async with conn.begin():
@@ -140,4 +216,5 @@ class Database:
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
-        await self.engine.dispose()
+        async with storage_errors(self.where):
+            await self.engine.dispose()

@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy.engine import URL
 
 from ._archive_repo import ArchiveRepository
+from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
@@ -15,7 +16,8 @@ from ._user_settings import UserSettings
 
 
 class AgentFusionDataLayer:
-    """The storage facade: ``.memory``, ``.messages``, ``.archive``, ``.settings``.
+    """The storage facade: ``.memory``, ``.messages``, ``.archive``, ``.settings`` and ``.archive_state``
+    (how far session archiving got).
 
     It does not create or migrate tables; run the migrations first (``agent-memory db upgrade``
     or :func:`data_layer.upgrade`).
@@ -30,6 +32,7 @@ class AgentFusionDataLayer:
         self.messages = MessageRepository(self.db)
         self.archive = ArchiveRepository(self.db)
         self.settings = SettingsRepository(self.db, defaults=default_settings)
+        self.archive_state = ArchiveStateRepository(self.db)
 
     @property
     def backend(self) -> Backend:

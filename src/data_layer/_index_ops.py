@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from . import _revision
 from . import _validation as v
 from ._dialect import insert_updating
+from ._errors import InvalidInputError
 from ._keyword_ops import KeywordOpsMixin
 from ._records import IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
 from ._rows import record_of
@@ -36,7 +37,7 @@ class IndexOpsMixin(KeywordOpsMixin):
             MemoryIndexStateTable.hard_delete_revision,
         ).where(MemoryIndexStateTable.user_id.in_([uid, _revision.VOCABULARY]))
         # called before every search: a bare connection, no ORM session
-        async with self._db.engine.connect() as conn:
+        async with self._db.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         by_user = {r[0]: (int(r[1]), int(r[2])) for r in rows}
         revision, hard = by_user.get(uid, (0, 0))
@@ -51,8 +52,9 @@ class IndexOpsMixin(KeywordOpsMixin):
         drop them.
         """
         uid = v.user_id(user_id)
+        after = v.bounded_int(after_revision, name="after_revision", low=-1, high=2**62)
         m, ix, kw = AgentMemoryTable, AgentMemorySearchIndexTable, AgentMemoryKeywordsTable
-        conditions: list[Any] = [m.user_id == uid, m.revision > after_revision]
+        conditions: list[Any] = [m.user_id == uid, m.revision > after]
         if active_only:
             conditions.append(m.is_active.is_(True))
         stmt = (
@@ -115,6 +117,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         """Active memories of the user without keywords, or analysed by another analyzer (for backfill)."""
         uid = v.user_id(user_id)
         size = v.bounded_int(limit, name="limit", low=1, high=10_000)
+        name = v.stored_text(analyzer, name="analyzer")
         m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
         async with self._db.read() as session:
             rows = await session.scalars(
@@ -123,7 +126,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 .where(
                     m.user_id == uid,
                     m.is_active.is_(True),
-                    or_(m.needs_keyword_extraction.is_(True), ix.memory_id.is_(None), ix.analyzer != analyzer),
+                    or_(m.needs_keyword_extraction.is_(True), ix.memory_id.is_(None), ix.analyzer != name),
                 )
                 .order_by(m.created_at, m.id)
                 .limit(size)
@@ -189,13 +192,14 @@ class IndexOpsMixin(KeywordOpsMixin):
         Returns how many memories were updated (ids of other users are ignored).
         """
         uid = v.user_id(user_id)
+        extracted = v.id_pairs(extracted, name="extracted")
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in extracted])
             for memory_id, kws in extracted:
                 if memory_id in owned:
                     await self._replace_keyword_rows(
-                        session, memory_id, v.keyword_inputs(list(kws)), keep_user_tags=True
+                        session, memory_id, v.analysis_keywords(v.keyword_list(kws)), keep_user_tags=True
                     )
                     done.append(memory_id)
             if done:
@@ -212,6 +216,9 @@ class IndexOpsMixin(KeywordOpsMixin):
         Returns how many memories were updated.
         """
         uid = v.user_id(user_id)
+        analyses = v.id_pairs(analyses, name="analyses")
+        if not all(isinstance(a, MemoryAnalysis) for _, a in analyses):
+            raise InvalidInputError("analyses must pair memory ids with MemoryAnalysis values")
         done: list[uuid.UUID] = []
         stmt = insert_updating(
             self._db.backend,
@@ -225,8 +232,9 @@ class IndexOpsMixin(KeywordOpsMixin):
             for memory_id, analysis in analyses:
                 if memory_id not in owned:
                     continue
+                v.stored_text(analysis.tokens, name="the analyzer's tokens")
                 await self._replace_keyword_rows(
-                    session, memory_id, v.keyword_inputs(list(analysis.keywords)), keep_user_tags=True
+                    session, memory_id, v.analysis_keywords(analysis.keywords), keep_user_tags=True
                 )
                 rows.append(
                     {
@@ -252,7 +260,8 @@ class IndexOpsMixin(KeywordOpsMixin):
     ) -> int:
         """Store embeddings (float32 bytes) made by ``embedder`` for memories that already have an index row."""
         uid = v.user_id(user_id)
-        name = v.text_field(embedder, name="embedder")
+        name = v.stored_text(embedder, name="embedder")
+        vectors = v.id_pairs(vectors, name="vectors")
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])

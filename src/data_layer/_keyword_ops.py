@@ -75,7 +75,7 @@ class KeywordOpsMixin:
         """
         uid = v.user_id(user_id)
         key = v.memory_key(memory_key)
-        kws = v.keyword_inputs(list(keywords))
+        kws = v.keyword_inputs(v.keyword_list(keywords))
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
             if kws:
@@ -99,7 +99,7 @@ class KeywordOpsMixin:
         """
         uid = v.user_id(user_id)
         key = v.memory_key(memory_key)
-        kws = v.keyword_inputs(list(keywords))
+        kws = v.keyword_inputs(v.keyword_list(keywords))
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
             await self._replace_keyword_rows(session, memory_id, kws, keep_user_tags=keep_user_tags)
@@ -132,9 +132,7 @@ class KeywordOpsMixin:
         """Detach keywords from the user's memory; returns how many were removed."""
         uid = v.user_id(user_id)
         key = v.memory_key(memory_key)
-        if isinstance(keywords, str):
-            raise InvalidInputError("keywords must be a list of str")
-        words = [v.keyword_text(k) for k in keywords]
+        words = [v.keyword_text(k) for k in v.keyword_list(keywords)]
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
             result = await session.execute(
@@ -165,6 +163,8 @@ class KeywordOpsMixin:
     async def add_synonyms(self, triples: Sequence[tuple[str, str, float]]) -> int:
         """Record many one-way synonym pairs ``(keyword, synonym, similarity_score)`` at once."""
         rows: dict[tuple[str, str], float] = {}
+        if isinstance(triples, str | bytes) or not isinstance(triples, Sequence):
+            raise InvalidInputError("synonyms must be a list of (keyword, synonym, similarity_score) tuples")
         for triple in triples:
             if not isinstance(triple, tuple) or len(triple) != 3:
                 raise InvalidInputError("synonyms must be (keyword, synonym, similarity_score) tuples")
@@ -199,9 +199,7 @@ class KeywordOpsMixin:
 
     async def synonyms_for(self, keywords: Sequence[str]) -> dict[str, list[SynonymRecord]]:
         """The recorded synonyms of each keyword, most similar first (keywords are lower-cased)."""
-        if isinstance(keywords, str):
-            raise InvalidInputError("keywords must be a list of str")
-        words = sorted({v.keyword_text(k) for k in keywords})
+        words = sorted({v.keyword_text(k) for k in v.keyword_list(keywords)})
         result: dict[str, list[SynonymRecord]] = {w: [] for w in words}
         if not words:
             return result

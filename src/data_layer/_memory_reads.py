@@ -86,13 +86,13 @@ class MemoryReadsMixin:
     async def get_by_ids(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The user's active memories with these ids, in the given order (others are left out)."""
         uid = v.user_id(user_id)
-        wanted = list(ids)
+        wanted = v.uuid_list(ids, name="ids")
         by_id: dict[uuid.UUID, MemoryRecord] = {}
         table = AgentMemoryTable.__table__
         # a bare connection (search fetches its results here); by primary key only: with the user in
         # the WHERE clause SQLite picks the per-user index and scans all of the user's rows, so
         # ownership is checked on the rows instead
-        async with self._db.engine.connect() as conn:
+        async with self._db.connect() as conn:
             for start in range(0, len(wanted), 500):
                 rows = await conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
                 by_id.update({r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active})  # type: ignore[arg-type]

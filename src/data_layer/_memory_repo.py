@@ -17,14 +17,16 @@ from typing import Any, Literal
 
 from sqlalchemy import and_, delete, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _revision
 from . import _validation as v
+from ._combiner import CombinerPool
 from ._engine import Database
-from ._errors import DuplicateMemoryKeyError, InvalidInputError
+from ._errors import DuplicateMemoryKeyError, InvalidInputError, StorageError
 from ._index_ops import IndexOpsMixin
 from ._memory_reads import MemoryReadsMixin
-from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values
+from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
 from ._records import KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
@@ -34,6 +36,10 @@ OnConflict = Literal["error", "replace", "skip"]
 
 #: Called after a commit that changed a user's memories, with the user id.
 ChangeListener = Callable[[str], None]
+
+
+async def _flush_queued(items: Sequence[_QueuedAdd]) -> list[MemoryRecord | BaseException]:
+    return await items[0][0]._flush_adds(items)
 
 
 class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
@@ -92,6 +98,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         an event memory names its friend (``shared=True`` shares one on purpose). Content over 100 KB is cut and
         ``metadata["truncation"]`` says so (``on_oversize="error"`` refuses it instead).
         ``keywords`` are user tags kept next to the extracted ones.
+
+        Adds running at the same time are written together, one transaction per batch (group
+        commit); each call still returns only once its memory is committed, and fails alone.
         """
         item = NewMemory(
             memory_key=memory_key,
@@ -104,8 +113,10 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
             keywords=keywords,
             shared=shared,
         )
-        records = await self.add_many(user_id=user_id, memories=[item], on_oversize=on_oversize)
-        return records[0]
+        uid = v.user_id(user_id)
+        prepared = (await self._prepare([self._draft(uid, item, on_oversize=on_oversize)]))[0]
+        # concurrent adds to one database share a transaction (group commit, see ``_combiner``)
+        return await _ADDS.current(self._db.writer_key).submit((self, uid, prepared))
 
     async def add_many(
         self,
@@ -139,41 +150,97 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
             return []
         prepared = await self._prepare(drafts)
         async with self._db.write() as session:
-            existing = await self._existing(session, uid, keys)
-            if existing and on_conflict == "error":
-                key = next(k for k in keys if k in existing)
-                raise DuplicateMemoryKeyError(key, inactive=not existing[key].is_active)
-            revision = await _revision.bump(session, self._db.backend, uid)
-            memory_rows: list[dict[str, Any]] = []
-            kw_rows: list[dict[str, Any]] = []
-            index_rows: list[dict[str, Any]] = []
-            written: list[MemoryRecord] = []
-            for item in prepared:
-                old = existing.get(item.draft.memory_key)
-                if old is not None:
-                    if on_conflict == "skip":
-                        continue
-                    values = await self._replace(session, old, item, revision=revision)
-                else:
-                    values = self._row_values(item, memory_id=uuid.uuid4(), revision=revision)
-                    memory_rows.append(values)
-                    kw_rows.extend(keyword_rows(values["id"], item.keywords))
-                    if item.analysis is not None:
-                        index_rows.append(self._index_row(values["id"], item.analysis))
-                written.append(_from_values(values))
-            if memory_rows:
-                try:
-                    await session.execute(AgentMemoryTable.__table__.insert(), memory_rows)
-                except IntegrityError:
-                    # Another writer took one of the keys between our check and the insert.
-                    taken = ", ".join(sorted(r["memory_key"] for r in memory_rows))
-                    raise DuplicateMemoryKeyError(taken[:200], inactive=False) from None
-            if kw_rows:
-                await session.execute(AgentMemoryKeywordsTable.__table__.insert(), kw_rows)
-            if index_rows:
-                await session.execute(AgentMemorySearchIndexTable.__table__.insert(), index_rows)
+            results = await self._store(session, uid, prepared, on_conflict=on_conflict)
         self._changed(uid)
-        return written
+        return [r for r in results if isinstance(r, MemoryRecord)]
+
+    async def _flush_adds(self, items: Sequence[_QueuedAdd]) -> list[MemoryRecord | BaseException]:
+        """Write queued ``add`` calls of several callers in one transaction (see ``_combiner``).
+
+        The items may come from other repositories on the same database file (separate engines);
+        each item's repository is told of its change. A key that exists, or that an earlier item of
+        the batch takes, fails that item alone. If the insert itself conflicts (another process took
+        a key meanwhile), each item is retried alone.
+        """
+        by_user: dict[str, list[int]] = {}
+        for index, (_, uid, _) in enumerate(items):
+            by_user.setdefault(uid, []).append(index)
+        results: list[MemoryRecord | BaseException] = [RuntimeError("not written")] * len(items)
+        try:
+            async with self._db.write() as session:
+                for uid, indexes in by_user.items():
+                    stored = await self._store(session, uid, [items[i][2] for i in indexes], on_conflict="each")
+                    for i, result in zip(indexes, stored, strict=True):
+                        results[i] = result if result is not None else RuntimeError("skipped")
+        except DuplicateMemoryKeyError:
+            if len(items) == 1:
+                raise
+            alone: list[MemoryRecord | BaseException] = []
+            for item in items:
+                try:
+                    alone.extend(await self._flush_adds([item]))
+                except DuplicateMemoryKeyError as exc:
+                    alone.append(exc)
+            return alone
+        for repository, uid in dict.fromkeys((repo, uid) for repo, uid, _ in items):
+            repository._changed(uid)
+        return results
+
+    async def _store(
+        self,
+        session: AsyncSession,
+        uid: str,
+        prepared: Sequence[_Prepared],
+        *,
+        on_conflict: OnConflict | Literal["each"],
+    ) -> list[MemoryRecord | DuplicateMemoryKeyError | None]:
+        """Insert (or replace) one user's prepared memories in ``session``; one result per item.
+
+        ``on_conflict="each"``: an existing or repeated key fails that item (its result is the error);
+        ``"error"`` raises for the first existing key (nothing is written); ``"skip"`` gives ``None``.
+        """
+        keys = [p.draft.memory_key for p in prepared]
+        existing = await self._existing(session, uid, keys)
+        if existing and on_conflict == "error":
+            key = next(k for k in keys if k in existing)
+            raise DuplicateMemoryKeyError(key, inactive=not existing[key].is_active)
+        revision = await _revision.bump(session, self._db.backend, uid)
+        memory_rows: list[dict[str, Any]] = []
+        kw_rows: list[dict[str, Any]] = []
+        index_rows: list[dict[str, Any]] = []
+        results: list[MemoryRecord | DuplicateMemoryKeyError | None] = []
+        taken: set[str] = set()
+        for item in prepared:
+            key = item.draft.memory_key
+            old = existing.get(key)
+            if on_conflict == "each" and (old is not None or key in taken):
+                results.append(DuplicateMemoryKeyError(key, inactive=old is not None and not old.is_active))
+                continue
+            taken.add(key)
+            if old is not None:
+                if on_conflict == "skip":
+                    results.append(None)
+                    continue
+                values = await self._replace(session, old, item, revision=revision)
+            else:
+                values = self._row_values(item, memory_id=uuid.uuid4(), revision=revision)
+                memory_rows.append(values)
+                kw_rows.extend(keyword_rows(values["id"], item.keywords))
+                if item.analysis is not None:
+                    index_rows.append(self._index_row(values["id"], item.analysis))
+            results.append(_from_values(values))
+        if memory_rows:
+            try:
+                await session.execute(AgentMemoryTable.__table__.insert(), memory_rows)
+            except IntegrityError:
+                # Another writer took one of the keys between our check and the insert.
+                names = ", ".join(sorted(r["memory_key"] for r in memory_rows))
+                raise DuplicateMemoryKeyError(names[:200], inactive=False) from None
+        if kw_rows:
+            await session.execute(AgentMemoryKeywordsTable.__table__.insert(), kw_rows)
+        if index_rows:
+            await session.execute(AgentMemorySearchIndexTable.__table__.insert(), index_rows)
+        return results
 
     async def upsert(
         self,
@@ -233,8 +300,8 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                                 [self._index_row(values["id"], prepared.analysis)],
                             )
                 break
-            except IntegrityError:
-                if attempt == 1:
+            except StorageError as exc:  # another writer inserted the key between our look-up and insert
+                if exc.reason != "conflict" or attempt == 1:
                     raise
         self._changed(uid)
         return UpsertResult(record=_from_values(values), created=created)
@@ -266,3 +333,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                 )
         self._changed(uid)
         return True
+
+
+#: An ``add`` waiting for its batch: the repository it was made on, the user and the prepared memory.
+_QueuedAdd = tuple[MemoryRepository, str, _Prepared]
+#: Queued adds per (event loop, SQLite file).
+_ADDS: CombinerPool[_QueuedAdd, MemoryRecord] = CombinerPool(_flush_queued)

@@ -112,8 +112,9 @@ class MemoryRowsMixin:
             raise RuntimeError("the memory analyzer returned a different number of analyses than drafts")
         prepared = []
         for draft, analysis in zip(drafts, analyses, strict=True):
+            v.stored_text(analysis.tokens, name="the analyzer's tokens")
             merged: dict[str, KeywordInput] = {k.keyword: k for k in draft.keywords}
-            for kw in v.keyword_inputs(list(analysis.keywords)):
+            for kw in v.analysis_keywords(analysis.keywords):  # a computed keyword never fails the write
                 merged.setdefault(kw.keyword, kw)
             prepared.append(_Prepared(draft, list(merged.values()), analysis))
         return prepared

@@ -66,7 +66,7 @@ def _external_id(value: object) -> str | None:
         raise InvalidInputError(
             f"external_id must be 1-{EXTERNAL_ID_LENGTH} characters without control characters, got {text[:40]!r}"
         )
-    return text
+    return v.stored_text(text, name="external_id")
 
 
 def _content(value: object) -> str:
@@ -157,7 +157,7 @@ class MessageRepository:
 
     def validate(self, *, user_id: str | int, messages: Sequence[NewMessage]) -> None:
         """Check messages as :meth:`append_many` would, without writing (raises ``InvalidInputError``)."""
-        self._prepare({user_id: messages})
+        self._prepare({v.user_id(user_id): messages})
 
     async def append(
         self,
@@ -182,7 +182,7 @@ class MessageRepository:
         identity) and repeats within ``messages``; without it an ``external_id`` the user already has
         is refused.
         """
-        stored = await self.append_for_users({user_id: messages}, skip_existing=skip_existing)
+        stored = await self.append_for_users({v.user_id(user_id): messages}, skip_existing=skip_existing)
         return next(iter(stored.values()), [])
 
     async def append_for_users(

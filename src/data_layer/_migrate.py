@@ -1,7 +1,7 @@
 """Run the Alembic migrations programmatically (what ``agent-memory db ...`` calls).
 
 Migrations run on a dedicated engine (SQLite with foreign keys off so batch table rebuilds are
-safe) inside one transaction.
+safe) inside one transaction. Driver errors come out as :class:`~data_layer.StorageError`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
 
-from ._engine import backend_of, create_engine, normalize_url
+from ._engine import backend_of, create_engine, describe, normalize_url, storage_errors
 from ._tables import Base
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -40,12 +40,13 @@ def head_revision() -> str:
 
 async def _run(url: str | URL, fn: Any) -> Any:
     parsed = normalize_url(url)
-    engine = create_engine(parsed, sqlite_foreign_keys=False)
-    try:
-        async with engine.begin() as conn:
-            return await conn.run_sync(fn)
-    finally:
-        await engine.dispose()
+    async with storage_errors(describe(parsed)):
+        engine = create_engine(parsed, sqlite_foreign_keys=False)
+        try:
+            async with engine.begin() as conn:
+                return await conn.run_sync(fn)
+        finally:
+            await engine.dispose()
 
 
 async def upgrade(url: str | URL, revision: str = "head") -> str | None:

@@ -193,3 +193,20 @@ class AgentMemorySearchIndexTable(Base):
     embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class SessionArchiveStateTable(Base):
+    """How far the session archiver got in each (user, AI friend) chat: the last message it archived.
+
+    ``friend_key`` is the friend id, or "" for messages without a friend (a primary key column cannot
+    be null). Memories are written with deterministic keys, so a run that stops before this row moves
+    is simply repeated: nothing is duplicated, and the next run resumes from here.
+    """
+
+    __tablename__ = "session_archive_state"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    friend_key: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    last_message_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    last_message_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

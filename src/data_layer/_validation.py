@@ -1,7 +1,8 @@
 """Validation and normalisation of everything that reaches the data layer from outside.
 
 Each function raises :class:`InvalidInputError` with a message that names the argument and says
-what is allowed.
+what is allowed. Every text that is stored passes :func:`~data_layer.storable_text` (no NUL, no
+lone surrogate), so SQLite and PostgreSQL accept and refuse the same input.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from ._errors import InvalidInputError
 from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, KeywordInput, MemoryType
+from ._storable import storable_json as json_object
+from ._storable import storable_text as storable
 from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
 
 #: Seed 000 section 6.2: each memory's content holds at most 100 KB (UTF-8 bytes); the rest is cut.
@@ -50,7 +54,7 @@ def scope_id(value: object, *, name: str, optional: bool = False) -> str | None:
         raise InvalidInputError(f"{name} is {len(text)} characters long; at most {SCOPE_ID_LENGTH} allowed")
     if _CONTROL.search(text):
         raise InvalidInputError(f"{name} must not contain control characters")
-    return text
+    return storable(text, name=name)
 
 
 def user_id(value: object) -> str:
@@ -104,12 +108,17 @@ def text_field(value: object, *, name: str) -> str:
     return value
 
 
+def stored_text(value: object, *, name: str) -> str:
+    """A ``str`` that every backend can store (see :func:`~data_layer.storable_text`)."""
+    return storable(text_field(value, name=name), name=name)
+
+
 def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
     """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes without splitting a character.
 
     Returns the cut text and the original size in bytes.
     """
-    raw = text.encode("utf-8")
+    raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= max_bytes:
         return text, len(raw)
     return raw[:max_bytes].decode("utf-8", errors="ignore"), len(raw)
@@ -118,9 +127,11 @@ def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
 def content_and_metadata(content: object, metadata: object, *, on_oversize: str) -> tuple[str, dict[str, Any]]:
     """Validate content and metadata; cut content over 100 KB and record that in the metadata.
 
-    With ``on_oversize="error"`` oversized content is refused instead.
+    With ``on_oversize="error"`` oversized content is refused instead. Only the part that is kept
+    must be storable (a NUL in the cut-off tail does not matter).
     """
     text = text_field(content, name="content")
+    storable(text[:MAX_CONTENT_BYTES], name="content")  # the kept part lies within these characters
     if not text.strip():
         raise InvalidInputError("content is empty: a memory needs some text")
     meta = json_object(metadata, name="metadata")
@@ -151,7 +162,7 @@ def summary(value: object, content: str) -> str:
     """The given summary, or the first sentence of the content (at most 120 characters)."""
     if value is None:
         return default_summary(content)
-    text = text_field(value, name="summary").strip()
+    text = stored_text(value, name="summary").strip()
     if len(text) > MAX_SUMMARY_CHARS:
         raise InvalidInputError(
             f"summary is {len(text)} characters; at most {MAX_SUMMARY_CHARS}. Put details in content"
@@ -171,20 +182,6 @@ def default_summary(content: str) -> str:
     if len(first) > SUMMARY_DEFAULT_CHARS:
         return first[: SUMMARY_DEFAULT_CHARS - 1] + "…"
     return first
-
-
-def json_object(value: object, *, name: str) -> dict[str, Any]:
-    """A JSON-serialisable mapping with string keys (``None`` becomes ``{}``)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidInputError(f"{name} must be a mapping (dict), got {type(value).__name__}")
-    try:
-        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}") from None
-    decoded: dict[str, Any] = json.loads(encoded)
-    return decoded
 
 
 def aware_datetime(value: object, *, name: str, optional: bool = True) -> datetime | None:
@@ -239,33 +236,91 @@ def keyword_text(value: object) -> str:
         raise InvalidInputError(f"keyword is {len(text)} characters; at most {MAX_KEYWORD_CHARS}")
     if _CONTROL.search(text):
         raise InvalidInputError("keyword must not contain control characters")
-    return text
+    return storable(text, name="keyword")
+
+
+def keyword_list(values: object) -> list[object]:
+    """Keywords as a list: a list, tuple or other iterable of keywords, never one ``str`` (which would
+    otherwise be read as its letters)."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f'keywords must be a list of keywords, e.g. ["数据库", "config"], not a {type(values).__name__}'
+        )
+    return list(values)
+
+
+def _keyword_input(item: object) -> KeywordInput:
+    if isinstance(item, KeywordInput):
+        kw, weight, source = item.keyword, item.weight, item.source
+    elif isinstance(item, str):
+        kw, weight, source = item, 1.0, "user_tag"
+    elif isinstance(item, tuple) and len(item) == 2:
+        kw, weight, source = item[0], item[1], "user_tag"
+    else:
+        raise InvalidInputError(f"cannot read keyword {repr(item)[:80]}; use str, (keyword, weight) or KeywordInput")
+    if source not in KEYWORD_SOURCES:
+        raise InvalidInputError(f"keyword source {source!r} unknown; use one of {KEYWORD_SOURCES}")
+    norm = keyword_text(kw)
+    return KeywordInput(norm, unit_float(weight, name=f"weight of keyword {norm!r}"), source)
+
+
+def _heaviest(items: Iterable[KeywordInput]) -> tuple[KeywordInput, ...]:
+    seen: dict[str, KeywordInput] = {}
+    for item in items:
+        previous = seen.get(item.keyword)
+        if previous is None or previous.weight < item.weight:
+            seen[item.keyword] = item
+    return tuple(seen.values())
 
 
 def keyword_inputs(values: object) -> tuple[KeywordInput, ...]:
-    """Keywords given as ``KeywordInput``, ``(keyword, weight)`` pairs or plain strings; deduplicated."""
+    """Keywords given as ``KeywordInput``, ``(keyword, weight)`` pairs or plain strings; deduplicated.
+
+    Given by a caller: any bad keyword refuses the call with :class:`InvalidInputError`.
+    """
     if values is None:
         return ()
     if isinstance(values, str) or not isinstance(values, list | tuple):
         raise InvalidInputError("keywords must be a list of str, (keyword, weight) or KeywordInput")
-    seen: dict[str, KeywordInput] = {}
+    return _heaviest(_keyword_input(item) for item in values)
+
+
+def analysis_keywords(values: Iterable[object]) -> tuple[KeywordInput, ...]:
+    """Keywords computed by an analyzer, with the ones that cannot be stored left out.
+
+    A computed keyword is a by-product of content the caller was allowed to store (a 300-character
+    URL, a hash): it must never fail the write, so one that is too long, empty or malformed is
+    dropped instead of raising (finding F1 of issue 13).
+    """
+    kept: list[KeywordInput] = []
     for item in values:
-        if isinstance(item, KeywordInput):
-            kw, weight, source = item.keyword, item.weight, item.source
-        elif isinstance(item, str):
-            kw, weight, source = item, 1.0, "user_tag"
-        elif isinstance(item, tuple) and len(item) == 2:
-            kw, weight, source = item[0], item[1], "user_tag"
-        else:
-            raise InvalidInputError(f"cannot read keyword {item!r}; use str, (keyword, weight) or KeywordInput")
-        if source not in KEYWORD_SOURCES:
-            raise InvalidInputError(f"keyword source {source!r} unknown; use one of {KEYWORD_SOURCES}")
-        norm = keyword_text(kw)
-        w = unit_float(weight, name=f"weight of keyword {norm!r}")
-        previous = seen.get(norm)
-        if previous is None or previous.weight < w:
-            seen[norm] = KeywordInput(norm, w, source)
-    return tuple(seen.values())
+        try:
+            kept.append(_keyword_input(item))
+        except InvalidInputError:
+            continue
+    return _heaviest(kept)
+
+
+def uuid_list(values: object, *, name: str) -> list[uuid.UUID]:
+    """A list of memory ids (``uuid.UUID``), as returned in records."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{name} must be a list of uuid.UUID memory ids, not a {type(values).__name__}")
+    ids = list(values)
+    for item in ids:
+        if not isinstance(item, uuid.UUID):
+            raise InvalidInputError(f"{name} must hold uuid.UUID memory ids (record.id), got {type(item).__name__}")
+    return ids
+
+
+def id_pairs(values: object, *, name: str) -> list[tuple[uuid.UUID, Any]]:
+    """A list of ``(memory id, value)`` pairs."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{name} must be a list of (memory id, value) pairs")
+    pairs = list(values)
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], uuid.UUID)):
+            raise InvalidInputError(f"{name} must hold (uuid.UUID memory id, value) pairs, got {repr(pair)[:60]}")
+    return pairs
 
 
 def message_role(value: object) -> str:
@@ -277,7 +332,7 @@ def message_role(value: object) -> str:
 
 def message_content(value: object) -> str:
     """Message text, at most 1 MiB (UTF-8). Larger text belongs in the tool-result archive."""
-    text = text_field(value, name="content")
+    text = stored_text(value, name="content")
     size = len(text.encode("utf-8"))
     if size > MAX_MESSAGE_BYTES:
         raise InvalidInputError(

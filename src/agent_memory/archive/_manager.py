@@ -9,7 +9,9 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +20,14 @@ from autogen_core.models import FunctionExecutionResultMessage, LLMMessage
 from autogen_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from data_layer import AgentFusionDataLayer, ArchiveRecord, InvalidInputError, scope_id
+from data_layer import (
+    AgentFusionDataLayer,
+    AgentMemoryError,
+    ArchiveRecord,
+    InvalidInputError,
+    scope_id,
+    storable_json,
+)
 
 from ..text import KeywordExtractor
 
@@ -53,10 +62,65 @@ ARCHIVE_PROMPT = """## 历史工具结果管理
 - 占位符中的摘要不足以回答用户问题"""
 
 
+#: Results longer than this are summarised in a worker thread.
+THREAD_CHARS = 50_000
+#: Characters of a result searched for sources (a 20 MB result names its sources near the top).
+SOURCE_SCAN_CHARS = 200_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A bounded repr of argument values (a 10 MB list costs no more than a short one).
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = _SHORT_REPR.maxlong = 200
+_SHORT_REPR.maxlevel = 3
+
+
 def extract_sources(text: str, *, limit: int = 3) -> list[str]:
-    """Up to ``limit`` sources named in a result: what follows ``来源:`` / ``source:``, then URLs."""
-    found = [m.strip()[:200] for m in _SOURCE_LINE.findall(text)] + _URL.findall(text)
+    """Up to ``limit`` sources named in a result: what follows ``来源:`` / ``source:``, then URLs.
+
+    Only the first 200,000 characters are searched; every pattern here is linear in its input.
+    """
+    head = text[:SOURCE_SCAN_CHARS]
+    found = [m.strip()[:200] for m in _SOURCE_LINE.findall(head)] + [u[:2000] for u in _URL.findall(head)]
     return list(dict.fromkeys(found))[:limit]
+
+
+def storable_copy(text: str) -> str:
+    """``text`` with the characters no database stores (NUL, lone surrogates) replaced by U+FFFD.
+
+    Tool output can hold them (binary data, a badly decoded file); the archive keeps the rest of the
+    text rather than refusing it and leaving the whole result in the context window.
+    """
+    if "\x00" not in text:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+
+
+def _query_summary(tool_input: Mapping[str, Any]) -> str:
+    """``k=v`` pairs of the tool's arguments, at most 500 characters (each value cut before joining)."""
+    parts = []
+    for index, (key, value) in enumerate(tool_input.items()):
+        if index >= 20:
+            break
+        shown = value[:200] if isinstance(value, str) else _SHORT_REPR.repr(value)
+        parts.append(f"{str(key)[:50]}={shown}")
+    return storable_copy(" ".join(parts)[:500])
+
+
+def _describe(text: str) -> tuple[str, list[str]]:
+    """The summary and sources stored with an archived result (both storable)."""
+    return storable_copy(summarize(text)), [storable_copy(s) for s in extract_sources(text)]
+
+
+def _stored_input(tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments as stored with the archive, or ``None`` when they cannot be stored (too large,
+    too deep, not JSON): the archive of the result matters more than a copy of its arguments."""
+    try:
+        return storable_json(tool_input, name="tool_input")
+    except InvalidInputError:
+        return None
 
 
 def summarize(text: str, *, limit: int = 200, extractor: KeywordExtractor | None = None) -> str:
@@ -116,8 +180,8 @@ class ToolResultManager:
         thread_id: str | int | None = None,
         threshold: int = ARCHIVE_THRESHOLD,
     ) -> None:
-        if not 100 <= threshold <= 10_000_000:
-            raise ValueError("threshold must be between 100 and 10,000,000 characters")
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 100 <= threshold <= 10_000_000:
+            raise InvalidInputError("threshold must be a whole number of characters from 100 to 10,000,000")
         self.layer = layer
         self.user_id = str(scope_id(user_id, name="user_id"))
         self.conversation_id = scope_id(conversation_id, name="conversation_id", optional=True)
@@ -126,24 +190,55 @@ class ToolResultManager:
         self._placeholders: dict[str, str] = {}
 
     async def process_tool_result(self, tool_name: str, tool_input: Mapping[str, Any] | None, result: str) -> str:
-        """The result itself when short; else archive it and return its placeholder."""
-        if len(result) <= self.threshold or _ARCHIVED.match(result) or _LOADED.match(result):
+        """The result itself when short; else archive it and return its placeholder.
+
+        A result that is this manager's own placeholder, or a result it loaded back, passes unchanged;
+        one that only starts like them (a tool's output forging the header) is archived like any other.
+        Wrong argument types raise :class:`InvalidInputError`.
+        """
+        if not isinstance(tool_name, str):
+            raise InvalidInputError(f"tool_name must be a str, got {type(tool_name).__name__}")
+        if tool_input is not None and not isinstance(tool_input, Mapping):
+            raise InvalidInputError(
+                f"tool_input must be the tool's arguments as a mapping (dict) or None, got {type(tool_input).__name__}"
+            )
+        if not isinstance(result, str):
+            raise InvalidInputError(f"result must be a str, got {type(result).__name__}")
+        if len(result) <= self.threshold or await self._is_own(result):
             return result
-        query = " ".join(f"{k}={v}" for k, v in (tool_input or {}).items())[:500]
+        arguments = tool_input or {}
+        text = storable_copy(result)
+        if len(text) > THREAD_CHARS:  # summarising reads 20,000 characters: keep the event loop free
+            summary, sources = await asyncio.to_thread(_describe, text)
+        else:
+            summary, sources = _describe(text)
         record = await self.layer.archive.save(
             user_id=self.user_id,
             conversation_id=self.conversation_id,
             thread_id=self.thread_id,
-            tool_name=tool_name[:100] or "tool",
-            tool_input=dict(tool_input or {}),
-            query_summary=query,
-            result_summary=summarize(result),
-            result_full=result,
-            sources=extract_sources(result),
+            tool_name=storable_copy(tool_name.strip()[:100]) or "tool",
+            tool_input=_stored_input(arguments),
+            query_summary=_query_summary(arguments),
+            result_summary=summary,
+            result_full=text,
+            sources=sources,
         )
         text = placeholder(record)
         self._placeholders[record.uuid] = text
         return text
+
+    async def _is_own(self, result: str) -> bool:
+        """Whether ``result`` is exactly a placeholder this manager made, or a result it loaded back."""
+        match = _ARCHIVED.match(result) or _LOADED.match(result)
+        if match is None:
+            return False
+        try:
+            record = await self._record(match["uuid"])
+        except LookupError:
+            return False
+        if _LOADED.match(result):
+            return result == LOADED_HEADER.format(uuid=record.uuid) + record.result_full
+        return result == self._placeholders.get(record.uuid, placeholder(record))
 
     async def _record(self, uuid: str) -> ArchiveRecord:
         try:
@@ -226,6 +321,8 @@ class _LoadTool(BaseTool[LoadToolHistoryInput, BaseModel]):
             return _LoadResult(success=True, content=await self._manager.load_tool_result(args.uuid))
         except LookupError as exc:
             return _LoadResult(success=False, content=str(exc.args[0]))
+        except AgentMemoryError as exc:  # the database failed: say so, never raise into the agent
+            return _LoadResult(success=False, content=f"无法加载存档: {exc}")
 
     def return_value_as_string(self, value: Any) -> str:
         return value.content if isinstance(value, _LoadResult) else str(value)

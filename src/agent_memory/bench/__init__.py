@@ -1,4 +1,5 @@
-"""Benchmarks: ingest throughput, retrieval quality against BM25, search latency.
+"""Benchmarks: ingest throughput, retrieval quality against BM25, search latency, concurrent writers,
+keyword extraction time.
 
 Run them with ``agent-memory bench ...`` or ``python -m agent_memory.bench ...``; each prints one
 JSON object.
@@ -10,6 +11,7 @@ from ._latency import LatencyFigures, bench_latency
 from ._retrieval import EngineRun, bm25_baseline, metrics, report, run_engine, top_k_agreement
 from ._synthetic import synthetic_memories, synthetic_queries
 from ._tempdb import DEFAULT_PG_ADMIN_URL, temporary_postgres, temporary_sqlite
+from ._writers import WriterFigures, bench_writers
 
 __all__ = [
     "DEFAULT_PG_ADMIN_URL",
@@ -19,8 +21,10 @@ __all__ = [
     "EngineRun",
     "IngestFigures",
     "LatencyFigures",
+    "WriterFigures",
     "bench_ingest",
     "bench_latency",
+    "bench_writers",
     "bm25_baseline",
     "load_dataset",
     "metrics",

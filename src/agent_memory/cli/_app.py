@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _bench, _db, _demo, _keywords, _memory, _messages, _recall
+from . import _archive, _bench, _db, _demo, _exec, _keywords, _memory, _messages, _recall
 from ._common import start_command
 
 app = typer.Typer(
@@ -25,9 +25,11 @@ app.add_typer(_db.app, name="db")
 app.add_typer(_memory.app, name="memory")
 app.add_typer(_messages.app, name="messages")
 app.add_typer(_keywords.app, name="keywords")
+app.add_typer(_archive.app, name="archive")
 app.add_typer(_bench.app, name="bench")
 app.command("demo")(_demo.demo_cmd)
 app.command("recall")(_recall.recall_cmd)
+app.command("exec")(_exec.exec_cmd)
 
 
 @app.callback()

@@ -163,3 +163,70 @@ async def archive_cmd(
     async with temporary_sqlite() as url:
         emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
                                       threshold=threshold))  # fmt: skip
+
+
+@app.command("keywords")
+def keywords_cmd(
+    samples: int = typer.Option(20, "--samples", min=1, max=1000, help="Inputs per kind"),
+    size: int = typer.Option(100_000, "--size", min=1_000, max=10_000_000, help="Characters per input"),
+) -> None:
+    """Keyword extraction time on 100 KB inputs (mixed text, one 80,000-char word, 10 MB command output,
+    random Chinese): p50/p95 per kind (one JSON object)."""
+    from ..bench._keywords import bench_keywords
+
+    figures = bench_keywords(samples=samples, size=size)
+    emit_json({"bench": "keywords", "results": [dataclasses.asdict(f) for f in figures]})
+
+
+@app.command("writers")
+@run
+async def writers_cmd(
+    writers: int = typer.Option(32, "--writers", min=1, max=1000, help="Concurrent writer tasks"),
+    ops: int = typer.Option(50, "--ops", min=1, max=100_000, help="Memories each writer adds"),
+    backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
+    analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="Run keyword and token analysis per write"),
+    separate_engines: bool = typer.Option(False, "--separate-engines", help="One data layer per writer"),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+) -> None:
+    """Concurrent writers in one process: acknowledged against stored writes and p50/p95/max latency."""
+    from ..bench import bench_writers, temporary_postgres, temporary_sqlite
+
+    if backend not in ("sqlite", "postgresql", "both"):
+        raise ValueError("--backend must be sqlite, postgresql or both")
+    options = {"writers": writers, "ops": ops, "analyze": analyze, "separate_engines": separate_engines}
+    results = {}
+    if backend in ("sqlite", "both"):
+        async with temporary_sqlite() as url:
+            results["sqlite"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+    if backend in ("postgresql", "both"):
+        async with temporary_postgres(_admin_url(pg_admin_url)) as url:
+            results["postgresql"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+    emit_json({"bench": "writers", **options, "results": results})
+
+
+@app.command("e2e")
+@run
+async def e2e_cmd(
+    dataset: str = typer.Option(..., "--dataset", help="locomo or memdaily"),
+    data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
+) -> None:
+    """Chats in, memories formed offline, each question answered by the evidence recall (SQLite)."""
+    from ..bench import bm25_baseline, load_dataset, temporary_sqlite
+    from ..bench._e2e import e2e_report, run_e2e
+
+    if dataset not in ("locomo", "memdaily"):
+        raise ValueError("--dataset must be locomo or memdaily")
+    ds = load_dataset(dataset, data)
+    baseline = bm25_baseline(ds, max(max(ds.ks), 10))
+    async with temporary_sqlite() as url:
+        emit_json(e2e_report(ds, await run_e2e(ds, url), baseline))
+
+
+@app.command("conflicts")
+@run
+async def conflicts_cmd() -> None:
+    """Adjudication accuracy on the packaged conflict set (zh/en: changed preferences, negation, quoted or
+    hypothetical speech, assistant paraphrase)."""
+    from ..archiving import load_conflict_set, score_conflicts
+
+    emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set())})

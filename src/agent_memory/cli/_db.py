@@ -56,4 +56,4 @@ async def current_cmd(url: str | None = typer.Option(None, "--url", help=URL_HEL
     rev = await current_revision(database_url(url))
     head = head_revision()
     state = "up to date" if rev == head else "run `agent-memory db upgrade`"
-    console.print(f"current: [bold]{esc(rev or 'none')}[/]  head: {esc(head)}  ({state})")
+    console.print(f"current: [bold]{esc(rev or 'none')}[/]\nhead: {esc(head)} ({state})")

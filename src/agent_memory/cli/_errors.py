@@ -2,7 +2,8 @@
 
 :func:`explain` checks the exception against the library's error classes whose modules are already
 loaded (an error can only come from a loaded module), so explaining a settings error does not load
-SQLAlchemy; driver errors are told apart by their message.
+SQLAlchemy. The data layer wraps driver errors in ``StorageError``; the driver error it keeps as
+``__cause__`` is told apart by its message, so the hint can name the URL's sources.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _handlers() -> list[tuple[type[BaseException], Handler]]:
     found: list[tuple[type[BaseException], Handler]] = []
     for module, name, handler in (
         ("agent_memory.settings", "SettingsError", _settings),
-        ("data_layer", "DataLayerError", _data_layer),
+        ("data_layer", "StorageError", _storage),
+        ("data_layer", "AgentMemoryError", _data_layer),
         ("sqlalchemy.exc", "DBAPIError", _dbapi),
         ("alembic.util", "CommandError", _alembic),
     ):
@@ -77,6 +79,19 @@ def _settings(exc: BaseException, url: str | None) -> tuple[str, str | None]:
 def _data_layer(exc: BaseException, url: str | None) -> tuple[str, str | None]:
     # the data layer's messages already say what to do
     return _one_line(str(exc)), None
+
+
+def _storage(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    """A :class:`data_layer.StorageError`: the driver error it wraps is explained with the URL's
+    sources in mind; an OS error or an unknown cause keeps the library's problem and hint."""
+    cause = exc.__cause__
+    dbapi = getattr(sys.modules.get("sqlalchemy.exc"), "DBAPIError", None)
+    if cause is not None and isinstance(dbapi, type) and isinstance(cause, dbapi):
+        message, hint = _dbapi(cause, url)
+        return message, hint or getattr(exc, "hint", None)
+    if isinstance(cause, OSError):
+        return _os_error(cause, url)
+    return _one_line(getattr(exc, "problem", str(exc))), getattr(exc, "hint", None)
 
 
 def _os_error(exc: BaseException, url: str | None) -> tuple[str, str | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -102,17 +103,25 @@ async def list_cmd(
     friend: str | None = typer.Option(None, "--friend", "-f", help="Only what this AI friend can see"),
     limit: int = typer.Option(20, "--limit", "-n", help="Rows per page (1-1000)"),
     cursor: str | None = typer.Option(None, "--cursor", help="next_cursor printed by the previous page"),
+    history: bool = typer.Option(False, "--history", help="Also superseded profile values (inactive)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON"),
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
-    """List a user's memories, newest first."""
+    """List a user's memories, newest first, with the chat messages each was formed from."""
     async with open_system(url) as system:
         page = await system.layer.memory.list_memories(
-            user_id=user, memory_types=memory_type or None, friend_id=friend, limit=limit, cursor=cursor
-        )
-    table = Table("key", "type", "friend", "created", "summary", title=Text(f"memories of {user}"))
+            user_id=user, memory_types=memory_type or None, friend_id=friend, limit=limit, cursor=cursor,
+            include_inactive=history,
+        )  # fmt: skip
+    if as_json:
+        emit_json({"items": [_row(r) for r in page.items], "next_cursor": page.next_cursor})
+        return
+    table = Table("key", "type", "friend", "created", "summary", "sources", title=Text(f"memories of {user}"))
     for r in page.items:
+        sources = ",".join(str(i) for i in (r.metadata.get("source_message_ids") or [])[:6])
+        state = "" if r.is_active else f" (until {str(r.metadata.get('valid_to') or '')[:10]})"
         table.add_row(*map(Text, (r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at),
-                                  short(r.summary))))  # fmt: skip
+                                  short(r.summary) + state, sources or "-")))  # fmt: skip
     console.print(table)
     if page.next_cursor:
         console.print(Text(f"more: --cursor {page.next_cursor}"))
@@ -192,3 +201,10 @@ async def search_cmd(
         row = (h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary))
         table.add_row(*map(Text, row))
     console.print(table)
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {"memory_key": r.memory_key, "memory_type": r.memory_type, "friend_id": r.friend_id,
+            "summary": r.summary, "content": r.content, "created_at": r.created_at.isoformat(),
+            "is_active": r.is_active, "source_message_ids": r.metadata.get("source_message_ids") or [],
+            "metadata": r.metadata}  # fmt: skip

@@ -95,10 +95,17 @@ async def recall_cmd(
     user: str = typer.Option(..., "--user", "-u", help="The user"),
     friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
     as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
+    mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (seed 003)"),
     url: str | None = typer.Option(None, "--url", help=URL_HELP),
 ) -> None:
     """Run the memory recall for a message (offline planner unless MEMORY_RECALL_MODEL_CLIENT is set)
-    and print the events, the handoff and the slots the main model would receive."""
+    and print the events, the handoff and the slots the main model would receive. ``--mode evidence``
+    cites the chat itself: a memory view, the evidence messages and the limits of what was read."""
+    if mode not in ("memory", "evidence"):
+        raise ValueError(f"--mode must be memory or evidence, not {mode!r}")
+    if mode == "evidence":
+        await _evidence(question, user=user, friend=friend, as_json=as_json, url=url)
+        return
     async with open_system(url) as system:
         context = await stream_recall(system, user_id=user, friend_id=friend, question=question, show=not as_json)
     result = context.last_result
@@ -108,3 +115,26 @@ async def recall_cmd(
         emit_json({"handoff": handoff, "slots": [line for line in block.splitlines() if line.startswith("[memory:")]})
         return
     console.print(Text(block) if block else "[dim](nothing recalled: the main model gets the messages unchanged)[/]")
+
+
+async def _evidence(question: str, *, user: str, friend: str | None, as_json: bool, url: str | None) -> None:
+    async with open_system(url) as system:
+        agent = system.evidence_agent(system.scope(user, friend), on_event=None if as_json else _printer)
+        run_ = await agent.recall(question)
+    out = run_.output
+    if as_json:
+        emit_json(out.model_dump(mode="json"))
+        return
+    for bucket in ("preferences", "profile", "constraints"):
+        for item in getattr(out.memory_view, bucket):
+            mark = "?" if item.status == "uncertain" else "-"
+            console.print(Text(f"{bucket}: {mark} {item.text}  (evidence {item.evidence_ids})"))
+    for e in out.evidence[:10]:
+        console.print(Text(f"  #{e.message_id} {e.created_at[:16]} {e.role}: {short(e.content, 80)}"))
+    console.print(Text(f"limits: {out.limits.model_dump_json()}"))
+
+
+def _printer(event: Any) -> None:
+    line = describe(event)
+    if line:
+        console.print(line)

@@ -47,9 +47,11 @@ from ..recall import (
     MemRecallAgent,
     RecallErrorEvent,
     RecallFinishedEvent,
+    RecallMemoryOutput,
     RecallResult,
     RecallStartedEvent,
     RecallTimeoutEvent,
+    recall_memory_output,
 )
 from ..tools import RecallLedger
 from ._archiving import archive_results
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
     from ..system import MemorySystem
 
 logger = logging.getLogger(__name__)
+#: The most messages of stored history a recall can look back over (the largest window).
+MAX_RECALL_HISTORY = 50
 
 
 class MemoryContextConfig(BaseModel):
@@ -112,8 +116,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._injected: list[LLMMessage] = []
         #: The last recall's result (``None`` before the first, or when it timed out early or failed).
         self.last_result: RecallResult | None = None
-        #: The last recall block the main model received ("" when none).
+        #: The last recall block ("" when none) and, with tool-call injection, the recall_memory result.
         self.last_block = ""
+        self.last_output: RecallMemoryOutput | None = None
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -146,6 +151,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             logger.warning("could not save a message", exc_info=True)
             await self._emit(RecallErrorEvent(source="memory_context", content=f"saving a message failed: {exc}",
                                               error_type=type(exc).__name__))  # fmt: skip
+            return
+        if role == "user" and self.system.background_archiving:
+            # earlier sessions that are over become memories; the reply does not wait for it
+            self.system.session_archiver.schedule(self.scope)
 
     # -- what the model sees -----------------------------------------------------------------------
 
@@ -221,16 +230,21 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         if self.options.injection == "system":
             return [SystemMessage(content=block.text)]
-        arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id}
+        user = settings[0]
+        arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id,
+                     "profile_topk": user.profile_top_k, "event_topk": user.event_top_k,
+                     "similarity_threshold": user.similarity_threshold}  # fmt: skip
+        relevant = [i for i in ledger.relevant(user.similarity_threshold) if i.memory_key in block.keys]
+        output = await recall_memory_output(self.system.layer, self.scope, relevant,
+                                            profile_topk=user.profile_top_k, event_topk=user.event_top_k)  # fmt: skip
+        self.last_output = output
         call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
                             arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
+        result = FunctionExecutionResult(content=output.model_dump_json(), name="recall_memory", call_id=call.id,
+                                         is_error=False)  # fmt: skip
         return [
             AssistantMessage(content=[call], source="memory_context"),
-            FunctionExecutionResultMessage(
-                content=[
-                    FunctionExecutionResult(content=block.text, name="recall_memory", call_id=call.id, is_error=False)
-                ]
-            ),
+            FunctionExecutionResultMessage(content=[result]),
         ]
 
     async def _run_recall(
@@ -248,7 +262,23 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         agent = self.system.recall_agent(self.scope, settings=settings, options=self.options,
                                          on_event=self._on_agent_event)  # fmt: skip
         agent_out.append(agent)
-        return await agent.recall(conversation)
+        return await agent.recall(await self._with_stored_history(conversation))
+
+    async def _with_stored_history(self, conversation: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The conversation with the stored chat of this (user, friend) before it, so a window
+        expansion can look back past what this context object holds (an earlier session)."""
+        if not self.persist or len(conversation) >= MAX_RECALL_HISTORY:
+            return conversation
+        try:
+            stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
+                                                             limit=MAX_RECALL_HISTORY)  # fmt: skip
+        except Exception:  # the recall goes on with what this context holds
+            logger.warning("reading the stored chat for recall failed", exc_info=True)
+            return conversation
+        pairs = [(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+        known = set(conversation)  # the stored chat ends with this conversation: keep what came before
+        earlier = [p for p in pairs if p not in known]
+        return [*earlier[-(MAX_RECALL_HISTORY - len(conversation)) :], *conversation]
 
     def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
         """Relevant memories (score >= the user's threshold, only keys the searches returned)."""

@@ -13,24 +13,68 @@ from ._events import (
     WindowExpandedEvent,
     merge_streams,
 )
+from ._evidence_agent import EvidenceRecallAgent, EvidenceRun, RankedHit
+from ._evidence_models import (
+    ConflictNote,
+    EvidenceItem,
+    EvidenceRecall,
+    Limits,
+    MemoryView,
+    TimeWindow,
+    ViewItem,
+)
+from ._evidence_planner import EvidenceRecallPlanner
+from ._intent import Intent, classify_intent, needs_memory
+from ._memory_view import (
+    EventItem,
+    ProfileItem,
+    RecallMemoryInput,
+    RecallMemoryOutput,
+    recall_memory_output,
+)
 from ._planner import OfflineRecallPlanner
 from ._prompt import RECALL_SYSTEM_PROMPT, RecallTask, format_task, parse_task, recall_prompt
+from ._skill import Skill, load_skill, parse_skill
+from ._synthesis import synthesize
 
 __all__ = [
     "AGENT_NAME",
     "RECALL_SYSTEM_PROMPT",
+    "ConflictNote",
+    "EventItem",
+    "EvidenceItem",
+    "EvidenceRecall",
+    "EvidenceRecallAgent",
+    "EvidenceRecallPlanner",
+    "EvidenceRun",
+    "Intent",
+    "Limits",
     "MemRecallAgent",
+    "MemoryView",
     "OfflineRecallPlanner",
+    "ProfileItem",
+    "RankedHit",
     "RecallErrorEvent",
     "RecallFinishedEvent",
     "RecallHandoff",
+    "RecallMemoryInput",
+    "RecallMemoryOutput",
     "RecallResult",
     "RecallStartedEvent",
     "RecallTask",
     "RecallTimeoutEvent",
+    "Skill",
+    "TimeWindow",
+    "ViewItem",
     "WindowExpandedEvent",
+    "classify_intent",
     "format_task",
+    "load_skill",
     "merge_streams",
+    "needs_memory",
+    "parse_skill",
     "parse_task",
+    "recall_memory_output",
     "recall_prompt",
+    "synthesize",
 ]

@@ -4,6 +4,8 @@ It speaks the same protocol as an LLM client, so the recall runs through the rea
 its tools and events with or without a model. Each ``create`` call re-reads the conversation (the
 task and the tool results so far, as a model would) and returns the next tool call:
 
+0. greetings and small talk need no memory: the planner hands off at once (seed 002's intent
+   analysis, :mod:`._intent`);
 1. the search rounds of :class:`ToolLimits` (seed 002: precise keyword >= 0.7, expanded hybrid
    >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query); two
    results >= 0.85 end the refinement (the last planned round still runs once, so the ranked list
@@ -40,6 +42,7 @@ from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel, ValidationError
 
 from ..tools import EARLY_STOP_SCORE, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
+from ._intent import classify_intent, needs_memory
 from ._prompt import RecallTask, parse_task
 
 #: A summary shorter than this (characters) is too thin to judge: the planner reads the detail.
@@ -97,6 +100,8 @@ class OfflineRecallPlanner(ChatCompletionClient):
         seen = _read(messages)
         task = seen.task
         done = len(seen.searches)
+        if done == 0 and task.iteration == 1 and not seen.rounds and not needs_memory(task.current):
+            return "handoff", _no_memory_needed(task, classify_intent(task.current))
         rounds = len(self.limits.plan)
         found = rank_found(seen.searches)
         high = [r for r in found if r.relevance_score >= EARLY_STOP_SCORE]
@@ -293,6 +298,18 @@ def _handoff_args(task: RecallTask, found: Sequence[MemorySearchResultItem], rou
         "search_summary": f"找到 {len(keys)} 条相关记忆。",
         "relevant_memory_keys": keys,
         "confidence": round(sum(top) / len(top), 3),
+        "needs_more_info": False,
+        "iteration_used": task.iteration,
+        "context_window_used": task.window_size,
+    }
+
+
+def _no_memory_needed(task: RecallTask, intent: str) -> dict[str, Any]:
+    return {
+        "reason": f"消息是{'问候' if intent == 'greeting' else '闲聊'}，不需要召回记忆",
+        "search_summary": "无需记忆。",
+        "relevant_memory_keys": [],
+        "confidence": 1.0,
         "needs_more_info": False,
         "iteration_used": task.iteration,
         "context_window_used": task.window_size,

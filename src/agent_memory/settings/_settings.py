@@ -92,6 +92,19 @@ class AgentMemorySettings(BaseSettings):
     memory_exec_timeout_s: float = Field(10.0, gt=0.0, le=3600.0)
     memory_exec_cpu_s: int = Field(10, ge=1, le=3600)
     memory_exec_memory_mb: int = Field(512, ge=64, le=65536)
+    #: Processes (and threads) the sandbox user may have at once during a run.
+    memory_exec_max_processes: int = Field(64, ge=4, le=4096)
+    #: The bubblewrap program that isolates code runs (a name on PATH or a path).
+    memory_exec_bwrap: str = "bwrap"
+    #: Run remembered code even where it cannot be isolated (no working bubblewrap): unsafe.
+    memory_exec_allow_unisolated: bool = False
+    #: Give agents built by AgentBuilder the ``run_code`` tool (code with [memory:key] slots, isolated).
+    memory_tools_enable_code_execution: bool = False
+
+    # -- session archiving (seed 001: chats become profile items and event gists) ----------------------
+    memory_sessions_enabled: bool = True
+    memory_sessions_idle_minutes: int = Field(30, ge=1, le=10_080)
+    memory_sessions_max_messages: int = Field(40, ge=2, le=1000)
 
     # -- chat defaults (seed 001 section 5.2) --------------------------------------------------------
     memory_chat_show_tool_calls: bool = False

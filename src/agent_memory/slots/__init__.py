@@ -1,11 +1,13 @@
-"""Memory slots at run time: the placeholder grammar, the CommandExecutor and its sandbox.
+"""Memory slots at run time: the placeholder grammar, the CommandExecutor and its isolated sandbox.
 
 >>> from agent_memory.slots import parse_placeholders
 >>> [(p.key, p.format, p.field) for p in parse_placeholders("[memory:a] [memory:b:full] [memory:c:meta:port]")]
 [('a', 'default', None), ('b', 'full', None), ('c', 'meta', 'port')]
 """
 
+from ._events import CodeRunFinishedEvent, CodeRunOutputEvent, CodeRunStartedEvent
 from ._executor import CommandExecutor, CommandResult, looks_like_shell, to_python
+from ._isolation import SANDBOX_UID, Isolation, detect_isolation, unisolated_error
 from ._placeholders import (
     PLACEHOLDER,
     Placeholder,
@@ -19,24 +21,52 @@ from ._placeholders import (
     substitute,
 )
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
+from ._sensitivity import (
+    RULES,
+    SENSITIVE_FIELD,
+    SensitiveMemoryError,
+    check_reach,
+    may_reach,
+    record_sensitivity,
+    sensitivity,
+)
+from ._tool import RUN_CODE_TOOL, RunCodeInput, RunCodeOutput, RunCodeTool
 
 __all__ = [
     "PLACEHOLDER",
+    "RULES",
+    "RUN_CODE_TOOL",
+    "SANDBOX_UID",
+    "SENSITIVE_FIELD",
+    "CodeRunFinishedEvent",
+    "CodeRunOutputEvent",
+    "CodeRunStartedEvent",
     "CommandExecutor",
     "CommandResult",
+    "Isolation",
     "Limits",
     "Placeholder",
     "PlaceholderError",
     "Resolution",
+    "RunCodeInput",
+    "RunCodeOutput",
+    "RunCodeTool",
     "RunOutcome",
+    "SensitiveMemoryError",
     "SlotValue",
+    "check_reach",
+    "detect_isolation",
     "format_value",
     "looks_like_shell",
+    "may_reach",
     "parse_placeholders",
     "placeholder_keys",
+    "record_sensitivity",
     "resolve",
     "run_python",
     "run_shell",
+    "sensitivity",
     "substitute",
     "to_python",
+    "unisolated_error",
 ]

@@ -11,6 +11,11 @@ In code, ``[memory:KEY]`` (and ``:full``) stands for the memory's content (JSON-
 JSON), ``[memory:KEY:summary]`` for its summary and ``[memory:KEY:meta:FIELD]`` for a metadata field;
 ``memory["KEY"]`` works too. The code runs in a separate process (see ``_sandbox``) that receives only
 the slots it was given. A malformed placeholder or a memory that is not available: nothing runs.
+
+Where the machine cannot isolate runs (no working bubblewrap, see ``_isolation``), nothing runs either
+unless the executor was made with ``allow_unisolated=True`` (``MEMORY_EXEC_ALLOW_UNISOLATED``); the
+error says so. A sensitive memory (``_sensitivity``) becomes a slot only for the friend it belongs to,
+or with ``allow_sensitive=True``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import logging
 import re
 import shlex
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +34,10 @@ from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, Use
 
 from data_layer import AgentFusionDataLayer, InvalidInputError, Scope
 
+from ._isolation import Isolation, detect_isolation, unisolated_error, workdir_problem
 from ._placeholders import Placeholder, PlaceholderError, SlotValue, format_value, placeholder_keys, substitute
-from ._sandbox import Limits, RunOutcome, run_python, run_shell
+from ._sandbox import Limits, OutputCallback, RunOutcome, run_python, run_shell
+from ._sensitivity import SENSITIVE_FIELD, check_reach, sensitivity
 
 logger = logging.getLogger(__name__)
 _SHELL_START = re.compile(r"^(python3?|bash|sh|ls|echo|cat|cd|git|pip|make|npm|node|docker|kubectl|curl|mysql|psql)\b")
@@ -83,9 +90,11 @@ def looks_like_shell(command: str) -> bool:
 class CommandExecutor:
     """Runs code with memory slots for one user (and AI friend), each run saved as a memory.
 
-    ``limits`` caps wall-clock time, CPU, memory and file size; ``workdir`` is where commands run
-    (default: a fresh temporary folder per run); ``save_runs`` records each run as a
-    ``command_output`` memory with the code, the result and the referenced keys.
+    ``limits`` caps wall-clock time, CPU, memory, file size and processes; ``workdir`` is where
+    commands run (default: a fresh temporary folder per run; as root it must be usable by uid 65534);
+    ``save_runs`` records each run as a ``command_output`` memory with the code, the result and the
+    referenced keys. ``isolation`` (default: :func:`detect_isolation`, probed once per process) is how
+    runs are isolated; when it is not available, runs are refused unless ``allow_unisolated``.
     """
 
     def __init__(
@@ -96,6 +105,8 @@ class CommandExecutor:
         limits: Limits | None = None,
         workdir: str | Path | None = None,
         save_runs: bool = True,
+        isolation: Isolation | None = None,
+        allow_unisolated: bool = False,
     ) -> None:
         if not isinstance(scope, Scope):
             raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
@@ -104,6 +115,20 @@ class CommandExecutor:
         self.limits = limits or Limits()
         self.workdir = workdir
         self.save_runs = save_runs
+        self.isolation = isolation if isolation is not None else detect_isolation()
+        self.allow_unisolated = allow_unisolated
+
+    def refusal(self) -> str | None:
+        """Why a run would be refused before it starts (no isolation and no opt-in; a working folder
+        the sandbox user cannot use), or ``None``."""
+        if not self.isolation.available:
+            return None if self.allow_unisolated else unisolated_error(self.isolation)
+        if self.workdir is not None:
+            return workdir_problem(self.isolation, Path(self.workdir))
+        return None
+
+    def _run_isolation(self) -> Isolation | None:
+        return self.isolation if self.isolation.available else None
 
     @property
     def user_id(self) -> str:
@@ -115,19 +140,18 @@ class CommandExecutor:
         """The scope's AI friend (``None``: the user's own view)."""
         return self.scope.friend_id
 
-    async def slots(self, keys: Sequence[str]) -> dict[str, SlotValue]:
+    async def slots(self, keys: Sequence[str], *, allow_sensitive: bool = False) -> dict[str, SlotValue]:
         """The user's memories with these keys, as slots (another friend's events are not available).
-        Raises :class:`PlaceholderError` naming the keys that are missing."""
+        Raises :class:`PlaceholderError` naming the keys that are missing, and its subclass
+        ``SensitiveMemoryError`` for a sensitive memory of another friend (unless ``allow_sensitive``)."""
         found = await self.layer.memory.get_many(user_id=self.user_id, memory_keys=list(dict.fromkeys(keys)))
-        slots = {
-            k: SlotValue(k, r.summary, r.content, r.metadata, r.memory_type)
-            for k, r in found.items()
-            if self.scope.sees_record(r)
-        }
-        missing = [k for k in dict.fromkeys(keys) if k not in slots]
+        visible = {k: r for k, r in found.items() if self.scope.sees_record(r)}
+        missing = [k for k in dict.fromkeys(keys) if k not in visible]
         if missing:
             raise PlaceholderError(f"no memory {missing} for this user and friend; search for the right key first")
-        return slots
+        for record in visible.values():
+            check_reach(record, friend_id=self.friend_id, allow_sensitive=allow_sensitive)
+        return {k: SlotValue(k, r.summary, r.content, r.metadata, r.memory_type) for k, r in visible.items()}
 
     async def prepare_memory_context(
         self, messages: Sequence[LLMMessage], slots: Mapping[str, SlotValue] | Sequence[SlotValue]
@@ -145,10 +169,16 @@ class CommandExecutor:
         code: str,
         slots: Mapping[str, SlotValue] | Sequence[SlotValue],
         recent_messages: Sequence[LLMMessage] = (),
+        *,
+        on_output: OutputCallback | None = None,
     ) -> CommandResult:
         """Run Python ``code`` with ``memory``, ``messages`` (the last 10 as text), ``_output`` and
-        ``_result``; stdout becomes ``_output``. Placeholders must name given slots, or nothing runs."""
+        ``_result``; stdout becomes ``_output`` (and goes to ``on_output`` as it is printed).
+        Placeholders must name given slots, or nothing runs."""
         given = dict(slots) if isinstance(slots, Mapping) else {s.key: s for s in slots}
+        refused = self.refusal()
+        if refused:
+            return CommandResult(False, error=refused, code=code)
         try:
             refs = tuple(placeholder_keys(code))
             program = to_python(code, given)
@@ -162,24 +192,34 @@ class CommandExecutor:
             messages=_message_lines(recent_messages),
             limits=self.limits,
             workdir=self.workdir,
+            isolation=self._run_isolation(),
+            on_output=on_output,
         )
-        return await self._finish(code, "python", refs, outcome)
+        return await self._finish(code, "python", refs, outcome, given.values())
 
     async def execute_command_references(
-        self, user_request: str, referenced_memories: Sequence[str] | None = None
+        self,
+        user_request: str,
+        referenced_memories: Sequence[str] | None = None,
+        *,
+        allow_sensitive: bool = False,
+        on_output: OutputCallback | None = None,
     ) -> CommandResult:
         """Run the remembered command a request refers to (``"重新执行 [memory:cmd-001]"``).
 
         The first referenced ``command_output`` memory is the command: a shell line
         (``metadata["language"] == "shell"``, or one line starting with a program name) runs with
         its placeholders filled in as text; anything else runs as Python with the other referenced
-        memories as slots.
+        memories as slots. ``allow_sensitive``: see :meth:`slots`.
         """
+        refused = self.refusal()
+        if refused:
+            return CommandResult(False, error=refused)
         try:
             keys = list(referenced_memories) if referenced_memories else placeholder_keys(user_request)
             if not keys:
                 raise PlaceholderError("the request names no memory; write it as [memory:KEY]")
-            slots = await self.slots(keys)
+            slots = await self.slots(keys, allow_sensitive=allow_sensitive)
         except (PlaceholderError, InvalidInputError) as exc:
             return CommandResult(False, error=str(exc))
         commands = [s for s in slots.values() if s.memory_type == "command_output"]
@@ -189,21 +229,26 @@ class CommandExecutor:
         language = str(command.metadata.get("language") or ("shell" if looks_like_shell(command.content) else "python"))
         if language not in ("shell", "bash", "sh"):
             messages = [UserMessage(content=user_request, source="user")]
-            return await self.execute_with_memory_env(command.content, slots, messages)
+            return await self.execute_with_memory_env(command.content, slots, messages, on_output=on_output)
         try:
-            more = placeholder_keys(command.content)
-            slots.update(await self.slots([k for k in more if k not in slots]) if more else {})
+            more = [k for k in placeholder_keys(command.content) if k not in slots]
+            slots.update(await self.slots(more, allow_sensitive=allow_sensitive) if more else {})
             line = shell_fill(command.content, slots)
         except PlaceholderError as exc:
             return CommandResult(False, error=str(exc), code=command.content, language="shell")
-        outcome = await run_shell(line, limits=self.limits, workdir=self.workdir)
-        return await self._finish(line, "shell", tuple(keys), outcome)
+        outcome = await run_shell(line, limits=self.limits, workdir=self.workdir, isolation=self._run_isolation(),
+                                  on_output=on_output)  # fmt: skip
+        return await self._finish(line, "shell", tuple(keys), outcome, slots.values())
 
-    async def _finish(self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome) -> CommandResult:
+    async def _finish(
+        self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome, used: Iterable[SlotValue]
+    ) -> CommandResult:
         key = None
         if self.save_runs:
+            # a run that read a sensitive memory may print it: its record is as sensitive
+            marks = [sensitivity(content=s.content, summary=s.summary, metadata=s.metadata) for s in used]
             try:
-                key = await self._save(code, language, refs, outcome)
+                key = await self._save(code, language, refs, outcome, next((m for m in marks if m), None))
             except Exception:  # the run happened; its result is returned even if it cannot be saved
                 logger.warning("could not save a command run", exc_info=True)
         return CommandResult(
@@ -219,7 +264,9 @@ class CommandExecutor:
             code=code,
         )
 
-    async def _save(self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome) -> str:
+    async def _save(
+        self, code: str, language: str, refs: tuple[str, ...], outcome: RunOutcome, sensitive: str | None
+    ) -> str:
         key = f"run-{uuid.uuid4().hex[:12]}"
         first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
         record = {"code": code, "language": language, "result": outcome.result, "output": outcome.output[-5000:],
@@ -231,7 +278,13 @@ class CommandExecutor:
             memory_type="command_output",
             summary=f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120],
             content=json.dumps(record, ensure_ascii=False, default=repr),
-            metadata={"referenced_keys": list(refs), "success": outcome.ok, "language": language},
+            metadata={
+                "referenced_keys": list(refs),
+                "success": outcome.ok,
+                "language": language,
+                "isolated": outcome.isolated,
+                **({SENSITIVE_FIELD: sensitive} if sensitive else {}),
+            },
             keywords=[r for r in refs if len(r) <= 100][:5] or None,
         )
         return key

@@ -16,6 +16,8 @@ the database; the ``MEMORY_RECALL_*`` values are the defaults of a user who has 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,11 +27,19 @@ from autogen_core.models import ChatCompletionClient
 from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope, current_revision, head_revision, upgrade
 
 from ..archive import ToolResultManager
+from ..archiving import SessionArchiver
 from ..context import MemoryContext, RecallOptions
-from ..recall import MemRecallAgent
+from ..evidence import EvidenceToolbox, MessageIndex
+from ..recall import (
+    EvidenceRecallAgent,
+    MemRecallAgent,
+    RecallMemoryInput,
+    RecallMemoryOutput,
+    recall_memory_output,
+)
 from ..search import Embedder, FusionWeights, HybridMemorySearch, SearchAnalyzer
 from ..settings import AgentMemorySettings, load_settings
-from ..slots import CommandExecutor, Limits
+from ..slots import CommandExecutor, Limits, detect_isolation
 from ..text import KeywordExtractor
 from ..tools import MemoryToolbox, ToolLimits
 
@@ -81,10 +91,28 @@ class MemorySystem:
             history_token_budget=s.memory_context_token_budget,
             injection=s.memory_recall_injection,
         )
+        #: The chat messages as evidence (seed 003): BM25 with quoted phrases and embeddings, per user.
+        self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
+                                           embedder=self.search.embedder)  # fmt: skip
+        #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
+        self.session_archiver = SessionArchiver(
+            layer,
+            idle=timedelta(minutes=s.memory_sessions_idle_minutes),
+            max_messages=s.memory_sessions_max_messages,
+        )
+        #: Whether MemoryContexts archive ended sessions in the background as the chat goes on.
+        self.background_archiving = s.memory_sessions_enabled
         #: Limits of the code runs of :meth:`executor`.
         self.exec_limits = Limits(
-            timeout_s=s.memory_exec_timeout_s, cpu_s=s.memory_exec_cpu_s, memory_mb=s.memory_exec_memory_mb
+            timeout_s=s.memory_exec_timeout_s,
+            cpu_s=s.memory_exec_cpu_s,
+            memory_mb=s.memory_exec_memory_mb,
+            processes=s.memory_exec_max_processes,
         )
+        #: The bubblewrap program that isolates the runs (probed at the first :meth:`executor`), and
+        #: whether runs go ahead where it cannot isolate them (the operator's opt-in).
+        self.exec_bwrap = s.memory_exec_bwrap
+        self.exec_allow_unisolated = s.memory_exec_allow_unisolated
 
     # -- construction and life cycle ---------------------------------------------------------------
 
@@ -136,7 +164,8 @@ class MemorySystem:
         return True
 
     async def close(self) -> None:
-        """Release the database connections."""
+        """Finish background archiving, then release the database connections."""
+        await self.session_archiver.drain()
         await self.layer.close()
 
     async def __aenter__(self) -> MemorySystem:
@@ -199,6 +228,43 @@ class MemorySystem:
             on_event=on_event,
         )
 
+    async def recall_memory(
+        self,
+        *,
+        user_id: str | int,
+        request: RecallMemoryInput,
+        conversation: Sequence[tuple[str, str]] = (),
+    ) -> RecallMemoryOutput:
+        """Seed 001's ``recall_memory``: run the recall for ``request.query`` (after the earlier
+        ``conversation``) as the user's AI friend ``request.friend_id`` and return profiles and events.
+
+        ``request.similarity_threshold`` and the top-k values apply to this call; the user's stored
+        recall settings give the rest (rounds). A recall switched off in the settings returns nothing.
+        """
+        scope = self.scope(user_id, request.friend_id)
+        user = (await self.layer.settings.get(user_id=scope.user_id)).memory
+        if not user.enabled:
+            return RecallMemoryOutput()
+        settings = user.model_copy(update={"similarity_threshold": request.similarity_threshold})
+        agent = self.recall_agent(scope, settings=settings)
+        result = await agent.recall([*conversation, ("user", request.query)])
+        return await recall_memory_output(self.layer, scope, result.relevant(request.similarity_threshold),
+                                          profile_topk=request.profile_topk, event_topk=request.event_topk)  # fmt: skip
+
+    def evidence_toolbox(self, scope: Scope) -> EvidenceToolbox:
+        """Seed 003's evidence tools (messages_list, lexical_search, semantic_search, neighbors) for
+        ``scope``."""
+        return EvidenceToolbox(self.layer, self.messages_index, scope=scope)
+
+    def evidence_agent(
+        self, scope: Scope, *, model_client: ChatCompletionClient | None = None, on_event: Any = None
+    ) -> EvidenceRecallAgent:
+        """The evidence recall (seed 003) for ``scope``; offline unless a model client is given (or
+        ``MEMORY_RECALL_MODEL_CLIENT`` is set)."""
+        return EvidenceRecallAgent(self.search, self.layer, self.messages_index, scope=scope,
+                                   model_client=model_client or self.recall_client, limits=self.tool_limits(),
+                                   on_event=on_event)  # fmt: skip
+
     def archive(self, scope: Scope, *, conversation_id: str | None = None) -> ToolResultManager:
         """The tool-result archive of one conversation (default id: ``user/friend`` or the thread)."""
         conversation = conversation_id or scope.thread_id or f"{scope.user_id}/{scope.friend_id or '-'}"
@@ -236,9 +302,17 @@ class MemorySystem:
     def executor(
         self, *, user_id: str | int, friend_id: str | int | None = None, workdir: str | Path | None = None
     ) -> CommandExecutor:
-        """A :class:`CommandExecutor` for the scope with the ``MEMORY_EXEC_*`` limits."""
-        return CommandExecutor(self.layer, scope=self.scope(user_id, friend_id), limits=self.exec_limits,
-                               workdir=workdir)  # fmt: skip
+        """A :class:`CommandExecutor` for the scope with the ``MEMORY_EXEC_*`` limits, isolated by
+        bubblewrap (``MEMORY_EXEC_BWRAP``, probed once per process); where that is not possible, runs
+        are refused unless ``MEMORY_EXEC_ALLOW_UNISOLATED``."""
+        return CommandExecutor(
+            self.layer,
+            scope=self.scope(user_id, friend_id),
+            limits=self.exec_limits,
+            workdir=workdir,
+            isolation=detect_isolation(bwrap=self.exec_bwrap),
+            allow_unisolated=self.exec_allow_unisolated,
+        )
 
 
 def _make_parent(path: str) -> None:

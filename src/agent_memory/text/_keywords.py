@@ -12,6 +12,7 @@ and the offline extractor is the fallback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import Counter
@@ -57,7 +58,22 @@ TYPE_KEYWORDS: dict[str, tuple[tuple[str, float], ...]] = {
     "profile": (("画像", 0.3), ("profile", 0.3)),
 }
 
-_COMMAND_TOKEN = re.compile(r"[A-Za-z_][\w.-]*\.(?:py|sh|js|ts|sql|yaml|yml|json|toml|cfg|ini|md|txt)\b|--[\w-]+")
+#: Longest keyword stored (the data layer's limit); a longer word (a URL, a hash) is never a keyword.
+MAX_KEYWORD_CHARS = 100
+#: Characters of a memory that keyword extraction reads: the whole text up to this size, else the head
+#: and evenly spaced windows (see :func:`sample_text`). Bounds extraction of 100 KB (or 10 MB) of content
+#: to about what 12,000 characters cost, while still drawing on every part of the text.
+KEYWORD_SCAN_CHARS = 12_000
+#: Content longer than this is analysed in a worker thread, keeping the event loop free.
+THREAD_CHARS = 20_000
+
+#: Runs of name characters; a file name or ``--flag`` lies inside one. Finding runs is linear, and each
+#: run is examined once, so the command rule is linear in the text (an open ``[\w.-]*`` followed by
+#: ``\.py`` re-scanned a long word from each of its positions: 11 s for an 80,000-character word).
+_NAME_RUN = re.compile(r"[\w.-]+")
+_FILE_START = re.compile(r"[A-Za-z_]")
+_FILE_END = re.compile(r"\.(?:py|sh|js|ts|sql|yaml|yml|json|toml|cfg|ini|md|txt)(?!\w)")
+_FLAG = re.compile(r"--[\w-]+")
 _ACTION_HINTS = (
     "配置",
     "执行",
@@ -72,6 +88,46 @@ _ACTION_HINTS = (
     "install",
     "configure",
 )
+
+
+def sample_text(text: str, budget: int = KEYWORD_SCAN_CHARS) -> str:
+    """``text`` when it fits ``budget`` characters; else its first half-budget and four evenly spaced
+    windows of an eighth each, joined by newlines (what keyword extraction reads of a long text)."""
+    if len(text) <= budget:
+        return text
+    head = budget // 2
+    window = budget // 8
+    stride = (len(text) - head - window) // 4
+    parts = [text[:head]] + [text[head + (i + 1) * stride : head + (i + 1) * stride + window] for i in range(4)]
+    return "\n".join(parts)
+
+
+def command_tokens(text: str, *, limit: int = 2) -> list[str]:
+    """File names with a script or config extension (``deploy.sh``) and ``--flags`` in ``text``, lower-cased,
+    at most ``limit``; words longer than a keyword may be are skipped."""
+    found: list[str] = []
+    for run in _NAME_RUN.finditer(text):
+        if len(found) >= limit:
+            break
+        word = run.group()
+        if len(word) <= MAX_KEYWORD_CHARS:
+            token = _command_token(word)
+            if token:
+                found.append(token.lower())
+    return found
+
+
+def _command_token(word: str) -> str | None:
+    """The ``--flag`` a run starts with, or the longest file name in it (from its first letter or ``_``
+    to its last script or config extension)."""
+    if word.startswith("--"):
+        flag = _FLAG.match(word)
+        return flag.group() if flag else None
+    start = _FILE_START.search(word)
+    if start is None:
+        return None
+    ends = [m.end() for m in _FILE_END.finditer(word, start.start())]
+    return word[start.start() : ends[-1]] if ends else None
 
 
 @cache
@@ -125,16 +181,19 @@ class KeywordExtractor:
     # -- offline -----------------------------------------------------------------------------------
 
     def weighted_terms(self, text: str, *, boost: str = "") -> list[tuple[str, float]]:
-        """TF-IDF of the words of ``text`` (``boost`` text counts twice), heaviest first, max weight 1."""
+        """TF-IDF of the words of ``text`` (``boost`` text counts twice), heaviest first, max weight 1.
+
+        Long texts are sampled (:func:`sample_text`); words longer than a keyword may be are left out.
+        """
         idf, median = _idf_table()
         counts: Counter[str] = Counter()
-        for word in self._tokenizer.tokens(text):
+        for word in self._tokenizer.tokens(sample_text(text)):
             counts[word] += 1
-        for word in self._tokenizer.tokens(boost):
+        for word in self._tokenizer.tokens(sample_text(boost)):
             counts[word] += 2
         scored: dict[str, float] = {}
         for word, tf in counts.items():
-            if len(word) < 2 or (word.isdigit() and len(word) < 3):
+            if len(word) < 2 or (word.isdigit() and len(word) < 3) or len(word) > MAX_KEYWORD_CHARS:
                 continue
             weight = idf.get(word, median) if is_cjk_word(word) else median
             scored[word] = (1.0 + 0.5 * (tf - 1)) * weight
@@ -151,8 +210,7 @@ class KeywordExtractor:
         chosen = [KeywordInput(w, s, "system") for w, s in terms[: self.max_keywords]]
         taken = {k.keyword for k in chosen}
         if memory_type == "command_output":
-            for match in _COMMAND_TOKEN.findall(content)[:2]:
-                word = match.lower()[:100]
+            for word in command_tokens(sample_text(content)):
                 if word not in taken:
                     chosen.append(KeywordInput(word, 0.8, "system"))
                     taken.add(word)
@@ -166,10 +224,11 @@ class KeywordExtractor:
     def _fallback(self, content: str, summary: str, memory_type: str | None) -> list[KeywordInput]:
         """Every memory gets a keyword, even one of stop words or symbols only: its first words as they
         stand (folded), else its type."""
-        words = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0).unique_tokens(f"{summary} {content}")
+        text = sample_text(f"{summary} {content}")
+        words = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0).unique_tokens(text)
         if words:
-            return [KeywordInput(w[:100], 0.3, "system") for w in words[:2]]
-        return [KeywordInput((memory_type or "general")[:100], 0.3, "system")]
+            return [KeywordInput(w[:MAX_KEYWORD_CHARS], 0.3, "system") for w in words[:2]]
+        return [KeywordInput((memory_type or "general")[:MAX_KEYWORD_CHARS], 0.3, "system")]
 
     def query_keywords(self, query: str, *, context: str | None = None, max_keywords: int = 5) -> list[QueryKeyword]:
         """Typed keywords of a query, offline (entity / action / concept / time), heaviest first."""
@@ -215,13 +274,15 @@ class KeywordExtractor:
         self, *, content: str, summary: str = "", memory_type: str | None = None
     ) -> list[KeywordInput]:
         """Keywords to store: the model's (source ``llm``) when a client is set and answers well, else
-        the offline ones (source ``system``)."""
+        the offline ones (source ``system``). Offline extraction of a long text runs in a worker thread."""
         if self.model_client is not None:
             try:
                 pairs = await self._llm_keywords(content, summary, memory_type, self.max_keywords)
                 return keyword_inputs(pairs, source="llm")
             except (ValueError, KeyError, TypeError):
                 pass
+        if len(content) + len(summary) > THREAD_CHARS:
+            return await asyncio.to_thread(self.extract, content=content, summary=summary, memory_type=memory_type)
         return self.extract(content=content, summary=summary, memory_type=memory_type)
 
     async def _llm_keywords(
@@ -239,7 +300,7 @@ class KeywordExtractor:
         for item in data["keywords"]:
             word = str(item.get("word") or item.get("keyword") or "").strip().lower()
             weight = float(item.get("weight", 0.5))
-            if word and 0.0 <= weight <= 1.0 and len(word) <= 100:
+            if word and 0.0 <= weight <= 1.0 and len(word) <= MAX_KEYWORD_CHARS:
                 pairs.append((word, weight))
         if not pairs:
             raise ValueError("the model returned no keywords")

@@ -67,7 +67,13 @@ def zh_number(text: str) -> int:
 
 RULES: list[_Rule] = []
 _rule = rule_registrar(RULES)
-_ZH_NUM = r"[0-9零〇一二两三四五六七八九十百]+"
+_ZH_DIGIT = "0-9零〇一二两三四五六七八九十百"
+#: A number starts where a run of numerals starts and is at most 9 numerals long. Both bounds keep every
+#: rule linear: with an open ``+`` and no start anchor, a run of 80,000 digits not followed by 天 was
+#: re-scanned from each of its positions (quadratic: seconds for a 4,000-character query).
+_ZH_NUM = rf"(?<![{_ZH_DIGIT}])[{_ZH_DIGIT}]{{1,9}}"
+#: 上 repeated (上上周: the week before last), at most 9 times, from the start of the run.
+_UP = "(?<!上)上{1,9}"
 
 
 # Chinese: explicit dates first (longest patterns win on overlap).
@@ -93,12 +99,12 @@ def _zh_md(m: re.Match[str], now: datetime) -> Span | None:
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(r"(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年(?!\d|[零〇一二两三四五六七八九十]+月)")
+@_rule(r"(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年(?!\d|[零〇一二两三四五六七八九十]{1,9}月)")
 def _zh_y(m: re.Match[str], now: datetime) -> Span | None:
     return _year(zh_number(m["y"]), now)
 
 
-@_rule(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![0-9零〇一二两三四五六七八九十]*[日号])")
+@_rule(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![0-9零〇一二两三四五六七八九十]{{0,9}}[日号])")
 def _zh_m(m: re.Match[str], now: datetime) -> Span | None:
     try:
         month = zh_number(m["m"])
@@ -127,7 +133,7 @@ def _zh_today(m: re.Match[str], now: datetime) -> Span:
     return _day(now), _day(now, 1)
 
 
-@_rule(r"(?:上+)(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+@_rule(rf"{_UP}(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
 def _zh_last_week_day(m: re.Match[str], now: datetime) -> Span:
     back = m.group(0).count("上")
     day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], back)
@@ -140,7 +146,7 @@ def _zh_this_week_day(m: re.Match[str], now: datetime) -> Span:
     return day, day + timedelta(days=1)
 
 
-@_rule(r"(?:上+)(?:个)?周末")
+@_rule(rf"{_UP}(?:个)?周末")
 def _zh_last_weekend(m: re.Match[str], now: datetime) -> Span:
     monday, _ = _week(now, m.group(0).count("上"))
     return monday + timedelta(days=5), monday + timedelta(days=7)
@@ -158,7 +164,7 @@ def _zh_weekday(m: re.Match[str], now: datetime) -> Span:
     return day, day + timedelta(days=1)
 
 
-@_rule(r"(?P<up>上+)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+@_rule(rf"(?P<up>{_UP})(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
 def _zh_last_week(m: re.Match[str], now: datetime) -> Span:
     return _week(now, len(m["up"]))
 
@@ -168,7 +174,7 @@ def _zh_this_week(m: re.Match[str], now: datetime) -> Span:
     return _week(now, 0)[0], now + timedelta(seconds=1)
 
 
-@_rule(r"(?P<up>上+)(?:个)?月(?!\d|[零〇一二两三四五六七八九十]+[日号])")
+@_rule(rf"(?P<up>{_UP})(?:个)?月(?!\d|[零〇一二两三四五六七八九十]{{1,9}}[日号])")
 def _zh_last_month(m: re.Match[str], now: datetime) -> Span:
     return _month(now.year, now.month - len(m["up"]), now)
 

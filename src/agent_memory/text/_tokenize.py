@@ -64,7 +64,7 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-v2"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-v3"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
@@ -112,10 +112,24 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
     for run in _RUN.findall(fold(text)):
         if _IS_CJK.match(run):
             words = jieba.cut_for_search(run) if search_mode else jieba.cut(run, HMM=True)
-            out.extend((w, True) for w in words if w.strip())
+            for word in words:
+                if word.strip():
+                    out.extend((w, True) for w in _without_particle(word))
         else:
             out.append((run, False))
     return tuple(out)
+
+
+#: Sentence-final particles jieba sometimes glues to the word before them (推荐个电影吧 -> 电影吧).
+_PARTICLES = frozenset("吧呢吗啊呀嘛哦啦哈呗")
+
+
+def _without_particle(word: str) -> tuple[str, ...]:
+    """A word with a trailing particle split off when what is left is a dictionary word of two or
+    more characters ("电影吧" -> "电影", "吧"); any other word as it is."""
+    if len(word) >= 3 and word[-1] in _PARTICLES and jieba.dt.FREQ.get(word[:-1], 0) > 0:
+        return word[:-1], word[-1]
+    return (word,)
 
 
 @lru_cache(maxsize=32_768)

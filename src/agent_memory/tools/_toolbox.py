@@ -21,11 +21,10 @@ from typing import Any
 
 from autogen_core.models import ChatCompletionClient, UserMessage
 from autogen_core.tools import BaseTool
-from sqlalchemy.exc import SQLAlchemyError
 
-from data_layer import DataLayerError, InvalidInputError, Scope
+from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
-from ..search import HybridMemorySearch, SearchQuery
+from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
 from ..text import KeywordExtractor
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
@@ -73,11 +72,30 @@ KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
 
 
 def _failure(exc: Exception) -> str:
+    """What the model reads when a tool fails: the kind of failure and what to do next.
+
+    The project's errors say what was wrong in their message; a storage failure is reported by its
+    problem only (no driver text), with a retry hint when repeating can help.
+    """
     if isinstance(exc, InvalidInputError):
         return f"参数无效: {exc}"
-    if isinstance(exc, DataLayerError | SQLAlchemyError | OSError):
-        return f"数据库错误: {type(exc).__name__}。请重试一次，仍然失败则在 handoff 中报告"
-    return f"工具内部错误: {type(exc).__name__}: {exc}"
+    if isinstance(exc, NotFoundError):
+        return f"未找到: {exc}"
+    if isinstance(exc, StorageError):
+        advice = "请重试一次" if exc.retryable else "重试无用"
+        return f"数据库错误（{exc.reason}）: {exc.problem}。{advice}，仍然失败则在 handoff 中报告"
+    if isinstance(exc, AgentMemoryError):
+        return f"记忆系统错误: {exc}"
+    return f"工具内部错误: {type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _unknown_types(memory_types: list[str] | None) -> str | None:
+    """A message naming the memory types that do not exist (``None``: all are known)."""
+    known = [t.value for t in MemoryType]
+    unknown = [t for t in memory_types or () if t not in known]
+    if not unknown:
+        return None
+    return f"未知的记忆类型 {unknown}；可用类型: {', '.join(known)}（不确定时省略 memory_types）"
 
 
 class MemoryToolbox:
@@ -145,7 +163,13 @@ class MemoryToolbox:
         number = len(self.ledger.searches) + 1
         started = time.perf_counter()
         timeout = self.limits.round_timeout(number)
+        unknown = _unknown_types(data.memory_types)
+        if unknown is not None:
+            return self._record(
+                number, data, SearchMemoriesOutput(success=False, total_found=0, message=unknown), started
+            )
         try:
+            # build() checks every size first; keywords are extracted only from a validated query
             query = SearchQuery.build(
                 data.query,
                 scope=self.scope,
@@ -238,6 +262,12 @@ class MemoryToolbox:
     async def extract_search_keywords(self, data: ExtractKeywordsInput) -> ExtractKeywordsOutput:
         """Typed, weighted keywords of a query: by the model client (JSON) when set, else jieba-based."""
         self.consecutive_searches = 0
+        for name, text in (("query", data.query), ("context", data.context or "")):
+            if len(text) > MAX_QUERY_CHARS:  # checked before any extraction or model call
+                return ExtractKeywordsOutput(
+                    success=False,
+                    message=f"参数无效: {name} 有 {len(text)} 个字符，最多 {MAX_QUERY_CHARS}。请缩短后重试",
+                )
         note = None
         if self.model_client is not None:
             try:

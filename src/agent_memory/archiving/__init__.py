@@ -1,0 +1,57 @@
+"""Chats become memories (seed 001's passive session archiving), and what a user said is weighed.
+
+>>> from agent_memory.archiving import SessionArchiver, extract_statements, adjudicate
+>>> report = await system.session_archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
+
+- sessions: a (user, AI friend) chat cut at idle gaps, a size, or an explicit end;
+- event gists: dated, friend-scoped, extractive, linked to their source messages;
+- profile items: the user's own explicit statements, shared by all friends; a newer statement
+  supersedes an older one, which stays as history;
+- statements and adjudication: self-statements in Chinese and English with their kind of speech
+  (direct, quoted, hypothetical, reported, question) and seed 003's conflict rules.
+"""
+
+from ._adjudicate import (
+    REASONS,
+    ConflictCase,
+    Reason,
+    Verdict,
+    adjudicate,
+    load_conflict_set,
+    score_conflicts,
+)
+from ._archiver import ArchiveReport, SessionArchiver
+from ._extract import Extracted, Extractor, ModelExtractor, OfflineExtractor
+from ._gists import GistDraft, make_gists
+from ._profiles import ProfileChange, ProfileWriter, profile_key
+from ._sessions import Session, split_sessions
+from ._statements import Polarity, Speech, Statement, extract_statements
+from ._topics import topic_label
+
+__all__ = [
+    "REASONS",
+    "ArchiveReport",
+    "ConflictCase",
+    "Extracted",
+    "Extractor",
+    "GistDraft",
+    "ModelExtractor",
+    "OfflineExtractor",
+    "Polarity",
+    "ProfileChange",
+    "ProfileWriter",
+    "Reason",
+    "Session",
+    "SessionArchiver",
+    "Speech",
+    "Statement",
+    "Verdict",
+    "adjudicate",
+    "extract_statements",
+    "load_conflict_set",
+    "make_gists",
+    "profile_key",
+    "score_conflicts",
+    "split_sessions",
+    "topic_label",
+]

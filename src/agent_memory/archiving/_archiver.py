@@ -1,0 +1,212 @@
+"""``SessionArchiver``: chats become memories by themselves (seed 001's passive session archiving).
+
+>>> archiver = system.archiver  # doctest: +SKIP
+>>> report = await archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
+>>> report.gists, report.profiles  # doctest: +SKIP
+
+For each (user, AI friend) chat it reads the messages after the last archived one, cuts them into
+sessions, and turns every session that is over into event gists (friend-scoped, dated, linked to
+their source messages) and profile items (shared by all friends, newer statements superseding older
+ones). Progress is recorded after each session, and every memory has a key derived from its source
+messages, so an interrupted run resumes where it stopped and a repeated run writes nothing twice.
+``schedule`` runs it in the background after a message is saved: a reply never waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from data_layer import AgentFusionDataLayer, MessageRecord, NewMemory, Scope
+
+from ..text import Tokenizer
+from ._extract import Extractor, OfflineExtractor
+from ._gists import informative
+from ._profiles import ProfileWriter, key_part
+from ._sessions import Session, split_sessions
+
+logger = logging.getLogger(__name__)
+
+#: Messages read per batch while archiving.
+PAGE = 500
+
+
+@dataclass(slots=True)
+class ArchiveReport:
+    """What one run did."""
+
+    sessions: int = 0
+    messages: int = 0
+    gists: int = 0
+    turns: int = 0
+    profiles: int = 0
+    superseded: int = 0
+    open_sessions: int = 0
+    memory_keys: list[str] = field(default_factory=list)
+
+
+class SessionArchiver:
+    """Turns ended chat sessions into memories (see the module docs).
+
+    ``idle`` ends a session after that long without a message; ``max_messages`` ends a long one;
+    ``extractor`` finds statements and gists (default offline rules; ``ModelExtractor`` for any
+    AutoGen model client).
+    """
+
+    def __init__(
+        self,
+        layer: AgentFusionDataLayer,
+        *,
+        idle: timedelta = timedelta(minutes=30),
+        max_messages: int = 40,
+        extractor: Extractor | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self.layer = layer
+        self.idle = idle
+        self.max_messages = max_messages
+        self.extractor: Extractor = extractor or OfflineExtractor(tokenizer=tokenizer or Tokenizer(stem=False))
+        self.profiles = ProfileWriter(layer)
+        self._tasks: dict[tuple[str, str | None], asyncio.Task[Any]] = {}
+        self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
+
+    # -- batch ---------------------------------------------------------------------------------------
+
+    async def friends(self, *, user_id: str | int) -> list[str | None]:
+        """The AI friends the user has chatted with (``None`` for messages without a friend)."""
+        return await self.layer.archive_state.chats(user_id=user_id)
+
+    async def run(
+        self,
+        *,
+        user_id: str | int,
+        friend_id: str | int | None = None,
+        all_friends: bool = False,
+        end_open: bool = False,
+        now: datetime | None = None,
+    ) -> ArchiveReport:
+        """Archive the sessions that are over in the user's chat with ``friend_id`` (every chat with
+        ``all_friends``); ``end_open`` also ends the last, still open session."""
+        scope = Scope.of(user_id, friend_id)
+        when = now or datetime.now(UTC)
+        report = ArchiveReport()
+        friends = await self.friends(user_id=scope.user_id) if all_friends else [scope.friend_id]
+        for friend in friends:
+            key = (scope.user_id, friend)
+            async with self._locks.setdefault(key, asyncio.Lock()):
+                await self._run_chat(scope.user_id, friend, when, end_open, report)
+        return report
+
+    async def _run_chat(
+        self, uid: str, friend: str | None, now: datetime, end_open: bool, report: ArchiveReport
+    ) -> None:
+        last = await self.layer.archive_state.last(user_id=uid, friend_id=friend)
+        pending: list[MessageRecord] = []
+        while True:
+            batch = await self._after(uid, friend, last if not pending else pending[-1].id)
+            if not batch:
+                break
+            pending.extend(batch)
+            sessions = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)
+            for session in sessions[:-1]:
+                await self._archive(session, report)
+            pending = list(sessions[-1].messages)
+            if len(batch) < PAGE:
+                break
+        if not pending:
+            return
+        tail = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)[-1]
+        if end_open or tail.is_over(now=now, idle=self.idle, max_messages=self.max_messages):
+            await self._archive(tail, report)
+        else:
+            report.open_sessions += 1
+
+    async def _after(self, uid: str, friend: str | None, after_id: int) -> list[MessageRecord]:
+        return await self.layer.archive_state.messages_after(user_id=uid, friend_id=friend, after_id=after_id,
+                                                             limit=PAGE)  # fmt: skip
+
+    async def _archive(self, session: Session, report: ArchiveReport) -> None:
+        """One session: gists, profile statements, then the progress mark."""
+        extracted = await self.extractor.extract(session)
+        friend = session.friend_id
+        memories = [
+            NewMemory(
+                memory_key=f"gist-{key_part(friend) if friend else 'shared'}-{gist.source_ids[0]}",
+                content=gist.content,
+                summary=gist.content,
+                memory_type="event",
+                friend_id=friend,
+                created_at=gist.date,
+                metadata={
+                    "source_message_ids": list(gist.source_ids),
+                    "date": gist.date.date().isoformat(),
+                    "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
+                },
+                shared=friend is None,
+            )
+            for gist in extracted.gists
+        ]
+        memories += self._turns(session)
+        if memories:
+            written = await self.layer.memory.add_many(user_id=session.user_id, memories=memories, on_conflict="skip")
+            report.gists += sum(m.memory_type == "event" for m in written)
+            report.turns += sum(m.memory_type == "conversation" for m in written)
+            report.memory_keys += [m.memory_key for m in written]
+        changes = await self.profiles.apply(session.user_id, extracted.statements)
+        for change in changes:
+            if change.action in ("created", "superseded"):
+                report.profiles += 1
+                report.memory_keys.append(change.memory_key)
+            report.superseded += change.action == "superseded"
+        await self.layer.archive_state.advance(user_id=session.user_id, friend_id=friend,
+                                               message_id=session.last_id, at=session.ended_at)  # fmt: skip
+        report.sessions += 1
+        report.messages += len(session.messages)
+
+    def _turns(self, session: Session) -> list[NewMemory]:
+        """The session's informative messages as ``conversation`` memories (one each, friend-scoped),
+        so the search finds what was said in its own words, with its neighbours in the session."""
+        friend = session.friend_id
+        part = key_part(friend) if friend else "shared"
+        return [
+            NewMemory(
+                memory_key=f"msg-{part}-{m.id}",
+                content=m.content,
+                summary=m.content[:120],
+                memory_type="conversation",
+                friend_id=friend,
+                created_at=m.created_at,
+                metadata={"source_message_ids": [m.id], "role": m.role},
+                shared=friend is None,
+            )
+            for m in session.messages
+            if m.role in ("user", "assistant") and informative(m.content, self.extractor.tokenizer)
+        ]
+
+    # -- background ----------------------------------------------------------------------------------
+
+    def schedule(self, scope: Scope, *, now: datetime | None = None) -> asyncio.Task[Any] | None:
+        """Archive the scope's ended sessions in the background (one run per chat at a time); the
+        caller does not wait. Failures are logged, never raised into the conversation."""
+        key = (scope.user_id, scope.friend_id)
+        running = self._tasks.get(key)
+        if running is not None and not running.done():
+            return None
+        task = asyncio.create_task(self._background(scope, now))
+        self._tasks[key] = task
+        return task
+
+    async def _background(self, scope: Scope, now: datetime | None) -> None:
+        try:
+            await self.run(user_id=scope.user_id, friend_id=scope.friend_id, now=now)
+        except Exception:  # archiving is best effort; the chat goes on
+            logger.warning("background session archiving failed", exc_info=True)
+
+    async def drain(self) -> None:
+        """Wait for background runs (tests, shutdown)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,162 @@
+"""``EvidenceRecallAgent``: seed 003's recall, with the chat itself as evidence.
+
+>>> agent = system.evidence_agent(system.scope("u1", "mentor"))  # doctest: +SKIP
+>>> run = await agent.recall("我是不是说过我不吃辣？")  # doctest: +SKIP
+>>> run.output.memory_view.constraints[0].text, run.output.evidence[0].content  # doctest: +SKIP
+
+A real ``AssistantAgent`` gets the memory search, the four evidence tools and ``handoff``, with the
+evidence-recall skill as its instructions; offline, :class:`EvidenceRecallPlanner` follows the same
+skill. What the tools returned (typed, recorded by the toolboxes) is ranked by reciprocal rank
+fusion of the lexical, semantic and memory results, and :func:`synthesize` turns it into the memory
+view, evidence and limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from autogen_agentchat.agents import AssistantAgent
+from autogen_core.models import ChatCompletionClient
+
+from data_layer import AgentFusionDataLayer, MemoryRecord, MessageRecord, Scope
+
+from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
+from ..search import HybridMemorySearch
+from ..tools import MemoryToolbox, RecallLedger, ToolLimits
+from ._agent import RecallHandoff
+from ._evidence_models import EvidenceRecall, Limits, TimeWindow
+from ._evidence_planner import EvidenceRecallPlanner, evidence_task, observe
+from ._skill import Skill, load_skill
+from ._synthesis import synthesize
+
+#: Reciprocal rank fusion constant, and the weight of each result list: the memory search (the hybrid
+#: engine over gists, profiles and the archived turns) leads; BM25 over the raw messages and the
+#: embeddings add what it missed (set on the development data, see the README's figures).
+RRF_K = 60
+WEIGHTS = {"lexical_search": 0.5, "semantic_search": 0.1, "memories": 1.0}
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    """One ranked result: a message, or a memory with the messages it was drawn from."""
+
+    message_ids: tuple[int, ...]
+    memory_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRun:
+    """An evidence recall: the seed 003 output, the ranked hits behind it, and the memory ledger."""
+
+    output: EvidenceRecall
+    ranked: tuple[RankedHit, ...]
+    ledger: RecallLedger = field(repr=False)
+
+
+class EvidenceRecallAgent:
+    """Runs the evidence recall for one scope (see the module docs)."""
+
+    def __init__(
+        self,
+        search: HybridMemorySearch,
+        layer: AgentFusionDataLayer,
+        index: MessageIndex,
+        *,
+        scope: Scope,
+        model_client: ChatCompletionClient | None = None,
+        limits: ToolLimits | None = None,
+        skill: Skill | None = None,
+        on_event: Any = None,
+    ) -> None:
+        self.search = search
+        self.layer = layer
+        self.index = index
+        self.scope = scope
+        self.skill = skill or load_skill("evidence-recall")
+        self.model_client = model_client or EvidenceRecallPlanner(skill=self.skill)
+        self.limits = limits or ToolLimits()
+        self.on_event = on_event
+
+    async def recall(self, question: str, *, now: datetime | None = None) -> EvidenceRun:
+        """Recall for ``question`` (``now``: the reference time of time words; default: now)."""
+        when = now or datetime.now(UTC)
+        ledger = RecallLedger()
+        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when)
+        evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope)
+        agent = AssistantAgent(
+            "evidence_recall",
+            model_client=self.model_client,
+            tools=[*memory.tools(["search_memories", "get_memory_detail"], compact=True), *evidence.tools()],
+            handoffs=[RecallHandoff.for_toolbox(memory)],
+            system_message=self.skill.instructions,
+            max_tool_iterations=12,
+            reflect_on_tool_use=False,
+        )
+        async for item in agent.run_stream(task=evidence_task(question, now=when)):
+            if self.on_event is not None:
+                result = self.on_event(item)
+                if hasattr(result, "__await__"):
+                    await result
+        since, role = observe(question, now=when, skill=self.skill)
+        records = await self.layer.memory.get_many(user_id=self.scope.user_id,
+                                                   memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
+        memories = _visible([records[r.memory_key] for r in ledger.found() if r.memory_key in records], self.scope)
+        ranked = _rank(evidence, ledger, {m.memory_key: m for m in memories})
+        messages = _ordered_messages(evidence, ranked, self.scope)
+        limits = Limits(
+            time_range=TimeWindow(since=since.isoformat() if since else None, until=when.isoformat()),
+            role=_roles_read(evidence, role),
+            messages_considered=len(evidence.read),
+        )
+        output = synthesize(messages, memories, limits=limits)
+        return EvidenceRun(output, tuple(ranked), ledger)
+
+
+def _visible(memories: Sequence[MemoryRecord], scope: Scope) -> list[MemoryRecord]:
+    return [m for m in memories if scope.sees_record(m)]
+
+
+def _roles_read(box: EvidenceToolbox, role: str | None) -> str:
+    roles = {args.get("filter", {}).get("role") if isinstance(args.get("filter"), dict) else None
+             for name, args, _ in box.calls if name in ("lexical_search", "semantic_search")}  # fmt: skip
+    return "user" if roles == {"user"} else "any" if role is None or None in roles else str(role)
+
+
+def _sources(record: MemoryRecord) -> tuple[int, ...]:
+    return tuple(i for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int))
+
+
+def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, MemoryRecord]) -> list[RankedHit]:
+    """Reciprocal rank fusion of the lexical and semantic results (each call's list) and the memories."""
+    scores: dict[tuple[str, str], float] = {}
+    hits: dict[tuple[str, str], RankedHit] = {}
+    for name, _, output in box.calls:
+        weight = WEIGHTS.get(name)
+        if weight is None or not getattr(output, "success", False):
+            continue
+        for rank, message in enumerate(output.messages):
+            key = ("m", str(message.message_id))
+            scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank + 1)
+            hits[key] = RankedHit((message.message_id,))
+    for rank, item in enumerate(i for i in ledger.found() if i.memory_key in memories):
+        key = ("k", item.memory_key)
+        scores[key] = scores.get(key, 0.0) + WEIGHTS["memories"] / (RRF_K + rank + 1)
+        hits[key] = RankedHit(_sources(memories[item.memory_key]), item.memory_key)
+    return [hits[k] for k in sorted(scores, key=lambda k: (-scores[k], k))]
+
+
+def _ordered_messages(box: EvidenceToolbox, ranked: Sequence[RankedHit], scope: Scope) -> list[MessageRecord]:
+    """Evidence messages: ranked anchors first, then the neighbours read, each once."""
+    by_id = {m.message_id: m for m in box.read}
+    order = [i for hit in ranked if hit.memory_key is None for i in hit.message_ids if i in by_id]
+    order += [m.message_id for m in box.read if m.message_id not in order]
+    return [_record(by_id[i], scope) for i in dict.fromkeys(order)]
+
+
+def _record(message: EvidenceMessage, scope: Scope) -> MessageRecord:
+    return MessageRecord(id=message.message_id, user_id=scope.user_id, friend_id=message.friend_id, thread_id=None,
+                         role=message.role, content=message.content,
+                         created_at=datetime.fromisoformat(message.created_at))  # fmt: skip

@@ -1,0 +1,212 @@
+"""An offline ``ChatCompletionClient`` that drives the evidence recall by the evidence-recall skill.
+
+It reads the conversation as a model would (the task, then each tool result) and returns the next
+tool call, with the parameters the skill's metadata gives (time windows, role words, anchors):
+
+1. Observe: a time window from the question's time words; ``role=user`` for a question about the
+   user themself; greetings and small talk hand off at once;
+2. ``search_memories`` (profile and this friend's gists), ``lexical_search`` and ``semantic_search``
+   over the chat with that filter;
+3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
+   searches once more without it;
+4. ``neighbors`` of the best anchors; then ``handoff``. Synthesis happens in code afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from autogen_core import CancellationToken, FunctionCall
+from autogen_core.models import (
+    AssistantMessage,
+    ChatCompletionClient,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelFamily,
+    ModelInfo,
+    RequestUsage,
+    UserMessage,
+)
+from autogen_core.tools import Tool, ToolSchema
+from pydantic import BaseModel
+
+from ._intent import needs_memory
+from ._skill import Skill, load_skill
+
+_INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+                  structured_output=False, multiple_system_messages=True)  # fmt: skip
+NOW_PREFIX = "当前时间:"
+QUESTION_PREFIX = "问题:"
+
+
+def evidence_task(question: str, *, now: datetime) -> str:
+    """The task message of an evidence recall."""
+    return f"{NOW_PREFIX} {now.isoformat()}\n{QUESTION_PREFIX} {' '.join(question.split())[:2000]}"
+
+
+def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | None, str | None]:
+    """The time window start and the role filter the skill gives for a question."""
+    lowered = f" {question.lower()} "
+    since = None
+    for window in skill.metadata.get("time_windows", []):
+        if any(str(w).lower() in lowered for w in window.get("words", [])):
+            since = now - timedelta(days=int(window["days"]))
+            break
+    role = "user" if any(str(w) in lowered for w in skill.metadata.get("user_role_words", [])) else None
+    return since, role
+
+
+class EvidenceRecallPlanner(ChatCompletionClient):
+    """Plans the evidence recall's tool calls without a model (see the module docs)."""
+
+    def __init__(self, *, skill: Skill | None = None) -> None:
+        self.skill = skill or load_skill("evidence-recall")
+        self._calls = 0
+        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def plan(self, messages: Sequence[LLMMessage]) -> tuple[str, dict[str, Any]]:
+        """The next ``(tool, arguments)``."""
+        task = next((m.content for m in messages if isinstance(m, UserMessage) and isinstance(m.content, str)), "")
+        now, question = _parse(task)
+        calls, results = _history(messages)
+        meta = self.skill.metadata
+        if not calls and not needs_memory(question):
+            return "handoff", _handoff("问候或闲聊，不需要召回", 1.0)
+        since, role = observe(question, now=now, skill=self.skill)
+        filters = {"role": role, "time_range": {"since": since.isoformat()} if since else None}
+        filtered = {k: v for k, v in filters.items() if v is not None}
+        size = int(meta.get("page_size", 10))
+        names = [c for c, _ in calls]
+        if "search_memories" not in names:
+            return "search_memories", {"query": question[:1000], "search_mode": "hybrid", "limit": 10,
+                                       "min_relevance_score": float(meta.get("memory_min_score", 0.0))}  # fmt: skip
+        searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]
+        plan = [("lexical_search", {"query_text": question[:1000], "page_size": size}),
+                ("semantic_search", {"query_text": question[:1000], "top_k": size,
+                                     "min_score": float(meta.get("min_semantic_score", 0.2))})]  # fmt: skip
+        for name, args in plan:
+            if not any(c == name for c, _ in searches):
+                return name, {**args, **({"filter": filtered} if filtered else {})}
+        found = _messages(results, ("lexical_search", "semantic_search"))
+        widened = any("filter" not in a for _, a in searches)
+        if filtered and not widened and len(found) < int(meta.get("widen_when_fewer_than", 2)):
+            for name, args in plan:
+                if not any(c == name and "filter" not in a for c, a in searches):
+                    return name, args
+        anchors = sorted(found.values(), key=lambda m: -(m.get("score") or 0.0))[: int(meta.get("anchors", 2))]
+        read = {a.get("message_id") for c, a in calls if c == "neighbors"}
+        span = int(meta.get("neighbours", 2))
+        for anchor in anchors:
+            if anchor["message_id"] not in read:
+                return "neighbors", {"message_id": anchor["message_id"], "before": span, "after": span}
+        return "handoff", _handoff(f"找到 {len(found)} 条证据消息", 0.8 if found else 0.0)
+
+    # -- ChatCompletionClient ----------------------------------------------------------------------
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = (),
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        name, arguments = self.plan(messages)
+        self._calls += 1
+        offered = {t["name"] if isinstance(t, dict) else t.name for t in tools}
+        if tools and name not in offered:
+            return CreateResult(finish_reason="stop", content="TERMINATE", usage=self._usage, cached=False)
+        call = FunctionCall(id=f"ev-{self._calls}", name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+        return CreateResult(finish_reason="function_calls", content=[call], usage=self._usage, cached=False)
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = (),
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        yield await self.create(messages, tools=tools)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    def actual_usage(self) -> RequestUsage:
+        return self._usage
+
+    def total_usage(self) -> RequestUsage:
+        return self._usage
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        return sum(len(str(m.content)) for m in messages) // 2
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        return 1_000_000
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return {"vision": False, "function_calling": True, "json_output": True}  # type: ignore[return-value]
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return _INFO
+
+
+def _parse(task: str) -> tuple[datetime, str]:
+    now, question = None, task
+    for line in task.splitlines():
+        if line.startswith(NOW_PREFIX):
+            now = datetime.fromisoformat(line[len(NOW_PREFIX) :].strip())
+        elif line.startswith(QUESTION_PREFIX):
+            question = line[len(QUESTION_PREFIX) :].strip()
+    if now is None:
+        raise ValueError("the evidence task has no current time line")
+    return now, question
+
+
+def _history(messages: Sequence[LLMMessage]) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, tuple[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    names: dict[str, str] = {}
+    results: dict[str, tuple[str, Any]] = {}
+    for message in messages:
+        if isinstance(message, AssistantMessage) and isinstance(message.content, list):
+            for call in message.content:
+                names[call.id] = call.name
+                calls.append((call.name, _json(call.arguments)))
+        elif isinstance(message, FunctionExecutionResultMessage):
+            for result in message.content:
+                results[result.call_id] = (names.get(result.call_id, result.name), _json(result.content))
+    return calls, results
+
+
+def _messages(results: Mapping[str, tuple[str, Any]], tools: Sequence[str]) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for name, data in results.values():
+        if name in tools and isinstance(data, dict) and data.get("success"):
+            for m in data.get("messages") or []:
+                if isinstance(m, dict) and isinstance(m.get("message_id"), int):
+                    best = found.get(m["message_id"])
+                    if best is None or (m.get("score") or 0) > (best.get("score") or 0):
+                        found[m["message_id"]] = m
+    return found
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return {}
+
+
+def _handoff(reason: str, confidence: float) -> dict[str, Any]:
+    return {"reason": reason, "search_summary": reason, "relevant_memory_keys": [], "confidence": confidence}

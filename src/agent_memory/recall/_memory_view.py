@@ -1,0 +1,106 @@
+"""``recall_memory`` as seed 001 §4 defines it: input, output, and the one formatting of a recall.
+
+    {"profiles": [{"topic": "职业", "content": "互联网公司产品经理", "updated_at": "2026-01-05"}],
+     "events": [{"date": "2026-01-02", "content": "用户提到工作压力大，正在准备重要项目汇报"}],
+     "evidence_ids": [101, 102]}
+
+The MemoryContext's simulated call and the MCP server both produce this from a recall's relevant
+memories with :func:`recall_memory_output`. ``evidence_ids`` (an addition to the seed's example)
+lists the chat messages the events and profiles were drawn from, so a UI can show the sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from data_layer import AgentFusionDataLayer, MemoryRecord, Scope
+
+from ..tools import MemorySearchResultItem
+
+#: Memory types that are the user's profile (shared by all friends); the rest are events.
+PROFILE_TYPES = frozenset({"profile", "user_preference"})
+
+
+class RecallMemoryInput(BaseModel):
+    """recall_memory 工具输入 (seed 001 §4.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(..., min_length=1, max_length=4000, description="搜索关键词或当前用户消息内容")
+    friend_id: str | int = Field(..., description="当前对话的 AI 好友 ID（用于 Event Gists 隔离）")
+    profile_topk: int = Field(5, ge=1, le=10, description="Profile 返回的最大条数")
+    event_topk: int = Field(5, ge=1, le=10, description="Event Gist 返回的最大条数")
+    similarity_threshold: float = Field(0.5, ge=0.0, le=1.0, description="相似度阈值")
+
+
+class ProfileItem(BaseModel):
+    """One profile item."""
+
+    topic: str
+    content: str
+    updated_at: str
+
+
+class EventItem(BaseModel):
+    """One event gist."""
+
+    date: str
+    content: str
+
+
+class RecallMemoryOutput(BaseModel):
+    """recall_memory 工具输出 (seed 001 §4.2)."""
+
+    profiles: list[ProfileItem] = Field(default_factory=list)
+    events: list[EventItem] = Field(default_factory=list)
+    evidence_ids: list[int] = Field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing recalled."""
+        return not self.profiles and not self.events
+
+
+def _profile(record: MemoryRecord) -> ProfileItem:
+    meta = record.metadata
+    topic = str(meta.get("topic_label") or meta.get("topic") or "画像")
+    value = str(meta.get("value") or record.content)
+    updated = str(meta.get("valid_from") or record.updated_at.isoformat())[:10]
+    return ProfileItem(topic=topic, content=value, updated_at=updated)
+
+
+def _event(record: MemoryRecord) -> EventItem:
+    date = str(record.metadata.get("date") or record.created_at.date().isoformat())
+    return EventItem(date=date, content=record.content)
+
+
+async def recall_memory_output(
+    layer: AgentFusionDataLayer,
+    scope: Scope,
+    items: Sequence[MemorySearchResultItem],
+    *,
+    profile_topk: int,
+    event_topk: int,
+) -> RecallMemoryOutput:
+    """The seed's output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
+    ``event_topk`` events, each read once more with the scope's rule."""
+    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    out = RecallMemoryOutput()
+    sources: list[int] = []
+    for item in items:
+        record = records.get(item.memory_key)
+        if record is None or not scope.sees_record(record):
+            continue
+        if record.memory_type in PROFILE_TYPES:
+            if len(out.profiles) >= profile_topk:
+                continue
+            out.profiles.append(_profile(record))
+        else:
+            if len(out.events) >= event_topk:
+                continue
+            out.events.append(_event(record))
+        sources += [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+    out.evidence_ids = list(dict.fromkeys(sources))
+    return out

@@ -1,0 +1,159 @@
+"""Session archiving on both backends: chats become gists and profile items, idempotently, resumably,
+with history kept, and gists never cross friends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from agent_memory.archiving import split_sessions
+from agent_memory.system import MemorySystem
+from data_layer import MessageRecord, NewMessage
+
+T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
+
+
+def msg(text: str, *, at: datetime, role: str = "user", friend: str = "xiaozhu") -> NewMessage:
+    return NewMessage(role=role, content=text, friend_id=friend, created_at=at)  # type: ignore[arg-type]
+
+
+async def store(system: MemorySystem, *messages: NewMessage, user: str = "u1") -> list[MessageRecord]:
+    return await system.layer.messages.append_many(user_id=user, messages=list(messages))
+
+
+def test_sessions_end_at_idle_gaps_and_size() -> None:
+    records = [
+        MessageRecord(id=i, user_id="u", friend_id="f", thread_id=None, role="user", content=str(i), created_at=at)
+        for i, at in enumerate([T0, T0 + timedelta(minutes=10), T0 + timedelta(hours=2), T0 + timedelta(hours=2)], 1)
+    ]
+    sessions = split_sessions(records, idle=timedelta(minutes=30), max_messages=40)
+    assert [[m.id for m in s.messages] for s in sessions] == [[1, 2], [3, 4]]
+    capped = split_sessions(records, idle=timedelta(days=1), max_messages=3)
+    assert [len(s.messages) for s in capped] == [3, 1]
+    assert sessions[0].is_over(now=T0 + timedelta(hours=3), idle=timedelta(minutes=30), max_messages=40)
+    assert not sessions[1].is_over(now=T0 + timedelta(hours=2, minutes=5), idle=timedelta(minutes=30), max_messages=40)
+
+
+async def test_a_chat_becomes_gists_and_a_shared_profile(system: MemorySystem) -> None:
+    stored = await store(
+        system,
+        msg("最近工作压力好大，下周要做重要的项目汇报", at=T0),
+        msg("听起来很辛苦，准备得怎么样了？", at=T0 + timedelta(minutes=1), role="assistant"),
+        msg("我是产品经理，我喜欢科幻电影，不喜欢恐怖片", at=T0 + timedelta(days=1)),
+        msg("你好", at=T0 + timedelta(days=2)),
+    )
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.sessions == 3 and report.gists == 2  # the greeting session forms nothing
+    assert report.turns == 3  # every message that says something stays searchable in its own words
+    page = await system.layer.memory.list_memories(user_id="u1", limit=50)
+    gists = [m for m in page.items if m.memory_type == "event"]
+    profiles = {m.memory_key: m for m in page.items if m.memory_type == "profile"}
+    assert all(g.friend_id == "xiaozhu" for g in gists)
+    first = next(g for g in gists if g.metadata["source_message_ids"] == [stored[0].id])
+    assert "项目汇报" in first.content and first.metadata["date"] == "2026-01-02"
+    assert profiles["profile-occupation"].friend_id is None  # shared with every friend
+    assert profiles["profile-occupation"].metadata["value"] == "产品经理"
+    assert profiles["profile-interest-恐怖片"].metadata["polarity"] == "negative"
+    assert profiles["profile-interest-科幻电影"].metadata["source_message_ids"] == [stored[2].id]
+    # a second run writes nothing and moves nothing
+    again = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert (again.sessions, again.gists, again.profiles) == (0, 0, 0)
+    assert len((await system.layer.memory.list_memories(user_id="u1", limit=50)).items) == len(page.items)
+
+
+async def test_the_open_session_waits_for_the_idle_gap(system: MemorySystem) -> None:
+    await store(system, msg("我搬到上海了", at=T0))
+    still_open = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + timedelta(minutes=5))
+    assert still_open.open_sessions == 1 and still_open.profiles == 0
+    later = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + timedelta(hours=1))
+    assert later.sessions == 1 and later.profiles == 1
+
+
+async def test_a_newer_statement_supersedes_and_the_old_one_stays_as_history(system: MemorySystem) -> None:
+    await store(
+        system,
+        msg("我住在北京", at=T0),
+        msg("我很喜欢吃辣", at=T0 + timedelta(minutes=1)),
+        msg("我搬到深圳了", at=T0 + timedelta(days=30)),
+        msg("我现在不吃辣了", at=T0 + timedelta(days=30, minutes=1)),
+    )
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.superseded == 2
+    memory = system.layer.memory
+    home = await memory.retrieve_memory(memory_key="profile-residence", user_id="u1")
+    assert home is not None and "深圳" in home.content
+    history = (await memory.list_memories(user_id="u1", include_inactive=True, limit=50)).items
+    old = [m for m in history if not m.is_active and m.metadata.get("superseded_by") == "profile-residence"]
+    assert len(old) == 1 and "北京" in old[0].content and old[0].metadata["valid_to"].startswith("2026-02-01")
+    spicy = [m for m in history if m.is_active and m.metadata.get("topic") == "diet"]
+    assert len(spicy) == 1 and spicy[0].metadata["polarity"] == "negative"
+    # searches see only the current values
+    hits = await system.search.search("住在哪里 北京 深圳", user_id="u1")
+    assert "profile-residence" in [h.memory_key for h in hits]
+    assert all(h.record.is_active for h in hits)
+
+
+async def test_an_interrupted_run_resumes_without_duplicates(system: MemorySystem, monkeypatch: Any) -> None:
+    day = timedelta(days=1)
+    await store(system, *(msg(f"第{n}天 我在准备马拉松训练计划", at=T0 + n * day) for n in range(4)))
+    archiver = system.session_archiver
+    calls = 0
+    original = archiver.profiles.apply
+
+    async def failing(user_id: str, statements: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("power cut")
+        return await original(user_id, statements)
+
+    monkeypatch.setattr(archiver.profiles, "apply", failing)
+    with pytest.raises(RuntimeError, match="power cut"):
+        await archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert await system.layer.archive_state.last(user_id="u1", friend_id="xiaozhu") == 2
+    monkeypatch.setattr(archiver.profiles, "apply", original)
+    resumed = await archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert resumed.sessions == 2
+    formed = list((await system.layer.memory.list_memories(user_id="u1", limit=50)).items)
+    # one gist and one archived turn per day, each once
+    assert sorted(m.memory_type for m in formed) == ["conversation"] * 4 + ["event"] * 4
+    assert len({m.memory_key for m in formed}) == 8
+
+
+async def test_a_gist_of_one_friend_is_never_recalled_for_another(system: MemorySystem) -> None:
+    await store(system, msg("我和女朋友分手了，心情很低落，晚上睡不着", at=T0, friend="xiaozhu"))
+    await store(system, msg("下周要做季度项目汇报", at=T0, friend="mentor"))
+    await system.session_archiver.run(user_id="u1", all_friends=True, end_open=True)
+    for friend, own, other in (("mentor", "汇报", "分手"), ("xiaozhu", "分手", "汇报")):
+        hits = await system.search.search("分手 心情 汇报 季度", user_id="u1", friend_id=friend)
+        texts = " ".join(h.record.content for h in hits)
+        assert own in texts and other not in texts
+        agent = system.recall_agent(system.scope("u1", friend))
+        result = await agent.recall([("user", "分手 心情低落 季度汇报")])
+        assert all(other not in item.content_preview for item in result.found)
+        run = await system.evidence_agent(system.scope("u1", friend)).recall("分手 心情低落 季度汇报", now=T0)
+        assert all(other not in e.content for e in run.output.evidence)
+
+
+async def test_background_archiving_never_blocks_and_forms_memories(db_url: str) -> None:
+    from agent_memory.settings import load_settings
+
+    settings = load_settings(memory_database_url=db_url, memory_sessions_idle_minutes=1)
+    async with MemorySystem.from_settings(settings) as system:
+        await store(system, msg("我在腾讯工作", at=datetime.now(UTC) - timedelta(hours=2)))
+        context = system.context(user_id="u1", friend_id="xiaozhu")
+        from autogen_core.models import UserMessage
+
+        await context.add_message(UserMessage(content="今天天气不错", source="user"))
+        await system.session_archiver.drain()
+        employer = await system.layer.memory.retrieve_memory(memory_key="profile-employer", user_id="u1")
+        assert employer is not None and "腾讯" in employer.content
+
+
+def test_archiver_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="idle"):
+        split_sessions([], idle=timedelta(0), max_messages=10)
+    with pytest.raises(ValueError, match="max_messages"):
+        split_sessions([], idle=timedelta(minutes=5), max_messages=1)

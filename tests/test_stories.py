@@ -1,0 +1,84 @@
+"""Seed 001's user stories, end to end from chat messages, offline, on SQLite and PostgreSQL.
+
+Earlier chats are stored with their times through the saving path, the archiver forms the memories,
+and the new message goes through a real AssistantAgent with a MemoryContext (tool-call injection:
+the recall_memory result the main model sees is checked).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from autogen_agentchat.agents import AssistantAgent
+from autogen_core.models import FunctionExecutionResultMessage
+
+from agent_memory.settings import load_settings
+from agent_memory.system import MemorySystem
+from data_layer import NewMessage
+from scripted import replay
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+async def chats(db_url: str) -> Any:
+    settings = load_settings(memory_database_url=db_url, memory_recall_injection="tool_call")
+    async with MemorySystem.from_settings(settings) as system:
+
+        def m(text: str, days: float, friend: str = "xiaozhu", role: str = "user") -> NewMessage:
+            return NewMessage(role=role, content=text, friend_id=friend, created_at=NOW - timedelta(days=days))  # type: ignore[arg-type]
+
+        await system.layer.messages.append_many(
+            user_id="u1",
+            messages=[
+                m("最近工作压力很大，下周要做一个很重要的项目汇报", 4),
+                m("辛苦了，汇报准备得怎么样？", 4, role="assistant"),
+                m("我喜欢科幻和悬疑类的电影，不喜欢恐怖片", 3),
+                m("这几天一直在熬夜改方案，睡得很晚", 2),
+                m("我和女朋友分手了，心情很低落", 1),
+            ],
+        )
+        await system.session_archiver.run(user_id="u1", all_friends=True, end_open=True)
+        yield system
+
+
+async def recalled(system: MemorySystem, friend: str, message: str) -> dict[str, Any]:
+    """The recall_memory result the main model receives for ``message`` to ``friend``."""
+    client = replay(["好的。"])
+    context = system.context(user_id="u1", friend_id=friend, persist=False)
+    await AssistantAgent("friend", model_client=client, model_context=context).run(task=message)
+    results = [m for m in client.create_calls[0]["messages"] if isinstance(m, FunctionExecutionResultMessage)]
+    return json.loads(results[0].content[0].content) if results else {"profiles": [], "events": []}
+
+
+async def test_story_1_recent_worries_bring_back_the_days_before(chats: MemorySystem) -> None:
+    out = await recalled(chats, "xiaozhu", "最近睡眠不好，有点焦虑")
+    events = " ".join(e["content"] for e in out["events"])
+    assert "项目汇报" in events  # the work pressure of four days ago
+    assert all(e["date"] <= NOW.date().isoformat() for e in out["events"])
+
+
+async def test_story_2_a_recommendation_uses_the_shared_profile(chats: MemorySystem) -> None:
+    for friend in ("xiaozhu", "mentor"):  # the profile formed in xiaozhu's chat reaches every friend
+        out = await recalled(chats, friend, "推荐个电影吧")
+        profiles = {p["content"] for p in out["profiles"]}
+        assert {"喜欢科幻电影", "喜欢悬疑电影"} <= profiles
+        assert all(p["topic"] == "兴趣" for p in out["profiles"])
+
+
+async def test_story_3_the_mentor_never_recalls_what_the_companion_heard(chats: MemorySystem) -> None:
+    out = await recalled(chats, "mentor", "最近心情很低落，和女朋友分手了")
+    assert not any("分手" in e["content"] for e in out["events"])
+    companion = await recalled(chats, "xiaozhu", "最近心情很低落，和女朋友分手了")
+    assert any("分手" in e["content"] for e in companion["events"])
+
+
+async def test_greetings_need_no_memory(chats: MemorySystem) -> None:
+    client = replay(["你好！"])
+    context = chats.context(user_id="u1", friend_id="xiaozhu", persist=False)
+    await AssistantAgent("friend", model_client=client, model_context=context).run(task="你好呀")
+    assert context.last_result is not None and context.last_result.ledger.searches == []
+    assert [type(m).__name__ for m in client.create_calls[0]["messages"]] == ["SystemMessage", "UserMessage"]
