@@ -30,6 +30,7 @@ async def run_cmd(
         "sessions": report.sessions,
         "messages": report.messages,
         "gists": report.gists,
+        "turns": report.turns,
         "profiles": report.profiles,
         "superseded": report.superseded,
         "open_sessions": report.open_sessions,

@@ -21,6 +21,9 @@ postings and, once semantic search has embedded it, ``4 * dim`` bytes (1 KiB for
 256-dimensional :class:`HashingEmbedder`). With the defaults that is at most 200k messages: about
 1.5 KiB each for 200-character messages, some 300 MB in the worst case, typically far less.
 
+Query parsing (quoted phrases and BM25 terms: :class:`ParsedQuery`, :func:`parse_query`) lives in
+:mod:`._query` and is re-exported here.
+
 >>> index = MessageIndex(layer)  # doctest: +SKIP
 >>> hits = await index.lexical(Scope.of("u1", "mentor"), '"不吃辣" 火锅', role="user")  # doctest: +SKIP
 """
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import re
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -44,6 +46,8 @@ from data_layer import AgentFusionDataLayer, MessageRecord, Scope
 from ..search import Embedder, HashingEmbedder
 from ..search._scoring import bm25_idf, bm25_tf
 from ..text import Tokenizer, fold
+from ._query import ParsedQuery as ParsedQuery
+from ._query import parse_query as parse_query
 
 #: Rows per read of new messages (the repository's maximum).
 READ_BATCH = 1000
@@ -55,49 +59,12 @@ THREAD_TOKENISE = 200
 PHRASE_FLOOR = 0.05
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”|「([^」]*)」|『([^』]*)』')
-_LATIN = "0-9a-z\u00c0-\u024f"
 
 Hit = tuple[MessageRecord, float]
 
 
 def _micros(when: datetime) -> int:
     return (when - _EPOCH) // timedelta(microseconds=1)
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedQuery:
-    """A lexical query: quoted ``phrases`` (folded, must occur) and ``terms`` (BM25, phrase words too)."""
-
-    phrases: tuple[str, ...]
-    terms: tuple[str, ...]
-
-    def patterns(self) -> list[re.Pattern[str]]:
-        """One regex per phrase over folded text: words separated by any whitespace, and a Latin word
-        at either end must not continue (``"last week"`` does not match ``"last weekend"``)."""
-        out = []
-        for phrase in self.phrases:
-            body = r"\s+".join(re.escape(w) for w in phrase.split())
-            lead = f"(?<![{_LATIN}])" if re.match(f"[{_LATIN}]", phrase[0]) else ""
-            tail = f"(?![{_LATIN}])" if re.match(f"[{_LATIN}]", phrase[-1]) else ""
-            out.append(re.compile(lead + body + tail))
-        return out
-
-
-def parse_query(text: str, tokenizer: Tokenizer) -> ParsedQuery:
-    """Split ``text`` into quoted phrases (``"..."``, ``“...”``, ``「...」``, ``『...』``; full-width
-    quotes fold to ASCII) and BM25 terms (the tokenizer's terms of the whole text)."""
-    folded = fold(text)
-    phrases: list[str] = []
-
-    def take(match: re.Match[str]) -> str:
-        phrase = " ".join(next(g for g in match.groups() if g is not None).split())
-        if phrase:
-            phrases.append(phrase)
-        return f" {phrase} "
-
-    rest = _QUOTED.sub(take, folded).replace('"', " ")
-    return ParsedQuery(tuple(dict.fromkeys(phrases)), tuple(dict.fromkeys(tokenizer.tokens(rest))))
 
 
 @dataclass(frozen=True, slots=True)

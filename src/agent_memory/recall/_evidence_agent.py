@@ -130,7 +130,8 @@ def _sources(record: MemoryRecord) -> tuple[int, ...]:
 
 
 def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, MemoryRecord]) -> list[RankedHit]:
-    """Reciprocal rank fusion of the lexical and semantic results (each call's list) and the memories."""
+    """Reciprocal rank fusion of the lexical and semantic results (each call's list) and the memories;
+    a hit whose messages are all cited by better hits is left out."""
     scores: dict[tuple[str, str], float] = {}
     hits: dict[tuple[str, str], RankedHit] = {}
     for name, _, output in box.calls:
@@ -145,7 +146,14 @@ def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, Memory
         key = ("k", item.memory_key)
         scores[key] = scores.get(key, 0.0) + WEIGHTS["memories"] / (RRF_K + rank + 1)
         hits[key] = RankedHit(_sources(memories[item.memory_key]), item.memory_key)
-    return [hits[k] for k in sorted(scores, key=lambda k: (-scores[k], k))]
+    ranked, seen = [], set()
+    for key in sorted(scores, key=lambda k: (-scores[k], k)):
+        hit = hits[key]
+        if hit.message_ids and set(hit.message_ids) <= seen:
+            continue  # a gist or turn of messages already cited adds nothing
+        seen.update(hit.message_ids)
+        ranked.append(hit)
+    return ranked
 
 
 def _ordered_messages(box: EvidenceToolbox, ranked: Sequence[RankedHit], scope: Scope) -> list[MessageRecord]:

@@ -93,14 +93,15 @@ async def recall_memory_output(
         record = records.get(item.memory_key)
         if record is None or not scope.sees_record(record):
             continue
+        ids = [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
         if record.memory_type in PROFILE_TYPES:
             if len(out.profiles) >= profile_topk:
                 continue
             out.profiles.append(_profile(record))
         else:
-            if len(out.events) >= event_topk:
-                continue
+            if len(out.events) >= event_topk or (ids and set(ids) <= set(sources)):
+                continue  # full, or the same messages as an event already given (a gist and its turn)
             out.events.append(_event(record))
-        sources += [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+        sources += ids
     out.evidence_ids = list(dict.fromkeys(sources))
     return out
