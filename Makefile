@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean reliability
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ lint: $(BIN)/.installed
 
 test: lint
 	$(BIN)/pytest
+
+# The reliability suite at full size: 10,000 random operations per backend (CI runs 1,000 in `make test`)
+reliability: $(BIN)/.installed
+	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} $(BIN)/pytest tests/test_reliability_isolation.py tests/test_reliability_crash.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

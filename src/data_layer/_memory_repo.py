@@ -168,7 +168,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         results: list[MemoryRecord | BaseException] = [RuntimeError("not written")] * len(items)
         try:
             async with self._db.write() as session:
-                for uid, indexes in by_user.items():
+                # users in one order for every transaction: two processes locking the same users'
+                # revision rows in opposite orders would deadlock (PostgreSQL), found by `bench load`
+                for uid, indexes in sorted(by_user.items()):
                     stored = await self._store(session, uid, [items[i][2] for i in indexes], on_conflict="each")
                     for i, result in zip(indexes, stored, strict=True):
                         results[i] = result if result is not None else RuntimeError("skipped")

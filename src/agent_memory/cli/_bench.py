@@ -230,3 +230,33 @@ async def conflicts_cmd() -> None:
     from ..archiving import load_conflict_set, score_conflicts
 
     emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set())})
+
+
+@app.command("load")
+@run
+async def load_cmd(
+    processes: int = typer.Option(2, "--processes", "-P", min=1, max=64, help="OS processes"),
+    writers: int = typer.Option(8, "--writers", "-W", min=0, max=256, help="Writer tasks per process"),
+    searchers: int = typer.Option(4, "--searchers", "-S", min=0, max=256, help="Searcher tasks per process"),
+    seconds: float = typer.Option(20.0, "--seconds", min=0.1, max=600.0, help="How long the load runs (<= 600)"),
+    backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+) -> None:
+    """Writers and searchers in several processes on one database for a bounded time: acknowledged
+    against stored writes, write and search latency p50/p95/max, errors by type (one JSON object)."""
+    from ..bench import temporary_postgres, temporary_sqlite
+    from ..bench._load import bench_load, check_bounds
+
+    if backend not in ("sqlite", "postgresql", "both"):
+        raise ValueError("--backend must be sqlite, postgresql or both")
+    check_bounds(processes=processes, writers=writers, searchers=searchers, seconds=seconds)
+    options = {"processes": processes, "writers": writers, "searchers": searchers, "seconds": seconds}
+    results = {}
+    if backend in ("sqlite", "both"):
+        async with temporary_sqlite() as url:
+            results["sqlite"] = await bench_load(url, **options)  # type: ignore[arg-type]
+    if backend in ("postgresql", "both"):
+        async with temporary_postgres(_admin_url(pg_admin_url)) as url:
+            results["postgresql"] = await bench_load(url, **options)  # type: ignore[arg-type]
+    lost = sum(r["lost"] for r in results.values())
+    emit_json({"bench": "load", **options, "lost": lost, "results": results})
