@@ -15,31 +15,21 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from autogen_core import CancellationToken, FunctionCall
 from autogen_core.models import (
     AssistantMessage,
-    ChatCompletionClient,
-    CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
-    ModelFamily,
-    ModelInfo,
-    RequestUsage,
     UserMessage,
 )
-from autogen_core.tools import Tool, ToolSchema
-from pydantic import BaseModel
 
 from ._intent import needs_memory
+from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
 
-_INFO = ModelInfo(vision=False, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-                  structured_output=False, multiple_system_messages=True)  # fmt: skip
 NOW_PREFIX = "当前时间:"
 QUESTION_PREFIX = "问题:"
 
@@ -61,13 +51,14 @@ def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | N
     return since, role
 
 
-class EvidenceRecallPlanner(ChatCompletionClient):
+class EvidenceRecallPlanner(PlannerClient):
     """Plans the evidence recall's tool calls without a model (see the module docs)."""
+
+    call_prefix = "ev"
 
     def __init__(self, *, skill: Skill | None = None) -> None:
         self.skill = skill or load_skill("evidence-recall")
-        self._calls = 0
-        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        super().__init__()
 
     def plan(self, messages: Sequence[LLMMessage]) -> tuple[str, dict[str, Any]]:
         """The next ``(tool, arguments)``."""
@@ -105,61 +96,6 @@ class EvidenceRecallPlanner(ChatCompletionClient):
             if anchor["message_id"] not in read:
                 return "neighbors", {"message_id": anchor["message_id"], "before": span, "after": span}
         return "handoff", _handoff(f"找到 {len(found)} 条证据消息", 0.8 if found else 0.0)
-
-    # -- ChatCompletionClient ----------------------------------------------------------------------
-
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = (),
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: CancellationToken | None = None,
-    ) -> CreateResult:
-        name, arguments = self.plan(messages)
-        self._calls += 1
-        offered = {t["name"] if isinstance(t, dict) else t.name for t in tools}
-        if tools and name not in offered:
-            return CreateResult(finish_reason="stop", content="TERMINATE", usage=self._usage, cached=False)
-        call = FunctionCall(id=f"ev-{self._calls}", name=name, arguments=json.dumps(arguments, ensure_ascii=False))
-        return CreateResult(finish_reason="function_calls", content=[call], usage=self._usage, cached=False)
-
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = (),
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: CancellationToken | None = None,
-    ) -> AsyncGenerator[str | CreateResult, None]:
-        yield await self.create(messages, tools=tools)
-
-    async def close(self) -> None:
-        """Nothing to release."""
-
-    def actual_usage(self) -> RequestUsage:
-        return self._usage
-
-    def total_usage(self) -> RequestUsage:
-        return self._usage
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return sum(len(str(m.content)) for m in messages) // 2
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return 1_000_000
-
-    @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return {"vision": False, "function_calling": True, "json_output": True}  # type: ignore[return-value]
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return _INFO
 
 
 def _parse(task: str) -> tuple[datetime, str]:

@@ -21,28 +21,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from autogen_core import CancellationToken, FunctionCall
 from autogen_core.models import (
     AssistantMessage,
-    ChatCompletionClient,
-    CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
-    ModelFamily,
-    ModelInfo,
-    RequestUsage,
     UserMessage,
 )
-from autogen_core.tools import Tool, ToolSchema
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ..tools import EARLY_STOP_SCORE, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
 from ._intent import classify_intent, needs_memory
+from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
 
 #: A summary shorter than this (characters) is too thin to judge: the planner reads the detail.
@@ -51,14 +44,6 @@ _REFERS_BACK = re.compile(
     r"之前|以前|上次|上回|刚才|前面|那个|那件|那次|原来"
     r"|\b(earlier|before|previous(ly)?|last time|as i said|that one)\b",
     re.IGNORECASE,
-)
-_PLANNER_INFO = ModelInfo(
-    vision=False,
-    function_calling=True,
-    json_output=True,
-    family=ModelFamily.UNKNOWN,
-    structured_output=False,
-    multiple_system_messages=True,
 )
 
 
@@ -74,7 +59,7 @@ class _Seen:
     search_blocked: bool = False
 
 
-class OfflineRecallPlanner(ChatCompletionClient):
+class OfflineRecallPlanner(PlannerClient):
     """Plans recall tool calls without a model (see the module docs for the strategy).
 
     ``limits`` gives the search rounds; ``similarity_threshold`` is the lowest score reported as
@@ -90,8 +75,7 @@ class OfflineRecallPlanner(ChatCompletionClient):
         self.limits = limits or ToolLimits()
         self.similarity_threshold = similarity_threshold
         self.semantic = semantic
-        self._calls = 0
-        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        super().__init__()
 
     # -- planning ------------------------------------------------------------------------------------
 
@@ -146,67 +130,6 @@ class OfflineRecallPlanner(ChatCompletionClient):
     def relevant(self, found: Sequence[MemorySearchResultItem]) -> list[MemorySearchResultItem]:
         """The results reported as relevant: score >= ``similarity_threshold``, best first."""
         return [r for r in found if r.relevance_score >= self.similarity_threshold]
-
-    # -- ChatCompletionClient ----------------------------------------------------------------------
-
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = (),
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: CancellationToken | None = None,
-    ) -> CreateResult:
-        """The next tool call as a ``CreateResult`` (text "TERMINATE" if the tool is not offered)."""
-        name, arguments = self.plan(messages)
-        offered = {_tool_name(t) for t in tools}
-        self._calls += 1
-        if tools and name not in offered:
-            return CreateResult(finish_reason="stop", content="TERMINATE", usage=self._usage, cached=False)
-        call = FunctionCall(id=f"plan-{self._calls}", name=name, arguments=json.dumps(arguments, ensure_ascii=False))
-        return CreateResult(finish_reason="function_calls", content=[call], usage=self._usage, cached=False)
-
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = (),
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: CancellationToken | None = None,
-    ) -> AsyncGenerator[str | CreateResult, None]:
-        """Streams the single planned result."""
-        yield await self.create(messages, tools=tools, tool_choice=tool_choice)
-
-    async def close(self) -> None:
-        """Nothing to release."""
-
-    def actual_usage(self) -> RequestUsage:
-        return self._usage
-
-    def total_usage(self) -> RequestUsage:
-        return self._usage
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return sum(len(str(m.content)) for m in messages) // 2
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return 1_000_000
-
-    @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return {"vision": False, "function_calling": True, "json_output": True}  # type: ignore[return-value]
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return _PLANNER_INFO
-
-
-def _tool_name(tool: Tool | ToolSchema) -> str:
-    return tool["name"] if isinstance(tool, dict) else tool.name
 
 
 def _mode(config: RoundConfig, semantic: bool) -> str:
