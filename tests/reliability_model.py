@@ -16,23 +16,14 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
+from conftest import TABLES  # the tables a test database is emptied of, kept in one place
+
 #: Operations per backend: 1,000 by default (CI), ``make reliability`` raises it to 10,000.
 DEFAULT_OPS = 1_000
 
+
 USERS = ("u0", "u1", "u2")
 FRIENDS = ("f0", "f1", "f2")
-
-TABLES = [
-    "agent_memory_search_index",
-    "memory_index_state",
-    "agent_memory_keywords",
-    "keyword_synonyms",
-    "agent_memories",
-    "chat_messages",
-    "tool_result_archive",
-    "system_settings",
-    "session_archive_state",
-]
 
 
 def operation_count() -> int:

@@ -82,3 +82,16 @@ async def test_greetings_need_no_memory(chats: MemorySystem) -> None:
     await AssistantAgent("friend", model_client=client, model_context=context).run(task="你好呀")
     assert context.last_result is not None and context.last_result.ledger.searches == []
     assert [type(m).__name__ for m in client.create_calls[0]["messages"]] == ["SystemMessage", "UserMessage"]
+
+
+async def test_recall_memory_refuses_bad_requests_clearly(chats: MemorySystem) -> None:
+    from data_layer import InvalidInputError
+
+    for bad, word in (({"query": "", "friend_id": "mentor"}, "query"),
+                      ({"query": "电影", "friend_id": "mentor", "profile_topk": 99}, "profile_topk"),
+                      ({"query": "电影"}, "friend_id"),
+                      ({"query": "电影", "friend_id": "mentor", "user_id": "u2"}, "user_id")):  # fmt: skip
+        with pytest.raises(InvalidInputError, match=word):
+            await chats.recall_memory(user_id="u1", request=bad)
+    out = await chats.recall_memory(user_id="u1", request={"query": "推荐个电影吧", "friend_id": "mentor"})
+    assert out.profiles and not any("分手" in e.content for e in out.events)

@@ -16,15 +16,24 @@ the database; the ``MEMORY_RECALL_*`` values are the defaults of a user who has 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from autogen_core.models import ChatCompletionClient
+from pydantic import ValidationError
 
-from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope, current_revision, head_revision, upgrade
+from data_layer import (
+    AgentFusionDataLayer,
+    InvalidInputError,
+    MemoryRecallSettings,
+    Scope,
+    current_revision,
+    head_revision,
+    upgrade,
+)
 
 from ..archive import ToolResultManager
 from ..archiving import SessionArchiver
@@ -232,7 +241,7 @@ class MemorySystem:
         self,
         *,
         user_id: str | int,
-        request: RecallMemoryInput,
+        request: RecallMemoryInput | Mapping[str, Any],
         conversation: Sequence[tuple[str, str]] = (),
     ) -> RecallMemoryOutput:
         """Seed 001's ``recall_memory``: run the recall for ``request.query`` (after the earlier
@@ -241,6 +250,11 @@ class MemorySystem:
         ``request.similarity_threshold`` and the top-k values apply to this call; the user's stored
         recall settings give the rest (rounds). A recall switched off in the settings returns nothing.
         """
+        if not isinstance(request, RecallMemoryInput):
+            try:
+                request = RecallMemoryInput.model_validate(request)
+            except ValidationError as exc:
+                raise InvalidInputError(f"recall_memory: {explain_validation(exc)}") from None
         scope = self.scope(user_id, request.friend_id)
         user = (await self.layer.settings.get(user_id=scope.user_id)).memory
         if not user.enabled:
@@ -317,3 +331,8 @@ class MemorySystem:
 
 def _make_parent(path: str) -> None:
     Path(path).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+
+
+def explain_validation(exc: ValidationError) -> str:
+    """One line per bad field: ``field: problem``."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors())
