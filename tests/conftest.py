@@ -25,6 +25,11 @@ from data_layer import AgentFusionDataLayer, upgrade
 # A generous recall time budget for every test: a loaded CI machine must not turn a recall test into a
 # time-out test. The tests of the budget itself set their own small value.
 os.environ.setdefault("MEMORY_RECALL_TIME_BUDGET_S", "30")
+# Search index snapshots of PostgreSQL test databases go to a folder of this run, not the user's cache.
+os.environ.setdefault(
+    "MEMORY_SEARCH_INDEX_SNAPSHOT_DIR",
+    str(Path(os.environ.get("TMPDIR", "/tmp")) / f"afm-test-snapshots-{uuid.uuid4().hex[:8]}"),
+)
 
 PG_ADMIN_URL = os.environ.get("AGENT_MEMORY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 TABLES = [
@@ -36,6 +41,7 @@ TABLES = [
     "chat_messages",
     "tool_result_archive",
     "system_settings",
+    "ai_friends",
     "session_archive_state",
 ]
 
@@ -146,3 +152,10 @@ async def system(db_url: str) -> AsyncIterator[Any]:
 
     async with MemorySystem.from_settings(load_settings(memory_database_url=db_url)) as built:
         yield built
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_snapshot_folder() -> Iterator[None]:
+    """The run's search index snapshots are removed when the run ends."""
+    yield
+    shutil.rmtree(os.environ["MEMORY_SEARCH_INDEX_SNAPSHOT_DIR"], ignore_errors=True)

@@ -39,6 +39,7 @@ EXPECTED = {
     "memory_index_state",
     "agent_memory_search_index",
     "session_archive_state",
+    "ai_friends",
 }
 
 
@@ -64,6 +65,7 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "memory_index_state",
         "agent_memory_search_index",
         "session_archive_state",
+        "ai_friends",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(

@@ -20,6 +20,8 @@ CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
     "MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": ("0.3", lambda s: s.search.weights.text, 0.3),
     "MEMORY_SEARCH_TIME_DECAY_WEIGHT": ("0.1", lambda s: s.search.weights.time, 0.1),
     "MEMORY_SEARCH_HALF_LIFE_DAYS": ("7", lambda s: s.search.half_life_days, 7.0),
+    "MEMORY_SEARCH_INDEX_CACHE_MB": ("64", lambda s: s.search.index_cache_mb, 64.0),
+    "MEMORY_SEARCH_INDEX_SNAPSHOT_DIR": ("off", lambda s: s.search.snapshots is None, True),
     "MEMORY_EXTRACTION_MAX_KEYWORDS": ("3", lambda s: s.search.analyzer.extractor.max_keywords, 3),
     "MEMORY_EXTRACTION_MIN_KEYWORD_WEIGHT": ("0.4", lambda s: s.search.analyzer.extractor.min_weight, 0.4),
     "MEMORY_EXTRACTION_ENABLE_SYNONYM_EXPANSION": ("false", lambda s: s.search.synonym_expansion, False),
@@ -68,9 +70,12 @@ COMPANIONS = {
     "MEMORY_SEARCH_TIME_DECAY_WEIGHT": {"MEMORY_SEARCH_KEYWORD_WEIGHT": "0.5"},
 }
 #: Shown by their own tests: the database URL (every test), proactive search and the language
-#: (test_agent_builder), the recall model client (test_recall).
+#: (test_agent_builder), the recall model client (test_recall); the serving settings by the web and
+#: MCP tests (test_web_api: the chat model client replaces the offline responder, a host other than
+#: loopback needs a token, the token is required; test_mcp).
 ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
-             "MEMORY_RECALL_MODEL_CLIENT"}  # fmt: skip
+             "MEMORY_RECALL_MODEL_CLIENT", "MEMORY_SERVER_HOST", "MEMORY_SERVER_TOKEN",
+             "MEMORY_CHAT_MODEL_CLIENT"}  # fmt: skip
 
 
 def test_every_setting_is_checked() -> None:
@@ -109,3 +114,23 @@ async def test_rounds_beyond_three_really_run(system: MemorySystem) -> None:
     assert [s.arguments.min_relevance_score for s in result.ledger.searches] == [0.7, 0.6, 0.5, 0.5]
     assert "羽毛球" in result.ledger.searches[3].arguments.query  # the context round adds earlier messages
     assert ToolLimits(rounds=5).max_consecutive_searches == 5  # five rounds are not cut at seed 000's three
+
+
+async def test_the_index_cache_cap_drops_idle_users(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMORY_SEARCH_INDEX_CACHE_MB: under a cap too small for two indexes only the last user's stays loaded;
+    MEMORY_SEARCH_INDEX_SNAPSHOT_DIR: the built indexes are saved there (one file per user)."""
+    monkeypatch.chdir(tmp_path)
+    for cap, expected in ((None, ["u1", "u2"]), ("0.001", ["u2"])):
+        url = f"sqlite+aiosqlite:///{tmp_path / ('a.db' if cap is None else 'b.db')}"
+        if cap is not None:
+            monkeypatch.setenv("MEMORY_SEARCH_INDEX_CACHE_MB", cap)
+        folder = tmp_path / ("snaps" if cap is None else "snaps-capped")
+        monkeypatch.setenv("MEMORY_SEARCH_INDEX_SNAPSHOT_DIR", str(folder))
+        async with MemorySystem.from_settings(database_url=url) as system:
+            await system.ensure_schema()
+            for user in ("u1", "u2"):
+                await system.layer.memory.add(user_id=user, memory_key="k1", content="咖啡 coffee beans")
+                assert await system.search.search("咖啡", user_id=user)
+            assert system.search.cached_users() == expected
+            assert system.search.snapshots is not None
+            assert len(list(system.search.snapshots.folder.glob("*.idx"))) == 2

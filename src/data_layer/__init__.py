@@ -23,6 +23,8 @@ from ._errors import (
     UnsupportedDatabaseURLError,
 )
 from ._facade import AgentFusionDataLayer
+from ._fold import FOLD_VERSION, fold_text
+from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
@@ -50,6 +52,7 @@ from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, scope_id
 
 __all__ = [
+    "FOLD_VERSION",
     "MAX_CONTENT_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
@@ -65,6 +68,9 @@ __all__ = [
     "Database",
     "DuplicateError",
     "DuplicateMemoryKeyError",
+    "FriendDeletion",
+    "FriendRecord",
+    "FriendRepository",
     "IndexRow",
     "IndexState",
     "InvalidInputError",
@@ -96,6 +102,7 @@ __all__ = [
     "UserSettings",
     "current_revision",
     "downgrade",
+    "fold_text",
     "head_revision",
     "normalize_url",
     "schema_differences",

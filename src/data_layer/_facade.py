@@ -9,6 +9,7 @@ from sqlalchemy.engine import URL
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
+from ._friend_repo import FriendRepository
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
 from ._settings_repo import SettingsRepository
@@ -17,7 +18,7 @@ from ._user_settings import UserSettings
 
 class AgentFusionDataLayer:
     """The storage facade: ``.memory``, ``.messages``, ``.archive``, ``.settings`` and ``.archive_state``
-    (how far session archiving got).
+    (how far session archiving got) and ``.friends`` (the AI friends of the web chat).
 
     It does not create or migrate tables; run the migrations first (``agent-memory db upgrade``
     or :func:`data_layer.upgrade`).
@@ -33,6 +34,7 @@ class AgentFusionDataLayer:
         self.archive = ArchiveRepository(self.db)
         self.settings = SettingsRepository(self.db, defaults=default_settings)
         self.archive_state = ArchiveStateRepository(self.db)
+        self.friends = FriendRepository(self.db)
 
     @property
     def backend(self) -> Backend:

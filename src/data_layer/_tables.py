@@ -210,3 +210,21 @@ class SessionArchiveStateTable(Base):
     last_message_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     last_message_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class AIFriendTable(Base):
+    """A user's AI friends (the web chat): a name and the system prompt the friend talks with.
+
+    ``friend_id`` is the id that scopes the friend's chat messages and event memories (``friend_id``
+    columns elsewhere); deleting a friend removes those in the same transaction (``layer.friends``).
+    """
+
+    __tablename__ = "ai_friends"
+    __table_args__ = (Index("ix_ai_friends_user_created", "user_id", "created_at"),)
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    friend_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), nullable=False)
+    system_prompt: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

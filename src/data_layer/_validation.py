@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ._errors import InvalidInputError
+from ._fold import fold_text
 from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, KeywordInput, MemoryType
 from ._storable import storable_json as json_object
 from ._storable import storable_text as storable
@@ -228,8 +229,9 @@ def unit_float(value: object, *, name: str) -> float:
 
 
 def keyword_text(value: object) -> str:
-    """A keyword: non-empty after stripping and lower-casing, at most 100 characters."""
-    text = text_field(value, name="keyword").strip().lower()
+    """A keyword: folded (:func:`fold_text`: width, traditional Chinese, case, accents) and stripped,
+    non-empty, at most 100 characters. Every keyword stored or looked up in SQL passes here."""
+    text = fold_text(text_field(value, name="keyword")).strip()
     if not text:
         raise InvalidInputError("keyword must not be empty")
     if len(text) > MAX_KEYWORD_CHARS:

@@ -172,7 +172,7 @@ def _generic(folder: Path) -> BenchDataset:
                         str(row["text"]),
                         when,
                         friend_id=row.get("friend_id"),
-                        metadata=row.get("metadata") or {},
+                        metadata={**({"role": row["role"]} if row.get("role") else {}), **(row.get("metadata") or {})},
                     )
                 )
     gold: dict[str, dict[str, float]] = {}
@@ -200,4 +200,4 @@ def _generic(folder: Path) -> BenchDataset:
                             context=tuple(row.get("context") or ()),
                         )
                     )
-    return BenchDataset("generic", docs, queries, (1, 5, 10))
+    return BenchDataset("generic", docs, queries, (1, 3, 5, 10))

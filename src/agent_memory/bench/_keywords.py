@@ -1,4 +1,5 @@
-"""Keyword extraction time on large inputs (issue 13, F1/F2): p50/p95 per kind of input.
+"""Keyword extraction time on large inputs (issue 13, F1/F2; target: 100 KB in <= 50 ms): p50/p95 per
+kind of input.
 
 Kinds, each ``size`` characters unless said otherwise:
 
@@ -6,10 +7,16 @@ Kinds, each ``size`` characters unless said otherwise:
 - ``one_word``: a single word of 80,000 letters (a hash or a base64 blob) plus a little text;
 - ``command_output``: 10 MB of program output as a ``command_output`` memory (its file-name rule ran
   in quadratic time before);
-- ``random_cjk``: random Chinese characters, the worst case for jieba's HMM (no dictionary words).
+- ``random_cjk``: random characters of a small set of common Chinese ones (jieba finds short words);
+- ``random_cjk_wide``: random characters of the whole CJK unified block, the worst case for jieba's
+  HMM (no dictionary words at all);
+- ``random_en``: random lower-case "words" of 1-10 letters;
+- ``repeated``: one mixed sentence repeated (a log line, a pasted table).
 
-Each sample is a fresh string (nothing is answered from a cache); the first extraction, which loads
-jieba's dictionary, is not timed.
+Each sample is a fresh string (nothing is answered from a cache from one sample to the next); the
+first extraction, which loads jieba's dictionary and OpenCC, is not timed. ``analysed_chars`` is how
+many characters the tokenizer was given for the last sample (the bounded sample of
+``agent_memory.text._scan``).
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ from ..text import KeywordExtractor, ensure_jieba
 from ._retrieval import percentile
 from ._synthetic import synthetic_memories
 
-KINDS = ("mixed", "one_word", "command_output", "random_cjk")
+KINDS = ("mixed", "one_word", "command_output", "random_cjk", "random_cjk_wide", "random_en", "repeated")
 _CJK = "数据库配置用户喜欢科幻电影端口服务器部署运行我们今天明天猫粮装修体检论文音乐会马拉松旅行计划"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,7 @@ class KeywordFigures:
     p95_ms: float
     max_ms: float
     keywords: tuple[str, ...]
+    analysed_chars: int
 
 
 def _mixed(size: int, seed: int) -> str:
@@ -65,6 +74,14 @@ def sample_input(kind: str, *, size: int, seed: int) -> tuple[str, str]:
         return line * (10_000_000 // len(line)), "command_output"
     if kind == "random_cjk":
         return "".join(rng.choice(_CJK) for _ in range(size)), "general"
+    if kind == "random_cjk_wide":
+        return "".join(map(chr, (rng.randrange(0x4E00, 0x9FA6) for _ in range(size)))), "general"
+    if kind == "random_en":
+        words = ("".join(rng.choices(_LETTERS, k=rng.randint(1, 10))) for _ in range(size // 4 + 1))
+        return " ".join(words)[:size], "general"
+    if kind == "repeated":
+        line = f"第 {seed} 次同步: 用户喜欢科幻电影, the backup job on server-{seed} finished ok.\n"
+        return (line * (size // len(line) + 1))[:size], "general"
     raise ValueError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
 
 
@@ -83,6 +100,7 @@ def bench_keywords(*, samples: int = 20, size: int = 100_000, kinds: tuple[str, 
             found = extractor.extract(content=content, summary="", memory_type=memory_type)
             times.append((time.perf_counter() - started) * 1000)
             keywords = tuple(k.keyword[:40] for k in found)
+        analysed = sum(len(w) for w in extractor.analysed_windows(content))
         figures.append(
             KeywordFigures(
                 kind=kind,
@@ -92,6 +110,7 @@ def bench_keywords(*, samples: int = 20, size: int = 100_000, kinds: tuple[str, 
                 p95_ms=percentile(times, 95),
                 max_ms=round(max(times), 3),
                 keywords=keywords,
+                analysed_chars=analysed,
             )
         )
     return figures

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from . import _archive, _bench, _db, _demo, _exec, _keywords, _memory, _messages, _recall
+from . import _archive, _bench, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall
 from ._common import start_command
+from ._serve import serve_cmd
 
 app = typer.Typer(
     name="agent-memory",
@@ -30,6 +31,8 @@ app.add_typer(_bench.app, name="bench")
 app.command("demo")(_demo.demo_cmd)
 app.command("recall")(_recall.recall_cmd)
 app.command("exec")(_exec.exec_cmd)
+app.command("serve")(serve_cmd)
+app.command("mcp")(_mcp.mcp_cmd)
 
 
 @app.callback()

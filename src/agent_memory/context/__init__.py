@@ -4,7 +4,16 @@ recall block and its slots.
 >>> from agent_memory.context import MemoryContext, RecallOptions
 """
 
-from ._block import PROFILE_TYPES, SLOT_HEADER, RecallBlock, estimate_tokens, flatten, recall_block, slot
+from ._block import (
+    PROFILE_TYPES,
+    SLOT_HEADER,
+    RecallBlock,
+    estimate_tokens,
+    flatten,
+    reachable_items,
+    recall_block,
+    slot,
+)
 from ._context import MemoryContext, MemoryContextConfig
 from ._options import InjectionMode, RecallOptions
 from ._window import bounded, message_tokens
@@ -21,6 +30,7 @@ __all__ = [
     "estimate_tokens",
     "flatten",
     "message_tokens",
+    "reachable_items",
     "recall_block",
     "slot",
 ]

@@ -7,6 +7,11 @@
 
 Memory text and a model's summary are data, never structure: brackets become parentheses and line
 breaks spaces, so no memory can close a slot, open another one or start a second header line.
+
+:func:`reachable_items` is the gate in front of the block: each memory is read once more and must pass
+the check of every path to a friend (``agent_memory.slots._sensitivity.reaches``: the scope sees it,
+and a sensitive memory of another friend or of the shared profile needs the user's permission, seed
+000 section 7.4). A withheld memory gets no slot, not even its key.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from data_layer import AgentFusionDataLayer, Scope
+
+from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
 
 SLOT_HEADER = "[记忆召回]"
@@ -77,3 +85,23 @@ def recall_block(
         profiles += is_profile
         others += not is_profile
     return RecallBlock("\n".join(lines) if keys else "", tuple(keys))
+
+
+async def reachable_items(
+    layer: AgentFusionDataLayer,
+    scope: Scope,
+    items: Sequence[MemorySearchResultItem],
+    *,
+    allow_sensitive: bool = False,
+) -> list[MemorySearchResultItem]:
+    """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
+    scope's friend (``allow_sensitive``: the runtime's explicit permission, never a model's)."""
+    if not items:
+        return []
+    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    return [
+        item
+        for item in items
+        if (record := records.get(item.memory_key)) is not None
+        and reaches(scope, record, allow_sensitive=allow_sensitive)
+    ]

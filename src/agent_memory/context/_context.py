@@ -55,7 +55,7 @@ from ..recall import (
 )
 from ..tools import RecallLedger
 from ._archiving import archive_results
-from ._block import RecallBlock, recall_block
+from ._block import RecallBlock, reachable_items, recall_block
 from ._options import RecallOptions
 from ._window import bounded
 
@@ -214,7 +214,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 return []
             self.last_result = result
             ledger = result.ledger
-        block = self._block(ledger, settings[0])
+        block = await self._block(ledger, settings[0])
         self.last_block = block.text
         await self._emit(
             RecallFinishedEvent(
@@ -280,10 +280,17 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         earlier = [p for p in pairs if p not in known]
         return [*earlier[-(MAX_RECALL_HISTORY - len(conversation)) :], *conversation]
 
-    def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
-        """Relevant memories (score >= the user's threshold, only keys the searches returned)."""
+    async def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
+        """Relevant memories (score >= the user's threshold, only keys the searches returned) that may
+        reach this friend (read once more: ``reachable_items``; none when that read fails)."""
         summary = ledger.handoff.search_summary if ledger.handoff else ""
-        items = ledger.relevant(settings.similarity_threshold)
+        try:
+            items = await reachable_items(self.system.layer, self.scope, ledger.relevant(settings.similarity_threshold))
+        except Exception as exc:  # the reply goes on without memories rather than with unchecked ones
+            logger.warning("checking recalled memories failed", exc_info=True)
+            await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
+                                              error_type=type(exc).__name__))  # fmt: skip
+            items = []
         if not summary or ledger.handoff_problem:
             summary = f"找到 {len(items)} 条相关记忆。"
         return recall_block(items, summary=summary, profile_top_k=settings.profile_top_k,

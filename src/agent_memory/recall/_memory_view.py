@@ -7,6 +7,11 @@
 The MemoryContext's simulated call and the MCP server both produce this from a recall's relevant
 memories with :func:`recall_memory_output`. ``evidence_ids`` (an addition to the seed's example)
 lists the chat messages the events and profiles were drawn from, so a UI can show the sources.
+
+Every memory is read once more and must pass the check of every path to a friend
+(``agent_memory.slots._sensitivity.reaches``: the scope sees it, and a sensitive memory of another
+friend or of the shared profile needs the user's permission, seed 000 section 7.4). A withheld
+memory is left out, with its evidence ids.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from data_layer import AgentFusionDataLayer, MemoryRecord, Scope
 
+from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
 
 #: Memory types that are the user's profile (shared by all friends); the rest are events.
@@ -83,15 +89,17 @@ async def recall_memory_output(
     *,
     profile_topk: int,
     event_topk: int,
+    allow_sensitive: bool = False,
 ) -> RecallMemoryOutput:
     """The seed's output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
-    ``event_topk`` events, each read once more with the scope's rule."""
+    ``event_topk`` events, each read once more and checked with the scope's and the sensitivity rule
+    (``allow_sensitive``: the runtime's explicit permission, never a model's)."""
     records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
     out = RecallMemoryOutput()
     sources: list[int] = []
     for item in items:
         record = records.get(item.memory_key)
-        if record is None or not scope.sees_record(record):
+        if record is None or not reaches(scope, record, allow_sensitive=allow_sensitive):
             continue
         ids = [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
         if record.memory_type in PROFILE_TYPES:

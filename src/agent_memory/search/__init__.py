@@ -11,10 +11,11 @@ from ._embeddings import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTran
 from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
-from ._pipeline import Pipeline, SearchHit
+from ._pipeline import Pipeline, SearchHit, SearchResults
 from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
+from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -34,7 +35,11 @@ __all__ = [
     "SearchMode",
     "SearchQuery",
     "SearchResultRanker",
+    "SearchResults",
     "SentenceTransformerEmbedder",
+    "SnapshotError",
+    "SnapshotStore",
     "UserIndex",
     "memory_text",
+    "snapshot_folder",
 ]

@@ -8,6 +8,7 @@ Set it on the repository once and every ``add`` / ``upsert`` stores it in the sa
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 
@@ -15,6 +16,10 @@ from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
 
 from ..text import KeywordExtractor, Tokenizer
 from ._embeddings import Embedder, to_bytes
+
+#: Texts longer than this are tokenised in a worker thread, so a huge memory does not stall every other
+#: request of the process (tokenising 100 KB of Chinese takes 0.1 s, of rare characters up to 2 s).
+OFF_LOOP_CHARS = 8_000
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -28,8 +33,14 @@ def memory_text(summary: str, content: str) -> str:
 class SearchAnalyzer:
     """Implements ``data_layer.MemoryAnalyzer`` for :class:`HybridMemorySearch`.
 
-    ``tokenizer`` makes the search terms, ``extractor`` the weighted keywords (by LLM when it has a
-    model client), ``embedder`` (optional) the vector used by semantic search.
+    ``tokenizer`` makes the search terms (:meth:`Tokenizer.index_tokens`: folded, with the parts of
+    words mixing letters and digits), ``extractor`` the weighted keywords (by LLM when it has a model
+    client; the data layer folds them as it stores them), ``embedder`` (optional) the vector used by
+    semantic search. Content is never changed: only terms and keywords are folded.
+
+    :attr:`name` is stored with every analysis. The search engine re-analyses (and re-indexes) every
+    memory whose stored name differs from the running analyzer's, on the user's next search; so a
+    change of the folding rule (``FOLD_VERSION``, part of the tokenizer's name) re-folds old memories.
     """
 
     def __init__(
@@ -67,10 +78,15 @@ class SearchAnalyzer:
         analyses = []
         for i, (summary, content, memory_type) in enumerate(items):
             keywords = await self.keywords(summary=summary, content=content, memory_type=memory_type)
+            text = texts[i]
+            if len(text) > OFF_LOOP_CHARS:  # seconds of jieba for 100 KB of rare characters: not on the loop
+                tokens = await asyncio.to_thread(self.tokenizer.index_tokens, text)
+            else:
+                tokens = self.tokenizer.index_tokens(text)
             analyses.append(
                 MemoryAnalysis(
                     analyzer=self.name,
-                    tokens=" ".join(self.tokenizer.tokens(texts[i])),
+                    tokens=" ".join(tokens),
                     keywords=tuple(keywords),
                     embedder=self.embedder.name if vectors is not None and self.embedder is not None else None,
                     embedding=to_bytes(vectors[i]) if vectors is not None else None,

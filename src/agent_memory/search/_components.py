@@ -49,14 +49,26 @@ def bm25f(
     dl = arrays["expanded_length"]
     avg = float(dl[arrays["active"]].mean())
     for term, weight in (idf if idf is not None else index.bm25_idf(query)).items():
-        postings = index.postings(term)
-        if postings is None:
+        # a term's part depends on the index only: kept until the next write (UserIndex.memo)
+        part = index.memo(("bm25f", term, k1, b), lambda t=term: _bm25f_part(index, t, dl, avg, k1=k1, b=b))
+        if part is None:
             continue
-        own, around = _spread(index, *postings)
-        tf = own + around
-        hit = np.flatnonzero(tf)
-        scores[hit] += query[term] * weight * bm25_tf(tf[hit], dl[hit], avg, k1=k1, b=b)
+        hit, values = part
+        scores[hit] += query[term] * weight * values
     return scores
+
+
+def _bm25f_part(
+    index: UserIndex, term: str, dl: FloatArray, avg: float, *, k1: float, b: float
+) -> tuple[npt.NDArray[np.int64], FloatArray] | None:
+    """``(slots, BM25 tf part)`` of one term over a memory and its neighbours, or ``None``."""
+    postings = index.postings(term)
+    if postings is None:
+        return None
+    own, around = _spread(index, *postings)
+    tf = own + around
+    hit = np.flatnonzero(tf)
+    return hit, bm25_tf(tf[hit], dl[hit], avg, k1=k1, b=b)
 
 
 def bm25_ceiling(index: UserIndex, query: Mapping[str, int], *, idf: Mapping[str, float] | None = None) -> float:
@@ -113,20 +125,34 @@ def keyword_tiers(
         return scores
     synonyms = synonyms or {}
     for term, weight in query.items():
-        best = np.zeros(index.capacity, dtype=np.float64)
-        candidates: list[tuple[str, float]] = [(term, EXACT)]
-        candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term))]
-        candidates += [(s, SYNONYM * sim) for s, sim in synonyms.get(term, {}).items() if s != term]
-        for word, tier in candidates:
-            for slots, values in _presence(index, word):
-                value = tier * values
-                better = value > best[slots]
-                best[slots[better]] = value[better]
-        hit = np.flatnonzero(best)
-        if hit.size:
-            np.maximum(best, np.minimum(index.spread(hit, best[hit]), 0.5), out=best)
-            scores += weight * best
+        similar = synonyms.get(term, {})
+        key = ("tiers", term, tuple(sorted(similar.items())))
+        part = index.memo(key, lambda t=term, s=similar: _tier_part(index, t, s))  # type: ignore[misc]
+        if part is not None:
+            hit, best = part
+            scores[hit] += weight * best  # the same sums as adding the dense vector (zeros elsewhere)
     return scores / total
+
+
+def _tier_part(
+    index: UserIndex, term: str, similar: Mapping[str, float]
+) -> tuple[npt.NDArray[np.int64], FloatArray] | None:
+    """``(slots, best tier)`` of one query term (a neighbour's match counts half), or ``None``."""
+    best = np.zeros(index.capacity, dtype=np.float64)
+    candidates: list[tuple[str, float]] = [(term, EXACT)]
+    candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term))]
+    candidates += [(s, SYNONYM * sim) for s, sim in similar.items() if s != term]
+    for word, tier in candidates:
+        for slots, values in _presence(index, word):
+            value = tier * values
+            better = value > best[slots]
+            best[slots[better]] = value[better]
+    hit = np.flatnonzero(best)
+    if not hit.size:
+        return None
+    np.maximum(best, np.minimum(index.spread(hit, best[hit]), 0.5), out=best)
+    hit = np.flatnonzero(best)
+    return hit, best[hit]
 
 
 def _presence(index: UserIndex, word: str) -> list[tuple[npt.NDArray[np.int64], FloatArray]]:

@@ -7,28 +7,39 @@
 
 Every search first reads the user's change counter (one indexed row); when it moved, the rows that
 changed since the index was built are read and applied, so a write is visible to the next search.
+
+With a :class:`SnapshotStore`, a user's first search in a process loads the index saved by an earlier
+build (checked against the user, analyser, embedder, format and checksum; see :mod:`._snapshot`) and
+applies only the rows changed after the snapshot's revision, instead of rebuilding from every row.
+``index_cache_mb`` caps the loaded indexes: past it, the least recently searched users are dropped
+(their next search loads the snapshot again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from cachetools import TTLCache
 
 from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
+from ..text import Thesaurus, cilin_thesaurus
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
+from ._engine_snapshots import SnapshotCacheMixin, _UserState
 from ._index import IndexedMemory, UserIndex
-from ._pipeline import Pipeline, SearchHit
+from ._pipeline import Pipeline, SearchResults
 from ._query import SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
+from ._snapshot import SnapshotStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,23 +51,17 @@ class CacheTTL:
     hot_memories: float = 600.0
 
 
-@dataclass(slots=True)
-class _UserState:
-    index: UserIndex
-    revision: int = -1
-    hard_delete_revision: int = 0
-    vocabulary_revision: int = 0
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
-class HybridMemorySearch:
+class HybridMemorySearch(SnapshotCacheMixin):
     """Searches one repository's memories; keeps an in-memory index per user, synced by revision.
 
     Options are keyword-only: ``weights`` (keyword / text / time, default 0.4 / 0.4 / 0.2),
     ``half_life_days`` of the time decay, ``analyzer`` (tokens, keywords, embedding stored on write;
     it is installed on the repository), ``embedder`` for semantic mode when the analyzer has none,
     ``semantic_share`` (part of the text score given to embedding similarity in hybrid mode),
-    ``synonym_expansion`` (use ``keyword_synonyms``), ``ranker`` and ``cache_ttl``.
+    ``synonym_expansion`` (use ``keyword_synonyms`` and ``thesaurus``: the packaged
+    同义词词林 by default, ``None`` for the table alone), ``ranker`` and ``cache_ttl``; ``snapshots``
+    (where built indexes are saved and loaded from) and ``index_cache_mb`` (cap of the loaded indexes,
+    least recently used user dropped first; ``None``: no cap).
     """
 
     def __init__(
@@ -69,10 +74,13 @@ class HybridMemorySearch:
         half_life_days: float = 30.0,
         semantic_share: float = 0.0,
         synonym_expansion: bool = True,
+        thesaurus: Thesaurus | Literal["cilin"] | None = "cilin",
         ranker: SearchResultRanker | None = None,
         cache_ttl: CacheTTL | None = None,
         link_minutes: float = 30.0,
         default_mode: SearchMode = "hybrid",
+        snapshots: SnapshotStore | None = None,
+        index_cache_mb: float | None = None,
     ) -> None:
         if half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
@@ -80,7 +88,11 @@ class HybridMemorySearch:
             raise ValueError("semantic_share must be between 0 and 1")
         if default_mode not in SEARCH_MODES:
             raise ValueError(f"default_mode must be one of {', '.join(SEARCH_MODES)}")
+        if index_cache_mb is not None and not index_cache_mb > 0:
+            raise ValueError("index_cache_mb must be positive (or None for no cap)")
         self.memory = memory
+        self.snapshots = snapshots
+        self.index_cache_mb = index_cache_mb
         self.analyzer = analyzer or SearchAnalyzer(embedder=embedder)
         self.embedder: Embedder = self.analyzer.embedder or embedder or HashingEmbedder()
         # a model's vectors are stored on write and reused; the hashing default is computed from the
@@ -90,15 +102,15 @@ class HybridMemorySearch:
         self.half_life_days = half_life_days
         self.semantic_share = semantic_share
         self.synonym_expansion = synonym_expansion
+        self.thesaurus = cilin_thesaurus() if thesaurus == "cilin" else thesaurus
         self.ranker = ranker or SearchResultRanker(half_life_days=half_life_days)
         self.link_minutes = link_minutes
         self.default_mode: SearchMode = default_mode
         ttl = cache_ttl or CacheTTL()
         self._synonyms: TTLCache[tuple[int, str], dict[str, float]] = TTLCache(20_000, ttl.keyword_expansion)
-        self._recent: TTLCache[Hashable, list[SearchHit]] = TTLCache(4_096, ttl.recent_searches)
+        self._recent: TTLCache[Hashable, SearchResults] = TTLCache(4_096, ttl.recent_searches)
         self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
-        self._row_revision: dict[str, dict[uuid.UUID, int]] = {}
-        self._users: dict[str, _UserState] = {}
+        self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
 
     # -- index maintenance -------------------------------------------------------------------------
@@ -106,20 +118,34 @@ class HybridMemorySearch:
     async def refresh(self, *, user_id: str | int) -> UserIndex:
         """Bring the user's index up to date with storage (searches do this themselves)."""
         uid = _user(user_id)
-        current = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
+        current = self._state(uid)
         async with current.lock:
-            return await self._refresh_locked(uid, current)
+            index = await self._refresh_locked(uid, current)
+        self._touch(uid, current)
+        return index
+
+    def _state(self, uid: str) -> _UserState:
+        state = self._users.get(uid)
+        if state is None:
+            state = self._users[uid] = _UserState(UserIndex(link_minutes=self.link_minutes))
+        return state
 
     async def _refresh_locked(self, uid: str, current: _UserState) -> UserIndex:
         state = await self.memory.index_state(user_id=uid)
         current.vocabulary_revision = state.vocabulary_revision
+        if current.revision < 0 and not current.snapshot_tried and self.snapshots is not None:
+            current.snapshot_tried = True
+            await self._load_snapshot(uid, current, state.revision, state.hard_delete_revision)
         if current.revision == state.revision and current.hard_delete_revision == state.hard_delete_revision:
             return current.index
+        stale = 0
         for _ in range(3):
             stale = await self._apply_changes(uid, current)
             if not stale:
                 break
             await self.reanalyze(user_id=uid)
+        if not stale:
+            await self._maybe_save_snapshot(uid, current)
         return current.index
 
     async def _apply_changes(self, uid: str, user: _UserState) -> int:
@@ -127,13 +153,12 @@ class HybridMemorySearch:
         if user.revision == state.revision and user.hard_delete_revision == state.hard_delete_revision:
             return 0
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)
-        revisions = self._row_revision.setdefault(uid, {})
+        user.applied_since_snapshot += len(rows)
         stale = 0
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
             user.index.embedding_dim = dim
         for row in rows:
-            revisions[row.id] = row.revision
             if not row.is_active:
                 user.index.remove(row.id)
                 continue
@@ -152,6 +177,7 @@ class HybridMemorySearch:
                     terms=tuple(row.tokens.split()),
                     keywords=self._keyword_terms(row.keywords),
                     embedding=vector,
+                    revision=row.revision,
                 )
             )
         if state.hard_delete_revision != user.hard_delete_revision and user.revision >= 0:
@@ -161,6 +187,11 @@ class HybridMemorySearch:
         user.revision = max([state.revision, *(r.revision for r in rows)])
         user.hard_delete_revision = state.hard_delete_revision
         return stale
+
+    async def warm_up(self) -> None:
+        """Load the tokenizer's dictionaries (about a second, once per process) before the first search
+        needs them; a server calls it at start."""
+        await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
 
     def _keyword_terms(self, keywords: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
         """Stored keywords as search terms (a tag "machine learning" becomes "machin", "learn")."""
@@ -197,7 +228,6 @@ class HybridMemorySearch:
         """
         uid = _user(user_id)
         self._users.pop(uid, None)
-        self._row_revision.pop(uid, None)
         for key in [k for k in list(self._hot.keys()) if k[0] == uid]:
             self._hot.pop(key, None)
         for key in [k for k in list(self._recent.keys()) if isinstance(k, tuple) and k[0] == uid]:
@@ -222,15 +252,16 @@ class HybridMemorySearch:
         limit: int = 10,
         min_relevance_score: float = 0.0,
         now: datetime | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The user's memories that best match ``query``, best first (at most ``limit``, 1-100).
 
         ``friend_id`` restricts to that AI friend's memories plus the user's shared ones
         (``include_shared``); ``memory_types``, ``start``/``end`` (or ``time_range_days`` back from
         ``now``) filter; ``use_time_expressions`` also restricts to a time named in the query
-        ("上周", "in May 2023"). ``keywords`` are extra query keywords. Scores are 0-1 and
-        ``min_relevance_score`` drops weaker results. The arguments become a :class:`SearchQuery`
-        (see :meth:`run`).
+        ("上周", "in May 2023"). ``keywords`` filter (a memory must hold one of them; the rule is in
+        :class:`SearchQuery`) and are searched for too. Scores are 0-1 and ``min_relevance_score`` drops
+        weaker results; the result's ``expanded`` lists the query terms and synonyms searched for. The
+        arguments become a :class:`SearchQuery` (see :meth:`run`).
         """
         scope = Scope.of(user_id, friend_id, include_shared=include_shared)
         return await self.run(
@@ -242,10 +273,10 @@ class HybridMemorySearch:
             )
         )  # fmt: skip
 
-    async def run(self, query: SearchQuery) -> list[SearchHit]:
+    async def run(self, query: SearchQuery) -> SearchResults:
         """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
         uid = query.scope.user_id
-        state = self._users.setdefault(uid, _UserState(UserIndex(link_minutes=self.link_minutes)))
+        state = self._state(uid)
         # the whole search holds the user's lock: a concurrent refresh must not move slots (a freed
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
@@ -253,13 +284,17 @@ class HybridMemorySearch:
             key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key())
             cached = self._recent.get(key)
             if cached is not None:
-                return list(cached)
+                self._touch(uid, state)
+                return cached.copy()
             synonyms = await self._synonyms_for(query, index, state)
             hits = await Pipeline(self, index).run(query, synonyms)
             # a last check on every result, with the one visibility rule
-            hits = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
+            hits = SearchResults(
+                [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)], expanded=hits.expanded
+            )
+        self._touch(uid, state)
         self._recent[key] = hits
-        return list(hits)
+        return hits.copy()
 
     async def _ensure_vectors(self, index: UserIndex) -> None:
         if self._vectors_stored:
@@ -272,13 +307,15 @@ class HybridMemorySearch:
                 index.set_embedding(memory.id, vector)
 
     async def _records(self, uid: str, index: UserIndex, slots: Sequence[int]) -> dict[int, MemoryRecord]:
-        revisions = self._row_revision.get(uid, {})
         found: dict[int, MemoryRecord] = {}
         missing: dict[uuid.UUID, int] = {}
+        revisions: dict[uuid.UUID, int] = {}
         for slot in slots:
-            mid = index.memory(slot).id
+            memory = index.memory(slot)
+            mid = memory.id
             assert isinstance(mid, uuid.UUID)
-            hot = self._hot.get((uid, mid, revisions.get(mid, -1)))
+            revisions[mid] = memory.revision
+            hot = self._hot.get((uid, mid, memory.revision))
             if hot is not None:
                 found[slot] = hot
             else:
@@ -293,31 +330,32 @@ class HybridMemorySearch:
     async def _synonyms_for(
         self, query: SearchQuery, index: UserIndex, state: _UserState
     ) -> dict[str, dict[str, float]]:
-        """The query words' synonyms (``keyword_synonyms``) as search terms with their similarity."""
-        if query.mode == "semantic" or not self.synonym_expansion or state.vocabulary_revision <= 0:
+        """The query words' synonyms as search terms with their similarity: the ``keyword_synonyms``
+        table's rows, then the thesaurus's where the table has none for the pair; only words some
+        memory of the user holds (the others cannot match)."""
+        if query.mode == "semantic" or not self.synonym_expansion:
             return {}
-        terms = list(query_terms(self.analyzer.tokenizer.tokens(query.text)))
         vocab = state.vocabulary_revision
+        terms = [
+            t for t in query_terms(self.analyzer.tokenizer.tokens(query.text)) if len(t) <= 100 and t.isprintable()
+        ]
+        missing = [t for t in terms if (vocab, t) not in self._synonyms]
+        table = await self.memory.synonyms_for(missing) if missing and vocab > 0 else {}
+        for term in missing:
+            mapped: dict[str, float] = {}
+            pairs = [(s.synonym, float(s.similarity_score)) for s in table.get(term, [])]
+            given = {word for word, _ in pairs}
+            if self.thesaurus is not None:
+                pairs += [(w, sim) for w, sim in self.thesaurus.related(term).items() if w not in given]
+            for word, similarity in pairs:
+                for token in self.analyzer.tokenizer.unique_tokens(word)[:1]:
+                    mapped[token] = max(mapped.get(token, 0.0), similarity)
+            self._synonyms[(vocab, term)] = mapped
         result: dict[str, dict[str, float]] = {}
-        missing = []
         for term in terms:
-            if len(term) > 100 or not term.isprintable():
-                continue  # keyword_synonyms holds words of at most 100 characters
-            hit = self._synonyms.get((vocab, term))
-            if hit is None:
-                missing.append(term)
-            elif hit:
-                result[term] = hit
-        if missing:
-            found = await self.memory.synonyms_for(missing)
-            for term in missing:
-                mapped: dict[str, float] = {}
-                for syn in found.get(term, []):
-                    for token in self.analyzer.tokenizer.unique_tokens(syn.synonym)[:1]:
-                        mapped[token] = max(mapped.get(token, 0.0), float(syn.similarity_score))
-                self._synonyms[(vocab, term)] = mapped
-                if mapped:
-                    result[term] = mapped
+            held = {w: sim for w, sim in self._synonyms.get((vocab, term), {}).items() if index.document_frequency(w)}
+            if held:
+                result[term] = held
         return result
 
 

@@ -7,7 +7,10 @@ through the words of the turns around it (BM25F over the memory and its neighbou
 
 This module holds the write path (put/remove, posting upkeep) and the term statistics scorers read
 (vocabulary, postings, idf, tf-idf norms, embeddings). The derived per-slot arrays, neighbour links and
-filter masks come from ``_index_arrays``; slot and posting records from ``_index_postings``.
+filter masks come from ``_index_arrays``; slot and posting records from ``_index_postings``. An index
+loaded from a snapshot (``_snapshot``) holds lazy containers (``_index_lazy``) that make a slot's or a
+term's objects when first touched; per-term score parts of earlier searches are kept by :meth:`memo`
+until the next write (the same numbers, computed once).
 
 >>> from datetime import UTC, datetime
 >>> ix = UserIndex()
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -35,8 +38,13 @@ from scipy import sparse
 
 from ._index_arrays import NEIGHBOUR_WEIGHTS as NEIGHBOUR_WEIGHTS
 from ._index_arrays import SlotArraysMixin
+from ._index_lazy import LazyList, LazyMap
 from ._index_postings import FloatArray, IntArray, _inner_words, _Postings, _Slot
 from ._scoring import bm25_idf
+
+#: Bounds of :meth:`UserIndex.memo`: vectors kept, and values over all of them (16 bytes each).
+MEMO_ENTRIES, MEMO_VALUES = 256, 1_000_000
+_NO_MEMO = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +59,8 @@ class IndexedMemory:
     terms: tuple[str, ...]
     keywords: tuple[tuple[str, float], ...] = ()
     embedding: npt.NDArray[np.float32] | None = None
+    #: the row's change counter when indexed (keys the engine's record cache)
+    revision: int = -1
 
 
 class UserIndex(SlotArraysMixin):
@@ -62,17 +72,29 @@ class UserIndex(SlotArraysMixin):
     def __init__(self, *, link_minutes: float = 30.0, embedding_dim: int | None = None) -> None:
         self.link_seconds = link_minutes * 60.0
         self.embedding_dim = embedding_dim
-        self._slots: list[_Slot | None] = []
-        self._slot_of: dict[Hashable, int] = {}
+        # the containers are plain dicts and lists, or their lazy forms in an index loaded from a snapshot
+        self._slots: LazyList[_Slot | None] = LazyList()
+        self._slot_map: dict[Hashable, int] | None = {}
+        #: (number of memories, loader of the id -> slot map) of an index loaded from a snapshot
+        self._slot_map_source: tuple[int, Callable[[], dict[Hashable, int]]] | None = None
         self._free: list[int] = []
-        self._terms: dict[str, _Postings] = {}
-        self._keywords: dict[str, _Postings] = {}
-        self._sessions: dict[str, list[tuple[float, str, int]]] = {}
-        self._links: dict[str, list[tuple[int, int, float]]] = {}
+        self._terms: dict[str, _Postings] | LazyMap[str, _Postings] = {}
+        self._keywords: dict[str, _Postings] | LazyMap[str, _Postings] = {}
+        self._sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]] = {}
+        self._links: dict[str, list[tuple[int, int, float]]] | LazyMap[str, list[tuple[int, int, float]]] = {}
         self._dirty_sessions: set[str] = set()
+        self._dirty_slots: set[int] = set()
         self._vocab: list[str] | None = None
         #: inner words of long Chinese terms (电影 -> {科幻电影}), so a query word finds compounds
-        self._inner: dict[str, set[str]] = {}
+        self._inner: dict[str, set[str]] | LazyMap[str, set[str]] = {}
+        self._postings_total = 0
+        #: per-term score parts of earlier searches (:meth:`memo`), valid until the next write
+        self._memo: dict[Hashable, tuple[IntArray, FloatArray] | None] = {}
+        self._memo_size = 0
+        #: what a snapshot-loaded index came from (``_snapshot._Source``): saving again copies untouched slots
+        self._snapshot_source: object | None = None
+        #: per slot, whether a snapshot's slot carries an embedding (lets missing_embeddings skip loading)
+        self._snapshot_embedded: npt.NDArray[np.bool_] | None = None
         self._arrays: dict[str, np.ndarray] | None = None
         self._adjacency: sparse.csr_matrix | None = None
         self._neighbours: tuple[IntArray, FloatArray] | None = None
@@ -83,8 +105,19 @@ class UserIndex(SlotArraysMixin):
     # -- writes -------------------------------------------------------------------------------------
 
     @property
+    def _slot_of(self) -> dict[Hashable, int]:
+        """Memory id -> slot (made on first use in an index loaded from a snapshot)."""
+        if self._slot_map is None:
+            assert self._slot_map_source is not None
+            self._slot_map = self._slot_map_source[1]()
+            self._slot_map_source = None
+        return self._slot_map
+
+    @property
     def size(self) -> int:
         """Number of indexed memories."""
+        if self._slot_map is None and self._slot_map_source is not None:
+            return self._slot_map_source[0]
         return len(self._slot_of)
 
     def __contains__(self, memory_id: object) -> bool:
@@ -93,6 +126,15 @@ class UserIndex(SlotArraysMixin):
     def ids(self) -> set[Hashable]:
         """Ids of the indexed memories."""
         return set(self._slot_of)
+
+    def approx_bytes(self) -> int:
+        """A rough size of the index in memory (slots, postings, terms, embeddings), for cache caps."""
+        dim = self.embedding_dim or 0
+        has_vectors = self._embeddings is not None or self._snapshot_embedded is not None
+        vectors = dim * 4 * len(self._slots) if has_vectors else 0
+        terms = len(self._terms) + len(self._keywords)
+        memo = 16 * self._memo_size
+        return 2048 + 600 * len(self._slots) + 90 * self._postings_total + 160 * terms + vectors + memo
 
     def put(self, memory: IndexedMemory) -> None:
         """Add a memory or replace the indexed version of it."""
@@ -114,7 +156,8 @@ class UserIndex(SlotArraysMixin):
             self._post(self._keywords, word, slot, weight)
         session = memory.friend_id or ""
         bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
-        self._changed(session)
+        self._changed(session, slot)
+        self._set_embedding_row(slot, memory.embedding)
         self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
 
     def remove(self, memory_id: Hashable) -> None:
@@ -135,7 +178,8 @@ class UserIndex(SlotArraysMixin):
         self._free.append(slot)
         if self._norms is not None and slot < len(self._norms):
             self._norms[slot] = 0.0
-        self._changed(session)
+        self._changed(session, slot)
+        self._set_embedding_row(slot, None)
 
     def _post(self, table: dict[str, _Postings], term: str, slot: int, value: float) -> None:
         postings = table.get(term)
@@ -144,14 +188,18 @@ class UserIndex(SlotArraysMixin):
             self._vocab = None
             for inner in _inner_words(term):
                 self._inner.setdefault(inner, set()).add(term)
-        postings.by_slot[slot] = max(value, postings.by_slot.get(slot, 0.0))
+        by_slot = postings.by_slot
+        if slot not in by_slot:
+            self._postings_total += 1
+        by_slot[slot] = max(value, by_slot.get(slot, 0.0))
         postings.cached = None
 
     def _unpost(self, table: dict[str, _Postings], term: str, slot: int) -> None:
         postings = table.get(term)
         if postings is None:
             return
-        postings.by_slot.pop(slot, None)
+        if postings.by_slot.pop(slot, None) is not None:
+            self._postings_total -= 1
         postings.cached = None
         if not postings.by_slot:
             del table[term]
@@ -164,11 +212,50 @@ class UserIndex(SlotArraysMixin):
                         if not holders:
                             del self._inner[inner]
 
-    def _changed(self, session: str) -> None:
+    def _changed(self, session: str, slot: int) -> None:
         self._dirty_sessions.add(session)
-        self._arrays = None
+        self._dirty_slots.add(slot)
         self._adjacency = None
-        self._embeddings = None
+        if self._memo:
+            self._memo.clear()
+            self._memo_size = 0
+
+    def memo(
+        self, key: Hashable, compute: Callable[[], tuple[IntArray, FloatArray] | None]
+    ) -> tuple[IntArray, FloatArray] | None:
+        """``compute()`` (a sparse per-slot vector of one query term), kept until the next write.
+
+        Scorers keep here what depends only on the index and the term (a term's BM25F part, its
+        keyword tier): a term searched again costs a look-up. The arrays are read-only. At most
+        :data:`MEMO_ENTRIES` vectors and :data:`MEMO_VALUES` values are kept (oldest dropped first).
+        """
+        found = self._memo.get(key, _NO_MEMO)
+        if found is not _NO_MEMO:
+            return found  # type: ignore[return-value]
+        value = compute()
+        size = 0 if value is None else len(value[0])
+        if size > MEMO_VALUES:
+            return value
+        if value is not None:
+            for array in value:
+                array.flags.writeable = False
+        while self._memo and (len(self._memo) >= MEMO_ENTRIES or self._memo_size + size > MEMO_VALUES):
+            oldest = next(iter(self._memo))
+            dropped = self._memo.pop(oldest)
+            self._memo_size -= 0 if dropped is None else len(dropped[0])
+        self._memo[key] = value
+        self._memo_size += size
+        return value
+
+    def _set_embedding_row(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
+        """Keep a built embedding matrix in step with one slot (a grown index rebuilds it when asked)."""
+        matrix = self._embeddings
+        if matrix is None:
+            return
+        if len(matrix) < len(self._slots) or self.embedding_dim is None:
+            self._embeddings = None
+            return
+        matrix[slot] = 0.0 if vector is None else vector  # searches hold the user's lock: no reader now
 
     # -- derived structures ------------------------------------------------------------------------
 
@@ -200,7 +287,7 @@ class UserIndex(SlotArraysMixin):
     def document_frequency(self, term: str) -> int:
         """How many memories contain ``term`` in their text."""
         postings = self._terms.get(term)
-        return len(postings.by_slot) if postings else 0
+        return postings.count() if postings else 0
 
     def postings(self, term: str) -> tuple[IntArray, FloatArray] | None:
         """``(slots, term frequencies)`` of a text term, or ``None``."""
@@ -230,7 +317,7 @@ class UserIndex(SlotArraysMixin):
     def _recompute_norms(self) -> None:
         n = len(self._slots)
         norms = np.zeros(n, dtype=np.float64)
-        idf = {term: self.tfidf_idf(len(p.by_slot)) for term, p in self._terms.items()}
+        idf = {term: self.tfidf_idf(p.count()) for term, p in self._terms.items()}
         for i, entry in enumerate(self._slots):
             if entry is not None:
                 norms[i] = math.sqrt(sum(((1 + math.log(c)) * idf[t]) ** 2 for t, c in entry.tf.items()))
@@ -252,7 +339,15 @@ class UserIndex(SlotArraysMixin):
 
     def missing_embeddings(self) -> list[IndexedMemory]:
         """Indexed memories without an embedding."""
-        return [e.memory for e in self._slots if e is not None and e.memory.embedding is None]
+        known = self._snapshot_embedded
+        out = []
+        for i in range(len(self._slots)):
+            if known is not None and i < len(known) and known[i] and self._slots.pending(i):
+                continue  # a snapshot slot with an embedding, not loaded yet
+            entry = self._slots[i]
+            if entry is not None and entry.memory.embedding is None:
+                out.append(entry.memory)
+        return out
 
     def set_embedding(self, memory_id: Hashable, vector: npt.NDArray[np.float32]) -> None:
         """Attach an embedding computed after indexing (ignored for memories no longer indexed)."""

@@ -8,7 +8,7 @@ from them. They live in a mixin so the index module keeps only its write path an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -17,6 +17,7 @@ from scipy import sparse
 
 from data_layer import Scope
 
+from ._index_lazy import LazyList, LazyMap
 from ._index_postings import FloatArray, IntArray, _Slot
 
 #: Weights of the neighbours at distance 1 and 2 in a conversation.
@@ -27,10 +28,11 @@ class SlotArraysMixin:
     """Arrays, neighbour links and masks of :class:`UserIndex`, derived from its slots and sessions."""
 
     link_seconds: float
-    _slots: list[_Slot | None]
-    _sessions: dict[str, list[tuple[float, str, int]]]
-    _links: dict[str, list[tuple[int, int, float]]]
+    _slots: LazyList[_Slot | None]
+    _sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]]
+    _links: dict[str, list[tuple[int, int, float]]] | LazyMap[str, list[tuple[int, int, float]]]
     _dirty_sessions: set[str]
+    _dirty_slots: set[int]
     _arrays: dict[str, np.ndarray] | None
     _adjacency: sparse.csr_matrix | None
     _neighbours: tuple[IntArray, FloatArray] | None
@@ -41,31 +43,52 @@ class SlotArraysMixin:
         return len(self._slots)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Per-slot arrays: ``active``, ``ts``, ``length`` and ``expanded_length`` (with neighbours)."""
+        """Per-slot arrays: ``active``, ``ts``, ``length`` and ``expanded_length`` (with neighbours).
+
+        Built once, then only the slots written since are refreshed (new arrays, so a caller's copy
+        never changes under it); ``expanded_length`` is recomputed with the current links.
+        """
+        n = len(self._slots)
         if self._arrays is None:
-            n = len(self._slots)
-            active = np.zeros(n, dtype=bool)
-            ts = np.zeros(n, dtype=np.float64)
-            length = np.zeros(n, dtype=np.float64)
-            friend = np.full(n, None, dtype=object)
-            kind = np.full(n, None, dtype=object)
-            for i, entry in enumerate(self._slots):
-                if entry is not None:
-                    active[i] = True
-                    ts[i] = entry.ts
-                    length[i] = sum(entry.tf.values())
-                    friend[i] = entry.memory.friend_id
-                    kind[i] = entry.memory.memory_type
-            expanded = length + self.adjacency() @ length
             self._arrays = {
-                "active": active,
-                "ts": ts,
-                "length": length,
-                "expanded_length": expanded,
-                "friend": friend,
-                "type": kind,
+                "active": np.zeros(n, dtype=bool),
+                "ts": np.zeros(n, dtype=np.float64),
+                "length": np.zeros(n, dtype=np.float64),
+                "friend": np.full(n, None, dtype=object),
+                "type": np.full(n, None, dtype=object),
             }
+            self._fill_slots(self._arrays, range(n))
+        elif self._dirty_slots or len(self._arrays["active"]) != n:
+            grown = {}
+            for name in ("active", "ts", "length", "friend", "type"):
+                old = self._arrays[name]
+                new = np.zeros(n, dtype=old.dtype) if old.dtype != object else np.full(n, None, dtype=object)
+                new[: min(n, len(old))] = old[:n]
+                grown[name] = new
+            self._fill_slots(grown, [i for i in self._dirty_slots if i < n])
+            self._arrays = grown
+        else:
+            return self._arrays
+        self._dirty_slots.clear()
+        length = self._arrays["length"]
+        self._arrays["expanded_length"] = length + self.adjacency() @ length
         return self._arrays
+
+    def _fill_slots(self, arrays: dict[str, np.ndarray], slots: Iterable[int]) -> None:
+        for i in slots:
+            entry = self._slots[i]
+            if entry is None:
+                arrays["active"][i] = False
+                arrays["ts"][i] = 0.0
+                arrays["length"][i] = 0.0
+                arrays["friend"][i] = None
+                arrays["type"][i] = None
+            else:
+                arrays["active"][i] = True
+                arrays["ts"][i] = entry.ts
+                arrays["length"][i] = sum(entry.tf.values())
+                arrays["friend"][i] = entry.memory.friend_id
+                arrays["type"][i] = entry.memory.memory_type
 
     def adjacency(self) -> sparse.csr_matrix:
         """Symmetric slot-by-slot matrix of neighbour weights (0.5 at distance 1, 0.25 at distance 2)."""
@@ -105,7 +128,7 @@ class SlotArraysMixin:
 
     def spread(self, slots: IntArray, values: FloatArray) -> FloatArray:
         """Per slot, the weighted sum of its neighbours' ``values`` (given on ``slots``)."""
-        if len(slots) * 30 > len(self._slots):  # many slots: one sparse matrix-vector product is cheaper
+        if len(slots) * 30 > len(self._slots):  # many slots: the sparse matrix-vector product's sums
             dense = np.zeros(len(self._slots), dtype=np.float64)
             dense[slots] = values
             return np.asarray(self.adjacency() @ dense, dtype=np.float64)

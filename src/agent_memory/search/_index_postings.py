@@ -8,7 +8,7 @@ logic, so they sit apart from the index's write and scoring code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,15 +28,34 @@ class _Slot:
     ts: float
 
 
-@dataclass(slots=True)
 class _Postings:
-    by_slot: dict[int, float] = field(default_factory=dict)
-    cached: tuple[IntArray, FloatArray] | None = None
+    """Slots holding a term and their values; ``by_slot`` (the writable form) is made from the cached arrays
+    only when a write needs it, so postings loaded from a snapshot stay two numpy arrays until then."""
+
+    __slots__ = ("_by_slot", "cached")
+
+    def __init__(
+        self, by_slot: dict[int, float] | None = None, cached: tuple[IntArray, FloatArray] | None = None
+    ) -> None:
+        self._by_slot = by_slot if by_slot is not None or cached is not None else {}
+        self.cached = cached
+
+    @property
+    def by_slot(self) -> dict[int, float]:
+        if self._by_slot is None:
+            assert self.cached is not None
+            self._by_slot = dict(zip(self.cached[0].tolist(), self.cached[1].tolist(), strict=True))
+        return self._by_slot
+
+    def count(self) -> int:
+        """How many slots hold the term."""
+        return len(self._by_slot) if self._by_slot is not None else len(self.cached[0])  # type: ignore[index]
 
     def arrays(self) -> tuple[IntArray, FloatArray]:
         if self.cached is None:
-            slots = np.fromiter(self.by_slot.keys(), dtype=np.int64, count=len(self.by_slot))
-            values = np.fromiter(self.by_slot.values(), dtype=np.float64, count=len(self.by_slot))
+            by_slot = self.by_slot
+            slots = np.fromiter(by_slot.keys(), dtype=np.int64, count=len(by_slot))
+            values = np.fromiter(by_slot.values(), dtype=np.float64, count=len(by_slot))
             self.cached = (slots, values)
         return self.cached
 

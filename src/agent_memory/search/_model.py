@@ -15,7 +15,8 @@ from datetime import datetime
 
 from data_layer import AgentFusionDataLayer, InvalidInputError
 
-from ._engine import HybridMemorySearch, SearchHit, SearchMode
+from ._engine import HybridMemorySearch, SearchMode
+from ._pipeline import SearchHit
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
     candidates -> lexical -> semantic -> fuse -> feedback -> time -> threshold -> rank -> coverage
 
-- ``candidates``: slots the query may return (active, in the scope, type and time filters);
+- ``candidates``: slots the query may return (active, in the scope, type, time and keyword filters;
+  the keyword rule is in :class:`SearchQuery`);
 - ``lexical``: the keyword tiers (exact 1.0, prefix 0.8, synonym 0.7 x similarity) and the text score
   (BM25F over a memory and its conversation neighbours, averaged with the tf-idf cosine);
 - ``semantic``: embedding similarity (semantic mode, or its share of the text score in hybrid);
@@ -19,7 +20,7 @@ Every stage but ``rank`` is pure over the index; ``rank`` reads the records (cac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,8 +70,40 @@ class SearchHit:
         return self.record.summary
 
 
+class SearchResults(list[SearchHit]):
+    """The hits of one search, best first (a plain list of :class:`SearchHit` to every caller), and
+    :attr:`expanded`: the query terms the engine searched for, in query order, followed by the synonym
+    terms (``keyword_synonyms``) it also matched them with.
+
+    ``expanded`` is recorded by the pipeline while it runs, so it is what the search used (folded and
+    stemmed terms, e.g. ``('数据库', 'databas', '资料库')``), not a second analysis of the query.
+    Prefix matches are not listed (they depend on each memory's words).
+    """
+
+    __slots__ = ("expanded",)
+
+    def __init__(self, hits: Iterable[SearchHit] = (), *, expanded: Sequence[str] = ()) -> None:
+        super().__init__(hits)
+        self.expanded: tuple[str, ...] = tuple(expanded)
+
+    def copy(self) -> SearchResults:
+        """A new list of the same hits with the same ``expanded`` terms."""
+        return SearchResults(self, expanded=self.expanded)
+
+
+def expanded_terms(terms: Iterable[str], synonyms: Mapping[str, Mapping[str, float]]) -> tuple[str, ...]:
+    """Query terms, then their synonym terms (most similar first), each once."""
+    ordered = list(terms)
+    for term in list(ordered):
+        ordered += sorted(synonyms.get(term, {}), key=lambda s: (-synonyms[term][s], s))
+    return tuple(dict.fromkeys(ordered))
+
+
 class Pipeline:
-    """The stages of one search of ``engine`` over ``index`` (see the module docs)."""
+    """The stages of one search of ``engine`` over ``index`` (see the module docs).
+
+    After :meth:`run`, :attr:`expanded` holds the query terms and synonyms the search used.
+    """
 
     def __init__(self, engine: HybridMemorySearch, index: UserIndex) -> None:
         self.engine = engine
@@ -80,15 +113,22 @@ class Pipeline:
         self.text: FloatArray = zeros
         self.semantic_: FloatArray = zeros
         self.fresh: FloatArray = zeros
+        self.expanded: tuple[str, ...] = ()
 
-    async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> list[SearchHit]:
+    async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> SearchResults:
         """The hits of ``query``, best first; ``synonyms`` maps query terms to synonym terms."""
+        terms = c.query_terms(self.engine.analyzer.tokenizer.tokens(query.text))
+        self.expanded = expanded_terms(terms, synonyms if query.mode != "semantic" else {})
+        return SearchResults(await self._hits(query, terms, synonyms), expanded=self.expanded)
+
+    async def _hits(
+        self, query: SearchQuery, terms: Mapping[str, int], synonyms: Mapping[str, Mapping[str, float]]
+    ) -> list[SearchHit]:
         if self.index.size == 0:
             return []
         mask = self.candidates(query)
         if not mask.any():
             return []
-        terms = c.query_terms(self.engine.analyzer.tokenizer.tokens(query.text))
         idf = self.index.bm25_idf(terms)  # terms found in the index only
         lexical = query.mode != "semantic" and bool(terms)
         if lexical:
@@ -111,8 +151,30 @@ class Pipeline:
     # -- stages ------------------------------------------------------------------------------------
 
     def candidates(self, query: SearchQuery) -> npt.NDArray[np.bool_]:
-        """Slots the query may return."""
-        return self.index.mask(scope=query.scope, memory_types=query.memory_types, start=query.start, end=query.end)
+        """Slots the query may return: the scope, type and time filters, then the keyword filter."""
+        mask = self.index.mask(scope=query.scope, memory_types=query.memory_types, start=query.start, end=query.end)
+        if query.keywords is not None and mask.any():
+            mask &= self.holding(query.keywords)
+        return mask
+
+    def holding(self, keywords: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Slots holding at least one of ``keywords``: all of a keyword's search terms among the memory's
+        terms or its stored keywords' terms (the rule is in :class:`SearchQuery`)."""
+        tokenizer = self.engine.analyzer.tokenizer
+        held = np.zeros(self.index.capacity, dtype=bool)
+        for keyword in keywords:
+            terms = tokenizer.unique_tokens(keyword)
+            if not terms:
+                continue  # only stop words or punctuation: held by no memory
+            holds = np.ones(self.index.capacity, dtype=bool)
+            for term in terms:
+                present = np.zeros(self.index.capacity, dtype=bool)
+                for postings in (self.index.postings(term), self.index.keyword_postings(term)):
+                    if postings is not None:
+                        present[postings[0]] = True
+                holds &= present
+            held |= holds
+        return held
 
     def lexical(
         self,

@@ -4,9 +4,12 @@
 >>> q.scope.friend_id, q.mode, q.limit
 ('mentor', 'hybrid', 5)
 
-What a query means is decided here: the text searched is the query plus any extra ``keywords``;
-``time_range_days`` counts back from ``now``; a time named in the text ("上周", "in May 2023")
-narrows the range only when ``use_time_expressions`` is set.
+What a query means is decided here: the text searched is the query plus any ``keywords``, which also
+filter (see :attr:`SearchQuery.keywords`); ``time_range_days`` counts back from ``now``; a time named
+in the text ("上周", "in May 2023") narrows the range only when ``use_time_expressions`` is set.
+
+>>> SearchQuery.build("配置", scope=Scope.of("u1"), keywords=["東京", " MySQL ", "mysql"]).keywords
+('mysql', '东京')
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope
 
-from ..text import query_time_range
+from ..text import fold, query_time_range
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -29,15 +32,34 @@ MAX_QUERY_CHARS = 4_000
 MAX_LIMIT = 100
 #: The longest ``time_range_days`` (about 100 years).
 MAX_RANGE_DAYS = 36_500
+#: The most filter keywords one search takes.
+MAX_KEYWORDS = 20
 
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
-    """A validated search: what to look for, whose memories, and the filters. Build it with :meth:`build`."""
+    """A validated search: what to look for, whose memories, and the filters. Build it with :meth:`build`.
+
+    ``keywords`` is seed 000's ``keywords`` parameter ("可选的精确关键词列表，用于精确过滤", an optional list
+    of exact keywords that filters), folded (:func:`~agent_memory.text.fold`), deduplicated and sorted;
+    ``None`` when none were given. The rule, applied by the ``candidates`` stage:
+
+    - a memory is returned only when it holds **at least one** of the keywords. The seed's own example
+      passes alternatives (``keywords=["数据库", "配置", "database"]`` for a Chinese question, expecting the
+      Chinese memories), so the list is read as "any of these words", not "all of them";
+    - a memory holds a keyword when **every** search term of the keyword (folded and tokenised exactly
+      like memories are: ``"Databases"`` -> ``databas``, ``"機器 學習"`` -> ``机器``, ``学习``) is one of
+      the memory's own terms or a term of one of its stored keywords (user tags included);
+    - matching is exact: no prefix, synonym or neighbour match counts for the filter (they still score);
+    - a keyword with no search term (only stop words or punctuation, ``"的"``, ``"%"``) is held by no
+      memory, and a keyword no memory holds returns no results (not an error);
+    - the keywords are also searched for, as words added to the query text.
+    """
 
     text: str
     scope: Scope
     mode: SearchMode = "hybrid"
+    keywords: tuple[str, ...] | None = None
     memory_types: tuple[str, ...] | None = None
     start: datetime | None = None
     end: datetime | None = None
@@ -67,6 +89,7 @@ class SearchQuery:
         if not isinstance(scope, Scope):
             raise InvalidInputError("scope must be a data_layer.Scope (Scope.of(user_id, friend_id))")
         text = _query_text(query, keywords)
+        filter_words = _keywords(keywords)
         chosen = mode or default_mode
         if chosen not in SEARCH_MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {chosen!r}")
@@ -95,6 +118,7 @@ class SearchQuery:
             text=text,
             scope=scope,
             mode=chosen,  # type: ignore[arg-type]
+            keywords=filter_words,
             memory_types=_types(memory_types),
             start=lo,
             end=hi,
@@ -111,8 +135,8 @@ class SearchQuery:
     def cache_key(self) -> tuple[object, ...]:
         """The query as a cache key (the reference time to the minute, so repeats within it hit)."""
         minute = self.at.replace(second=0, microsecond=0)
-        return (self.text, self.scope, self.mode, self.memory_types, self.start, self.end, self.limit,
-                self.min_score, minute)  # fmt: skip
+        return (self.text, self.scope, self.mode, self.keywords, self.memory_types, self.start, self.end,
+                self.limit, self.min_score, minute)  # fmt: skip
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -123,6 +147,17 @@ def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:
     if not all(isinstance(t, str) for t in memory_types):
         raise InvalidInputError("memory_types must be strings")
     return tuple(sorted(set(memory_types))) or None
+
+
+def _keywords(keywords: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The filter keywords folded, stripped, deduplicated and sorted; blank ones are left out (they say
+    nothing), and an empty list means no filter. Called after :func:`_query_text` checked the types."""
+    if not keywords:
+        return None
+    words = sorted({w for w in (fold(k).strip() for k in keywords) if w})
+    if len(words) > MAX_KEYWORDS:
+        raise InvalidInputError(f"at most {MAX_KEYWORDS} keywords filter one search; give the most telling ones")
+    return tuple(words) or None
 
 
 def _query_text(query: str, keywords: Sequence[str] | None) -> str:

@@ -53,6 +53,10 @@ class AgentMemorySettings(BaseSettings):
     memory_search_text_similarity_weight: float = Field(0.4, ge=0.0, le=1.0)
     memory_search_time_decay_weight: float = Field(0.2, ge=0.0, le=1.0)
     memory_search_half_life_days: int = Field(30, ge=1, le=3650)
+    #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
+    memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
+    #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).
+    memory_search_index_snapshot_dir: str = ""
 
     # -- keyword extraction --------------------------------------------------------------------------
     memory_extraction_max_keywords: int = Field(5, ge=1, le=20)
@@ -110,6 +114,14 @@ class AgentMemorySettings(BaseSettings):
     memory_chat_show_tool_calls: bool = False
     memory_chat_show_thinking: bool = False
 
+    # -- serving: the web chat (agent-memory serve) and the MCP server over HTTP (agent-memory mcp --http) --
+    #: Address the servers bind; any address other than loopback needs ``MEMORY_SERVER_TOKEN``.
+    memory_server_host: str = "127.0.0.1"
+    #: Shared secret a client presents (``Authorization: Bearer TOKEN``); empty = loopback only.
+    memory_server_token: str = ""
+    #: The main chat model of the web chat as AutoGen component JSON; empty = the offline responder.
+    memory_chat_model_client: str = ""
+
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> AgentMemorySettings:
         total = (
@@ -128,18 +140,12 @@ class AgentMemorySettings(BaseSettings):
     def recall_model_client(self) -> Any:
         """The configured recall model client (``MEMORY_RECALL_MODEL_CLIENT``), or ``None`` for the
         offline planner."""
-        if not self.memory_recall_model_client.strip():
-            return None
-        from autogen_core.models import ChatCompletionClient
+        return _load_client("MEMORY_RECALL_MODEL_CLIENT", self.memory_recall_model_client)
 
-        try:
-            spec = json.loads(self.memory_recall_model_client)
-            return ChatCompletionClient.load_component(spec)
-        except (ValueError, TypeError) as exc:
-            raise SettingsError(
-                "MEMORY_RECALL_MODEL_CLIENT must be an AutoGen component as JSON, e.g. "
-                '{"provider": "OpenAIChatCompletionClient", "config": {"model": "gpt-4o-mini"}}: ' + str(exc)
-            ) from None
+    def chat_model_client(self) -> Any:
+        """The configured main chat model client (``MEMORY_CHAT_MODEL_CLIENT``), or ``None`` for the
+        offline responder."""
+        return _load_client("MEMORY_CHAT_MODEL_CLIENT", self.memory_chat_model_client)
 
     def recall_settings(self) -> MemoryRecallSettings:
         """The recall settings a user gets until they store their own."""
@@ -160,6 +166,21 @@ class AgentMemorySettings(BaseSettings):
     def user_defaults(self) -> UserSettings:
         """Default per-user settings (stored in ``system_settings`` once a user changes them)."""
         return UserSettings(memory=self.recall_settings(), chat=self.chat_settings())
+
+
+def _load_client(variable: str, spec_json: str) -> Any:
+    """An AutoGen model client from component JSON, or ``None`` when ``spec_json`` is blank."""
+    if not spec_json.strip():
+        return None
+    from autogen_core.models import ChatCompletionClient
+
+    try:
+        return ChatCompletionClient.load_component(json.loads(spec_json))
+    except (ValueError, TypeError) as exc:
+        raise SettingsError(
+            f"{variable} must be an AutoGen component as JSON, e.g. "
+            '{"provider": "OpenAIChatCompletionClient", "config": {"model": "gpt-4o-mini"}}: ' + str(exc)
+        ) from None
 
 
 def _allowed(field_name: str) -> str:

@@ -24,11 +24,14 @@ from ._sandbox import Limits, RunOutcome, run_python, run_shell
 from ._sensitivity import (
     RULES,
     SENSITIVE_FIELD,
+    SHARE_FIELD,
     SensitiveMemoryError,
     check_reach,
     may_reach,
+    reaches,
     record_sensitivity,
     sensitivity,
+    shared_with,
 )
 from ._tool import RUN_CODE_TOOL, RunCodeInput, RunCodeOutput, RunCodeTool
 
@@ -38,6 +41,7 @@ __all__ = [
     "RUN_CODE_TOOL",
     "SANDBOX_UID",
     "SENSITIVE_FIELD",
+    "SHARE_FIELD",
     "CodeRunFinishedEvent",
     "CodeRunOutputEvent",
     "CodeRunStartedEvent",
@@ -61,11 +65,13 @@ __all__ = [
     "may_reach",
     "parse_placeholders",
     "placeholder_keys",
+    "reaches",
     "record_sensitivity",
     "resolve",
     "run_python",
     "run_shell",
     "sensitivity",
+    "shared_with",
     "substitute",
     "to_python",
     "unisolated_error",

@@ -9,8 +9,16 @@ The one rule of this project, kept here:
   overrides the words (a "bank" server name, say).
 - A sensitive memory **reaches** a friend or a slot only when it belongs to that friend (its
   ``friend_id`` is the scope's; a shared profile item belongs to the user's own view, friend
-  ``None``), or when the caller passes an explicit permission (``allow_sensitive=True``; on the command
-  line ``--allow-sensitive``). A model never grants it: the agent's ``run_code`` tool has no such flag.
+  ``None``), when the user allowed it on write (``metadata["share_with"]``: a friend id, a list of
+  them, or ``"*"`` / ``True`` for every friend), or when the caller passes an explicit permission
+  (``allow_sensitive=True``; on the command line ``--allow-sensitive``). A model never grants it: no
+  tool a model calls has such a flag, and a model cannot set metadata it does not write.
+
+Every path that hands memories to a friend checks :func:`reaches` (the scope's visibility, then this
+rule): command slots (``CommandExecutor``), the memory tools ``search_memories`` / ``get_memory_detail``
+(``MemoryToolbox``: the recall agent's, the main agent's, the MCP server's), the recall block of the
+``MemoryContext`` and seed 001's ``recall_memory`` output. A withheld memory is left out as if it had
+not been found (a detail read says a permission is needed), never shown in part.
 
 >>> sensitivity(content="上周确诊了糖尿病，在吃药")
 'health'
@@ -32,6 +40,8 @@ Category = Literal["health", "relationships", "finances"]
 
 #: The metadata field that marks a memory on write.
 SENSITIVE_FIELD = "sensitive"
+#: The metadata field with the user's permission for a sensitive memory to reach other friends.
+SHARE_FIELD = "share_with"
 
 #: Words that make an unmarked memory sensitive, per category (Chinese words match as substrings,
 #: English ones as whole words, case-insensitively).
@@ -91,10 +101,40 @@ def record_sensitivity(record: Any) -> str | None:
     return sensitivity(content=record.content, summary=record.summary or "", metadata=record.metadata)
 
 
+def shared_with(metadata: Mapping[str, Any] | None, friend_id: str | None) -> bool:
+    """Whether the user allowed the memory with this metadata to reach ``friend_id``
+    (``metadata["share_with"]`` names it, or is ``"*"`` or ``True``). Anything else is no permission.
+
+    >>> shared_with({"share_with": ["mentor"]}, "mentor"), shared_with({"share_with": "*"}, "x")
+    (True, True)
+    >>> shared_with({"share_with": "mentor"}, "xiaozhu"), shared_with({"share_with": 1}, "1")
+    (False, False)
+    """
+    allowed = (metadata or {}).get(SHARE_FIELD)
+    if allowed is True or allowed == "*":
+        return True
+    if isinstance(allowed, str):
+        allowed = [allowed]
+    if not isinstance(allowed, list | tuple) or friend_id is None:
+        return False
+    return any(isinstance(a, str) and (a == "*" or a == friend_id) for a in allowed)
+
+
 def may_reach(record: Any, *, friend_id: str | None, allow_sensitive: bool = False) -> bool:
     """Whether a memory may reach the friend ``friend_id`` (or a slot run for it): not sensitive, its
-    own friend's, or explicitly allowed."""
-    return allow_sensitive or record.friend_id == friend_id or record_sensitivity(record) is None
+    own friend's, shared with that friend by the user, or explicitly allowed."""
+    return (
+        allow_sensitive
+        or record.friend_id == friend_id
+        or shared_with(record.metadata, friend_id)
+        or record_sensitivity(record) is None
+    )
+
+
+def reaches(scope: Any, record: Any, *, allow_sensitive: bool = False) -> bool:
+    """The check of every path that hands a memory to a friend: the scope sees it (``Scope``'s rule)
+    and :func:`may_reach` lets it through to the scope's friend."""
+    return scope.sees_record(record) and may_reach(record, friend_id=scope.friend_id, allow_sensitive=allow_sensitive)
 
 
 def check_reach(record: Any, *, friend_id: str | None, allow_sensitive: bool = False) -> None:
@@ -106,5 +146,6 @@ def check_reach(record: Any, *, friend_id: str | None, allow_sensitive: bool = F
     to = f"friend {friend_id!r}" if friend_id else "the user's own view"
     raise SensitiveMemoryError(
         f"memory {record.memory_key!r} is sensitive ({record_sensitivity(record)}) and belongs to {owner}, not "
-        f"{to}: it reaches a slot only with explicit permission (allow_sensitive=True, or --allow-sensitive)"
+        f"{to}: it reaches a slot only with explicit permission (allow_sensitive=True, or --allow-sensitive), "
+        f"or when the user shares it with that friend (metadata {SHARE_FIELD!r})"
     )

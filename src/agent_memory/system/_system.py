@@ -46,7 +46,7 @@ from ..recall import (
     RecallMemoryOutput,
     recall_memory_output,
 )
-from ..search import Embedder, FusionWeights, HybridMemorySearch, SearchAnalyzer
+from ..search import Embedder, FusionWeights, HybridMemorySearch, SearchAnalyzer, SnapshotStore, snapshot_folder
 from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
 from ..text import KeywordExtractor
@@ -88,6 +88,8 @@ class MemorySystem:
             half_life_days=float(s.memory_search_half_life_days),
             synonym_expansion=s.memory_extraction_enable_synonym_expansion,
             default_mode=s.memory_search_default_mode,
+            snapshots=_snapshot_store(s.memory_search_index_snapshot_dir, layer),
+            index_cache_mb=s.memory_search_index_cache_mb,
         )
         # every write through this layer gets keywords and search terms in its own transaction
         layer.memory.set_analyzer(self.search.analyzer)
@@ -336,3 +338,9 @@ def _make_parent(path: str) -> None:
 def explain_validation(exc: ValidationError) -> str:
     """One line per bad field: ``field: problem``."""
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors())
+
+
+def _snapshot_store(setting: str, layer: AgentFusionDataLayer) -> SnapshotStore | None:
+    """The store of saved search indexes for this database (``MEMORY_SEARCH_INDEX_SNAPSHOT_DIR``)."""
+    folder = snapshot_folder(setting, database_url=layer.url.render_as_string(hide_password=False))
+    return SnapshotStore(folder) if folder is not None else None

@@ -6,21 +6,27 @@
 """
 
 from ._keywords import MEMORY_KEYWORDS_PROMPT, KeywordExtractor, KeywordType, QueryKeyword
-from ._normalize import fold, has_cjk, is_cjk
+from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
+from ._scan import ScanBudget
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
+from ._thesaurus import Thesaurus, cilin_thesaurus
 from ._time_expressions import TimeRange, parse_time_expressions, query_time_range, zh_number
 from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
 
 __all__ = [
     "CHINESE_STOP_WORDS",
     "ENGLISH_STOP_WORDS",
+    "FOLD_VERSION",
     "MEMORY_KEYWORDS_PROMPT",
     "KeywordExtractor",
     "KeywordType",
     "QueryKeyword",
+    "ScanBudget",
+    "Thesaurus",
     "TimeRange",
     "Tokenizer",
+    "cilin_thesaurus",
     "ensure_jieba",
     "fold",
     "has_cjk",

@@ -6,13 +6,14 @@ and the offline extractor is the fallback.
 
 >>> ex = KeywordExtractor()
 >>> [k.keyword for k in ex.extract(content="用户之前配置的MySQL数据库端口是3306", summary="MySQL 数据库配置",
-...                                  memory_type="command_output")][:3]
-['mysql', '数据库', '端口']
+...                                  memory_type="command_output")][:2]
+['mysql', '数据库']
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import re
 from collections import Counter
@@ -25,6 +26,7 @@ from autogen_core.models import ChatCompletionClient, UserMessage
 
 from data_layer import KeywordInput
 
+from ._scan import KEYWORD_SCAN_CHARS, ScanBudget, scan
 from ._time_expressions import parse_time_expressions
 from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
 
@@ -60,12 +62,14 @@ TYPE_KEYWORDS: dict[str, tuple[tuple[str, float], ...]] = {
 
 #: Longest keyword stored (the data layer's limit); a longer word (a URL, a hash) is never a keyword.
 MAX_KEYWORD_CHARS = 100
-#: Characters of a memory that keyword extraction reads: the whole text up to this size, else the head
-#: and evenly spaced windows (see :func:`sample_text`). Bounds extraction of 100 KB (or 10 MB) of content
-#: to about what 12,000 characters cost, while still drawing on every part of the text.
-KEYWORD_SCAN_CHARS = 12_000
-#: Content longer than this is analysed in a worker thread, keeping the event loop free.
+#: Content longer than this is analysed in a worker thread, keeping the event loop free (extraction
+#: reads a bounded sample, ``ScanBudget``, but that sample may still cost some 20 ms).
 THREAD_CHARS = 20_000
+#: Distinct words ranked at most (the heaviest, by ``heapq``; a sort of every word of a long text is
+#: not needed for five keywords or thirty summary terms).
+MAX_CANDIDATES = 256
+#: What extraction reads of a long text by default (see ``agent_memory.text._scan``).
+DEFAULT_SCAN = ScanBudget()
 
 #: Runs of name characters; a file name or ``--flag`` lies inside one. Finding runs is linear, and each
 #: run is examined once, so the command rule is linear in the text (an open ``[\w.-]*`` followed by
@@ -92,7 +96,8 @@ _ACTION_HINTS = (
 
 def sample_text(text: str, budget: int = KEYWORD_SCAN_CHARS) -> str:
     """``text`` when it fits ``budget`` characters; else its first half-budget and four evenly spaced
-    windows of an eighth each, joined by newlines (what keyword extraction reads of a long text)."""
+    windows of an eighth each, joined by newlines (what the command rule reads of a long text; its
+    regular expressions are linear and cheap, unlike the tokenizer, which reads ``ScanBudget`` windows)."""
     if len(text) <= budget:
         return text
     head = budget // 2
@@ -153,7 +158,8 @@ class KeywordExtractor:
 
     ``max_keywords`` and ``min_weight`` come from the ``MEMORY_EXTRACTION_*`` settings;
     ``model_client`` (any AutoGen ``ChatCompletionClient``) switches :meth:`extract_keywords` to the
-    seed's LLM prompt.
+    seed's LLM prompt. ``scan`` bounds what is read of a long text (a memory of at most 2 KB is read
+    whole); ``scan=None`` reads everything, whatever it costs (for comparisons).
     """
 
     def __init__(
@@ -163,6 +169,7 @@ class KeywordExtractor:
         min_weight: float = 0.3,
         model_client: ChatCompletionClient | None = None,
         tokenizer: Tokenizer | None = None,
+        scan: ScanBudget | None = DEFAULT_SCAN,
     ) -> None:
         if not 1 <= max_keywords <= 20:
             raise ValueError("max_keywords must be between 1 and 20")
@@ -172,25 +179,29 @@ class KeywordExtractor:
         self.min_weight = min_weight
         self.model_client = model_client
         self._tokenizer = tokenizer or Tokenizer(stem=False, search_mode=False)
+        self.scan = scan
 
     @property
     def name(self) -> str:
         """Identifies the offline extraction (stored with analyses)."""
-        return f"tfidf-{self.max_keywords}-{self.min_weight:g}-v2"
+        return f"tfidf-{self.max_keywords}-{self.min_weight:g}-v3"
 
     # -- offline -----------------------------------------------------------------------------------
 
     def weighted_terms(self, text: str, *, boost: str = "") -> list[tuple[str, float]]:
-        """TF-IDF of the words of ``text`` (``boost`` text counts twice), heaviest first, max weight 1.
+        """TF-IDF of the words of ``text`` (``boost`` text counts twice), heaviest first, max weight 1,
+        at most ``MAX_CANDIDATES`` words.
 
-        Long texts are sampled (:func:`sample_text`); words longer than a keyword may be are left out.
+        Long texts are sampled (``self.scan``; each of ``text`` and ``boost`` within its budget); words
+        longer than a keyword may be are left out.
         """
         idf, median = _idf_table()
         counts: Counter[str] = Counter()
-        for word in self._tokenizer.tokens(sample_text(text)):
-            counts[word] += 1
-        for word in self._tokenizer.tokens(sample_text(boost)):
-            counts[word] += 2
+        for _, tokens in scan(text, self._tokenizer.tokens, budget=self.scan, dictionary=idf):
+            counts.update(tokens)
+        for _, tokens in scan(boost, self._tokenizer.tokens, budget=self.scan, dictionary=idf):
+            counts.update(tokens)
+            counts.update(tokens)
         scored: dict[str, float] = {}
         for word, tf in counts.items():
             if len(word) < 2 or (word.isdigit() and len(word) < 3) or len(word) > MAX_KEYWORD_CHARS:
@@ -200,8 +211,14 @@ class KeywordExtractor:
         if not scored:
             return []
         top = max(scored.values())
-        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = heapq.nsmallest(MAX_CANDIDATES, scored.items(), key=lambda kv: (-kv[1], kv[0]))
         return [(w, round(s / top, 4)) for w, s in ranked]
+
+    def analysed_windows(self, text: str) -> list[str]:
+        """The pieces of ``text`` that :meth:`weighted_terms` reads (all of it when short or when
+        ``scan`` is ``None``; else the bounded sample)."""
+        idf, _ = _idf_table()
+        return [window for window, _ in scan(text, self._tokenizer.tokens, budget=self.scan, dictionary=idf)]
 
     def extract(self, *, content: str, summary: str = "", memory_type: str | None = None) -> list[KeywordInput]:
         """Keywords of a memory, offline: TF-IDF (summary words count more), then type rules."""
@@ -223,9 +240,17 @@ class KeywordExtractor:
 
     def _fallback(self, content: str, summary: str, memory_type: str | None) -> list[KeywordInput]:
         """Every memory gets a keyword, even one of stop words or symbols only: its first words as they
-        stand (folded), else its type."""
-        text = sample_text(f"{summary} {content}")
-        words = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0).unique_tokens(text)
+        stand (folded), else its type. Reads the sampled windows until it has two words."""
+        idf, _ = _idf_table()
+        plain = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0)
+        words: list[str] = []
+        for text in (summary, content):
+            for _, tokens in scan(text, plain.tokens, budget=self.scan, dictionary=idf):
+                words.extend(w for w in dict.fromkeys(tokens) if w not in words)
+                if len(words) >= 2:
+                    break
+            if len(words) >= 2:
+                break
         if words:
             return [KeywordInput(w[:MAX_KEYWORD_CHARS], 0.3, "system") for w in words[:2]]
         return [KeywordInput((memory_type or "general")[:MAX_KEYWORD_CHARS], 0.3, "system")]

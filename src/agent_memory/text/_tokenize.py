@@ -1,7 +1,12 @@
-"""Tokenisation for search: jieba (search mode) for Chinese, stemmed words for English.
+"""Tokenisation for search: jieba for Chinese, stemmed words for English, on folded text.
 
 >>> Tokenizer().tokens("我之前的ＭｙＳＱＬ数据库配置 was painted")
-['mysql', '数据', '据库', '数据库', '配置', 'paint']
+['之前', 'mysql', '数据库', '配置', 'paint']
+>>> Tokenizer().tokens("東京的Café") == Tokenizer().tokens("东京的cafe")
+True
+
+Folding (:func:`~agent_memory.text.fold`: full/half width, traditional -> simplified Chinese, case,
+accents) runs first, in this one place, for memories and queries alike.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import jieba
 import Stemmer
 
 from . import _stopwords
-from ._normalize import fold
+from ._normalize import FOLD_VERSION, fold
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: A run of Chinese (or Japanese kana) characters, or a run of letters and digits.
 _RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
+#: The letter runs and digit runs inside a word that mixes them ("abc123" -> "abc", "123").
+_PARTS = re.compile(r"\d+|[^\W\d_]+")
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -43,10 +50,12 @@ def ensure_jieba() -> None:
 class Tokenizer:
     """Turns text into search terms; the same pipeline runs on memories and on queries.
 
-    Steps: NFKC folding and lower-casing (full-width -> half-width), split into Chinese runs and
-    letter/digit runs, jieba search-mode segmentation of Chinese runs, English Snowball stemming,
-    stop words of both languages dropped. ``name`` changes whenever the output would, so stored
-    tokens made by an older pipeline are recomputed.
+    Steps: folding (:func:`~agent_memory.text.fold`: full/half width, traditional -> simplified
+    Chinese, case, accents), split into Chinese runs and letter/digit runs, jieba segmentation of
+    Chinese runs, English Snowball stemming, stop words of both languages dropped. ``name`` changes
+    whenever the output would (it includes the folding rule's version), so stored tokens made by an
+    older pipeline are recomputed. :meth:`index_tokens` (the stored side) also keeps the letter and
+    digit parts of a word that mixes them.
     """
 
     stem: bool = True
@@ -64,11 +73,23 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-v3"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v6"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
         return list(_tokens(text, self.stem, self.stop_words, self.search_mode, self.single_char_min_idf))
+
+    def index_tokens(self, text: str) -> list[str]:
+        """The terms stored for a memory: :meth:`tokens`, each word that mixes letters and digits
+        followed by its letter and digit parts of two or more characters.
+
+        >>> Tokenizer().index_tokens("型号ＡＢＣ１２３")
+        ['型号', 'abc123', 'abc', '123']
+
+        So a query for a shorter part ("ABC", too short for the prefix tier) finds the memory. Only the
+        stored side gets the parts: a query "abc123" looks for that word, not for every "123".
+        """
+        return list(_tokens(text, self.stem, self.stop_words, self.search_mode, self.single_char_min_idf, parts=True))
 
     def unique_tokens(self, text: str) -> list[str]:
         """Distinct search terms of ``text`` in first-seen order."""
@@ -114,7 +135,8 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
             words = jieba.cut_for_search(run) if search_mode else jieba.cut(run, HMM=True)
             for word in words:
                 if word.strip():
-                    out.extend((w, True) for w in _without_particle(word))
+                    for part in _without_particle(word):
+                        out.extend((w, True) for w in _decompose(part, search_mode))
         else:
             out.append((run, False))
     return tuple(out)
@@ -132,8 +154,48 @@ def _without_particle(word: str) -> tuple[str, ...]:
     return (word,)
 
 
+#: A dictionary word used less often than this (jieba's corpus counts) is a rare compound: its frequent
+#: inner words are indexed too, so 部手机 (33) also gives 手机 (4,789) and 科幻电影 (3) gives 科幻, 电影.
+RARE_WORD_FREQ = 100
+#: An inner word counts only when it is this many times more frequent than the compound: then the
+#: compound is a specialisation of it (部手机 33 / 手机 4,789), not a word of its own that merely
+#: contains it (马拉松 80 / 马拉 116).
+INNER_WORD_RATIO = 10
+#: Pronouns and demonstratives jieba's HMM glues to the next character into words it does not know (我用).
+_GLUE_HEADS = frozenset("我你他她它咱您这那每某")
+
+
+def _decompose(word: str, search_mode: bool) -> tuple[str, ...]:
+    """``word`` and, for a rare or unknown compound, its frequent inner dictionary words.
+
+    Precise segmentation keeps whole words (search mode's inner words of common words such as
+    数据库 -> 据库 add noise), but jieba also joins a measure word or pronoun to a noun (这部手机 ->
+    这/部手机, 我用的 -> 我用/的) and keeps rare compounds whole (科幻电影): without their parts a
+    memory about 手机 or 电影 is never found by those words. An unknown two-character word that starts
+    with a pronoun is split into its characters (the single-character filter then drops them).
+    """
+    if search_mode or len(word) < 2:
+        return (word,)
+    freq = jieba.dt.FREQ
+    count = freq.get(word, 0)
+    if len(word) == 2:
+        return tuple(word) if not count and word[0] in _GLUE_HEADS else (word,)
+    if count >= RARE_WORD_FREQ:
+        return (word,)
+    floor = max(RARE_WORD_FREQ, INNER_WORD_RATIO * count)  # 马拉松 (80) is not 马拉 (116) + 松
+    inner = [
+        word[i : i + n]
+        for n in range(len(word) - 1, 1, -1)
+        for i in range(len(word) - n + 1)
+        if freq.get(word[i : i + n], 0) >= floor
+    ]
+    return (word, *dict.fromkeys(inner))
+
+
 @lru_cache(maxsize=32_768)
-def _tokens(text: str, stem: bool, stop_words: bool, search_mode: bool, single_min_idf: float) -> tuple[str, ...]:
+def _tokens(
+    text: str, stem: bool, stop_words: bool, search_mode: bool, single_min_idf: float, parts: bool = False
+) -> tuple[str, ...]:
     idf = _char_idf()
     out: list[str] = []
     stemmer = _stemmer() if stem else None
@@ -144,6 +206,13 @@ def _tokens(text: str, stem: bool, stop_words: bool, search_mode: bool, single_m
             if len(word) == 1 and idf.get(word, 0.0) < single_min_idf:
                 continue
             out.append(word)
-        elif not (stop_words and word in _stopwords.ENGLISH):
+            continue
+        if not (stop_words and word in _stopwords.ENGLISH):
             out.append(stemmer.stemWord(word) if stemmer is not None else word)
+        if parts and not word.isdigit() and not word.isalpha():
+            pieces = _PARTS.findall(word)
+            if len(pieces) > 1:
+                for piece in pieces:
+                    if len(piece) >= 2 and not (stop_words and piece in _stopwords.ENGLISH):
+                        out.append(stemmer.stemWord(piece) if stemmer is not None and not piece.isdigit() else piece)
     return tuple(out)

@@ -7,6 +7,7 @@ and what the searches found is kept.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +32,10 @@ def _first_clause(text: str) -> str:
     return text
 
 
+#: Built schemas by (tool name, compact): they depend on the tool's models only.
+_SCHEMAS: dict[tuple[str, bool], ToolSchema] = {}
+
+
 class ScopedTool(BaseTool[BaseModel, BaseModel]):
     """A toolbox method as an AutoGen tool; bad arguments come back as the output model, not an error.
 
@@ -49,6 +54,15 @@ class ScopedTool(BaseTool[BaseModel, BaseModel]):
 
     @property
     def schema(self) -> ToolSchema:
+        """The tool's schema, built once per tool name and form (AutoGen asks for it on every model
+        call, and building it from the pydantic models was a fifth of a chat turn's CPU)."""
+        key = (self._spec.name, self._compact)
+        cached = _SCHEMAS.get(key)
+        if cached is None:
+            cached = _SCHEMAS[key] = self._build_schema()
+        return copy.deepcopy(cached)  # the caller may change its copy
+
+    def _build_schema(self) -> ToolSchema:
         full = super().schema
         if not self._compact:
             return full

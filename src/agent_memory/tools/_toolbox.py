@@ -25,6 +25,7 @@ from autogen_core.tools import BaseTool
 from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
+from ..slots._sensitivity import reaches
 from ..text import KeywordExtractor
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
@@ -105,7 +106,9 @@ class MemoryToolbox:
     ``ledger`` (shared by the iterations of one recall) records every search, detail read, window
     expansion and the handoff as typed values. ``limits`` caps results and consecutive searches and
     gives each search round its time limit. ``now`` fixes the reference time of the time decay
-    (benchmarks replaying old conversations; default: the current time).
+    (benchmarks replaying old conversations; default: the current time). Sensitive memories of
+    another friend (seed 000 section 7.4, ``agent_memory.slots._sensitivity``) are left out of the
+    results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class MemoryToolbox:
         max_iterations: int = 3,
         window_size: int = 5,
         now: datetime | None = None,
+        allow_sensitive: bool = False,
     ) -> None:
         if not isinstance(scope, Scope):
             raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
@@ -135,6 +139,7 @@ class MemoryToolbox:
         self.max_iterations = max_iterations
         self.window_size = window_size
         self.consecutive_searches = 0
+        self.allow_sensitive = allow_sensitive
 
     @property
     def handoff_input(self) -> HandoffInput | None:
@@ -150,7 +155,12 @@ class MemoryToolbox:
     # -- the tools -----------------------------------------------------------------------------------
 
     async def search_memories(self, data: SearchMemoriesInput) -> SearchMemoriesOutput:
-        """Search the scope's memories (at most 10 results, at most 3 searches in a row)."""
+        """Search the scope's memories (at most 10 results, at most 3 searches in a row).
+
+        ``keywords`` filter: only memories holding at least one of them (folded, exact) are returned
+        (the rule is in :class:`~agent_memory.search.SearchQuery`). ``search_query_expanded`` is the
+        engine's own list of the terms it searched for, synonyms from ``keyword_synonyms`` included.
+        """
         limit = self.limits.max_consecutive_searches
         if self.consecutive_searches >= limit:
             return SearchMemoriesOutput(
@@ -181,7 +191,6 @@ class MemoryToolbox:
                 min_relevance_score=self._min_score(data),
                 now=self._now,
             )
-            expanded = [k.keyword for k in self.extractor.query_keywords(query.text)]
             hits = await asyncio.wait_for(self._search.run(query), timeout=timeout)
         except TimeoutError:
             out = SearchMemoriesOutput(
@@ -206,15 +215,22 @@ class MemoryToolbox:
                 keywords=list(h.keywords),
             )
             for h in hits
+            if reaches(self.scope, h.record, allow_sensitive=self.allow_sensitive)
         ]
         message = None
-        if not results:
+        if not results and query.keywords is not None:
+            message = (
+                f"没有找到包含 keywords {list(query.keywords)} 中任一词且足够相关的记忆。"
+                "keywords 是精确过滤：可以去掉 keywords、换关键词或降低 min_relevance_score 再试"
+            )
+        elif not results:
             message = "没有找到足够相关的记忆。可以换关键词、降低 min_relevance_score 或改用 semantic 模式再试"
         out = SearchMemoriesOutput(
             success=True,
             total_found=len(results),
             results=results,
-            search_query_expanded=", ".join(expanded) or None,
+            # what the engine searched for (folded query terms and keyword_synonyms), not a re-analysis
+            search_query_expanded=", ".join(hits.expanded) or None,
             message=message,
         )
         return self._record(number, data, out, started)
@@ -238,8 +254,8 @@ class MemoryToolbox:
         try:
             memory = self._search.memory
             record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False)
-            if record is not None and self.scope.sees_record(record):
-                # visible: read again, counting the access (hidden memories are not touched)
+            if record is not None and reaches(self.scope, record, allow_sensitive=self.allow_sensitive):
+                # visible: read again, counting the access (hidden and withheld memories are not touched)
                 record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid)
         except Exception as exc:
             logger.warning("get_memory_detail failed", exc_info=True)
@@ -247,6 +263,11 @@ class MemoryToolbox:
         if record is None or not self.scope.sees_record(record):
             return GetMemoryDetailOutput(
                 success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
+            )
+        if not reaches(self.scope, record, allow_sensitive=self.allow_sensitive):
+            return GetMemoryDetailOutput(
+                success=False,
+                message=f"记忆 {data.memory_key} 是敏感记忆，需要用户额外授权才能读取。不要再请求它，在 handoff 中说明",
             )
         self.ledger.details.append(record.memory_key)
         return GetMemoryDetailOutput(

@@ -1,0 +1,62 @@
+"""Figures of this set by split: all queries, dev (id ends in an even number), test (odd).
+
+Run from the repository root (one sqlite run, about 10 s)::
+
+    .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.0]
+
+It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,
+in-run BM25 baseline, metrics) and adds what that command does not report for this set: recall@3, the
+dev/test split, and the expected recall of a random ranking of the docs the query's friend may see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+from pathlib import Path
+
+from agent_memory.bench import bm25_baseline, load_dataset, run_engine, temporary_sqlite
+from agent_memory.bench._retrieval import metrics
+
+KS = (3, 5, 10)
+KEEP = ("recall@3", "recall@5", "recall@10", "ndcg@10", "mrr")
+SPLITS = {"all": lambda n: True, "dev": lambda n: n % 2 == 0, "test": lambda n: n % 2 == 1}
+
+
+def _number(query_id: str) -> int:
+    return int(re.search(r"(\d+)$", query_id).group(1))  # type: ignore[union-attr]
+
+
+async def main(mode: str, share: float) -> None:
+    ds = load_dataset("generic", Path(__file__).parent)
+    base = bm25_baseline(ds, 10)
+    async with temporary_sqlite() as url:
+        run = await run_engine(ds, url, mode=mode, depth=10, semantic_share=share)  # type: ignore[arg-type]
+    out: dict[str, object] = {"mode": mode, "semantic_share": share, "documents": len(ds.docs)}
+    out["queries_without_hits"] = sum(not r for r in run.ranked)
+    for name, pick in SPLITS.items():
+        idx = [i for i, q in enumerate(ds.queries) if pick(_number(q.id))]
+        qs = [ds.queries[i] for i in idx]
+        ours = metrics([run.ranked[i] for i in idx], qs, KS)
+        bm25 = metrics([base[i] for i in idx], qs, KS)
+        rand = {}
+        for k in KS:
+            seen = [sum(d.user_id == q.user_id and d.friend_id == q.friend_id for d in ds.docs) for q in qs]
+            rand[f"recall@{k}"] = round(sum(min(k, n) / n for n in seen) / len(seen), 4)
+        out[name] = {
+            "queries": len(qs),
+            **{k: ours[k] for k in KEEP},
+            "bm25": {k: bm25[k] for k in KEEP},
+            "random_in_friend_scope": rand,
+        }
+    print(json.dumps(out, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="hybrid", choices=("hybrid", "keyword", "semantic"))
+    parser.add_argument("--semantic-share", type=float, default=0.0)
+    args = parser.parse_args()
+    asyncio.run(main(args.mode, args.semantic_share))

@@ -1,0 +1,213 @@
+"""``agent-memory bench serve``: concurrent chat streams against the web chat over loopback.
+
+The real ``agent-memory serve`` runs as a subprocess on a new database with the offline responder
+(no model), on a free loopback port. Each of N streams is one user with one AI friend: it signs in,
+tells the friend a few things and archives them (so recall has event gists to find), then runs its
+timed turns. A turn is one ``POST /api/friends/{id}/chat`` read to its ``done`` event: recall,
+the AutoGen agent, the streamed reply and both messages stored. Bounded in count (streams, turns)
+and time (no turn starts after ``max_seconds``). ``think_ms`` is a user's pause between turns
+(reading, typing); 0 sends the next turn at once (closed loop, the worst case).
+
+>>> figures = await bench_serve(streams=50, turns=4)  # doctest: +SKIP
+>>> figures.turn_p95_ms  # doctest: +SKIP
+212.4
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._retrieval import percentile
+
+#: What the streams tell their friend before the timed turns (archived into event gists).
+WARM_UP = ("我下周二要去北京出差，有点紧张", "最近在准备项目汇报，压力很大", "我喜欢科幻电影，周末想放松一下")
+#: What the timed turns ask (recall finds the warm-up's gists).
+QUESTIONS = ("北京出差的事你还记得吗", "汇报压力大怎么办", "推荐个电影吧", "周末做点什么好")
+MAX_STREAMS = 200
+MAX_TURNS = 100
+
+
+@dataclass
+class ServeFigures:
+    """What ``bench serve`` measured (times in milliseconds)."""
+
+    backend: str
+    streams: int
+    turns_per_stream: int
+    think_ms: int
+    turns: int
+    errors: int
+    elapsed_s: float
+    turns_per_s: float
+    turn_p50_ms: float
+    turn_p95_ms: float
+    turn_max_ms: float
+    first_token_p50_ms: float
+    first_token_p95_ms: float
+    recall_before_reply: bool
+    error_samples: list[str] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _start_server(database_url: str, port: int) -> asyncio.subprocess.Process:
+    import httpx
+
+    env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_CHAT_MODEL_CLIENT": ""}
+    code = "from agent_memory.cli import main; main()"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        "serve",
+        "--db",
+        database_url,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    async with httpx.AsyncClient() as client:
+        while time.monotonic() < deadline:
+            if proc.returncode is not None:
+                err = (await proc.stderr.read()).decode(errors="replace") if proc.stderr else ""
+                raise RuntimeError(f"agent-memory serve exited: {err.strip()[:500]}")
+            try:
+                if (await client.get(f"http://127.0.0.1:{port}/healthz", timeout=2)).status_code == 200:
+                    return proc
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError("agent-memory serve did not answer within 60 s")
+
+
+async def _turn(client: Any, friend: str, text: str) -> tuple[float, float, bool]:
+    """One chat turn: (total ms, first token ms, whether the recall card came before the reply)."""
+    started = time.perf_counter()
+    first = 0.0
+    card_at = token_at = -1
+    index = 0
+    async with client.stream("POST", f"/api/friends/{friend}/chat", json={"message": text}) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}: {(await response.aread()).decode()[:200]}")
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            index += 1
+            if event["type"] == "tool_call" and card_at < 0:
+                card_at = index
+            elif event["type"] == "token" and token_at < 0:
+                token_at = index
+                first = (time.perf_counter() - started) * 1000
+            elif event["type"] == "error":
+                raise RuntimeError(event["message"])
+            elif event["type"] == "done":
+                break
+    return (time.perf_counter() - started) * 1000, first, 0 <= card_at < token_at
+
+
+async def _stream(
+    base: str, n: int, turns: int, think_s: float, ready: asyncio.Barrier, deadline: list[float], out: dict[str, Any]
+) -> None:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        try:
+            (await client.post("/api/session", json={"name": f"bench-user-{n}"})).raise_for_status()
+            friend = (await client.post("/api/friends", json={"name": f"朋友{n}"})).json()["id"]
+            settings = {"chat": {"show_tool_calls": True}}
+            (await client.put("/api/settings", json=settings)).raise_for_status()
+            for text in WARM_UP:
+                await _turn(client, friend, text)
+            (await client.post(f"/api/friends/{friend}/archive", json={})).raise_for_status()
+        except Exception as exc:
+            out["errors"].append(f"set-up: {type(exc).__name__}: {exc}"[:200])
+            await ready.wait()
+            return
+        await ready.wait()
+        if think_s:
+            await asyncio.sleep(think_s * (n / max(1, out["streams"])))  # users do not all type at once
+        for i in range(turns):
+            if time.monotonic() > deadline[0]:
+                break
+            if i and think_s:
+                await asyncio.sleep(think_s)
+            try:
+                total, first, ordered = await _turn(client, friend, QUESTIONS[(n + i) % len(QUESTIONS)])
+            except Exception as exc:
+                out["errors"].append(f"{type(exc).__name__}: {exc}"[:200])
+                continue
+            out["totals"].append(total)
+            out["firsts"].append(first)
+            out["ordered"].append(ordered)
+
+
+async def bench_serve(
+    *, streams: int = 50, turns: int = 4, think_ms: int = 0, max_seconds: float = 120.0
+) -> ServeFigures:
+    """Run ``streams`` concurrent chats of ``turns`` timed turns each on a new SQLite file."""
+    if not 1 <= streams <= MAX_STREAMS:
+        raise ValueError(f"streams must be 1-{MAX_STREAMS}")
+    if not 1 <= turns <= MAX_TURNS:
+        raise ValueError(f"turns must be 1-{MAX_TURNS}")
+    if not 0 <= think_ms <= 60_000:
+        raise ValueError("think_ms must be 0-60000")
+    with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
+        url = f"sqlite+aiosqlite:///{Path(folder) / 'serve.db'}"
+        port = _free_port()
+        proc = await _start_server(url, port)
+        try:
+            out: dict[str, Any] = {"totals": [], "firsts": [], "ordered": [], "errors": [], "streams": streams}
+            ready = asyncio.Barrier(streams + 1)
+            deadline = [float("inf")]
+            tasks = [
+                asyncio.create_task(
+                    _stream(f"http://127.0.0.1:{port}", n, turns, think_ms / 1000, ready, deadline, out)
+                )
+                for n in range(streams)
+            ]
+            await ready.wait()  # every stream set up: the timed part starts together
+            started = time.perf_counter()
+            deadline[0] = time.monotonic() + max_seconds
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            elapsed = time.perf_counter() - started
+            out["errors"] += [f"{type(r).__name__}: {r}"[:200] for r in results if isinstance(r, BaseException)]
+        finally:
+            proc.terminate()
+            await proc.wait()
+    totals, firsts = out["totals"], out["firsts"]
+    return ServeFigures(
+        backend="sqlite",
+        streams=streams,
+        turns_per_stream=turns,
+        think_ms=think_ms,
+        turns=len(totals),
+        errors=len(out["errors"]),
+        elapsed_s=round(elapsed, 3),
+        turns_per_s=round(len(totals) / elapsed, 2) if elapsed > 0 else 0.0,
+        turn_p50_ms=round(percentile(totals, 50), 1) if totals else 0.0,
+        turn_p95_ms=round(percentile(totals, 95), 1) if totals else 0.0,
+        turn_max_ms=round(max(totals), 1) if totals else 0.0,
+        first_token_p50_ms=round(percentile(firsts, 50), 1) if firsts else 0.0,
+        first_token_p95_ms=round(percentile(firsts, 95), 1) if firsts else 0.0,
+        recall_before_reply=bool(out["ordered"]) and all(out["ordered"]),
+        error_samples=out["errors"][:5],
+    )

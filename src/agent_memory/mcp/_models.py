@@ -1,0 +1,172 @@
+"""Argument and result models of the MCP tools: precise JSON schemas, unknown keys refused.
+
+The seed models are reused where the seeds define a tool (seed 001's ``recall_memory``, seed 000's
+``search_memories`` / ``get_memory_detail``, seed 003's evidence tools); the MCP versions forbid
+unknown keys (a ``user_id`` a client sends must be refused, not ignored: the server's configuration
+binds the user) and add an optional ``friend_id`` that narrows a read to what one AI friend may see.
+``add_memory`` and ``list_memories`` have their own models, shaped like the data layer's arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from data_layer import MAX_CONTENT_BYTES, MemoryType
+
+from ..evidence import LexicalSearchInput, MessagesListInput, NeighborsInput, SemanticSearchInput
+from ..search import MAX_QUERY_CHARS
+from ..tools import GetMemoryDetailInput, SearchMemoriesInput
+
+#: Seed 000 section 6.2: a memory holds at most 100 KB (UTF-8); a longer content is refused (not cut) here.
+MAX_CONTENT_CHARS = MAX_CONTENT_BYTES
+MAX_SUMMARY_CHARS = 2000
+MAX_KEY_CHARS = 255
+MAX_ID_CHARS = 128
+MAX_PAGE = 100
+MAX_TAGS = 20
+#: The metadata of one memory, as JSON, at most this many characters.
+MAX_METADATA_CHARS = 16 * 1024
+
+MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]  # type: ignore[valid-type]
+IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+#: An AI friend's id: a string or an integer (seed 001 uses integers; ``7`` and ``"7"`` are one friend).
+FriendId = IdText | int
+KeyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+_FRIEND_VIEW = (
+    "Optional AI friend id: read only what this friend may see (its own memories or messages plus the "
+    "shared ones, e.g. profiles). Omit it to read all of the user's data."
+)
+
+
+class _Forbid(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchMemoriesArgs(SearchMemoriesInput):
+    """search_memories 输入 (seed 000) with an optional friend view."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="搜索查询，可以是自然语言描述或关键词。例如：'用户之前配置的数据库参数'",
+    )
+    keywords: list[Tag] | None = Field(
+        default=None,
+        max_length=MAX_TAGS,
+        description="可选的精确关键词列表，用于精确过滤。例如：['database', 'config']",
+    )
+    memory_types: list[MemoryTypeName] | None = Field(
+        default=None, min_length=1, description="按记忆类型过滤，如 ['user_preference', 'command_output', 'general']"
+    )
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class GetMemoryDetailArgs(GetMemoryDetailInput):
+    """get_memory_detail 输入 (seed 000) with an optional friend view."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_key: KeyText = Field(..., description="记忆的唯一标识符（从 search_memories 结果中获取）")
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class AddMemoryArgs(_Forbid):
+    """add_memory: store one memory of the user."""
+
+    content: str = Field(
+        ..., min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory's text (at most 100 KB as UTF-8)"
+    )
+    memory_type: MemoryTypeName = Field(
+        "general",
+        description="profile: about the user, shared by every AI friend; event: something that happened in one "
+        "friend's conversation (needs friend_id); user_preference, command_output, general, ...",
+    )
+    friend_id: FriendId | None = Field(
+        None, description="The AI friend the memory belongs to (required for an event); omit: shared by all friends"
+    )
+    memory_key: KeyText | None = Field(
+        None, description="Unique key of letters, digits, '_' and '-'; omitted: the server makes one"
+    )
+    summary: str | None = Field(
+        None, min_length=1, max_length=MAX_SUMMARY_CHARS, description="One-line summary (default: the first sentence)"
+    )
+    metadata: dict[str, Any] | None = Field(
+        None, description='JSON object kept with the memory, e.g. {"topic": "职业"} for a profile item'
+    )
+    keywords: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Keyword tags searches match exactly")
+    replace: bool = Field(False, description="Replace the user's memory of this memory_key if it exists")
+
+
+class AddMemoryResult(BaseModel):
+    """What add_memory stored."""
+
+    memory_key: str
+    memory_type: str
+    friend_id: str | None = Field(None, description="null: shared by every AI friend")
+    summary: str
+    created_at: str
+    created: bool = Field(..., description="true: a new memory; false: an existing one was replaced")
+
+
+class ListMemoriesArgs(_Forbid):
+    """list_memories: the user's memories, newest first, a page at a time."""
+
+    memory_types: list[MemoryTypeName] | None = Field(None, min_length=1, description="Only these memory types")
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+    include_shared: bool = Field(
+        True, description="With friend_id: also the shared memories (profiles); false: only that friend's own"
+    )
+    limit: int = Field(20, ge=1, le=MAX_PAGE, description=f"Memories per page, 1-{MAX_PAGE}")
+    cursor: str | None = Field(
+        None, min_length=1, max_length=1000, description="next_cursor of the previous page; omit for the first page"
+    )
+
+
+class MemoryListItem(BaseModel):
+    """One memory in a list (the full content: get_memory_detail)."""
+
+    memory_key: str
+    memory_type: str
+    friend_id: str | None = Field(None, description="null: shared by every AI friend")
+    summary: str
+    content_preview: str = Field(..., description="The first 200 characters of the content")
+    created_at: str
+    updated_at: str
+
+
+class ListMemoriesResult(BaseModel):
+    """One page of list_memories."""
+
+    items: list[MemoryListItem] = Field(default_factory=list)
+    next_cursor: str | None = Field(None, description="Pass as cursor for the next page; null: no more")
+
+
+class MessagesListArgs(MessagesListInput):
+    """messages_list 输入 (seed 003) with an optional friend view."""
+
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class LexicalSearchArgs(LexicalSearchInput):
+    """lexical_search 输入 (seed 003) with an optional friend view."""
+
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class SemanticSearchArgs(SemanticSearchInput):
+    """semantic_search 输入 (seed 003) with an optional friend view."""
+
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class NeighborsArgs(NeighborsInput):
+    """neighbors 输入 (seed 003) with an optional friend view."""
+
+    friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)

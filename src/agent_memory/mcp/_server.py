@@ -1,0 +1,180 @@
+"""The MCP server: the tools of one user over stdio or streamable HTTP.
+
+>>> async with MemorySystem.from_settings() as system:  # doctest: +SKIP
+...     await serve_stdio(system, user_id="alice")         # until the client closes stdin
+
+Built on the SDK's low-level ``Server`` rather than FastMCP so that the tool schemas are the
+pydantic models' (ranges, enums, ``additionalProperties: false``) and every bad call is an
+``isError`` result written by :class:`MemoryMcpTools`, not an SDK validation text.
+
+Over HTTP the shared access rule of ``agent_memory.serving`` applies: a non-loopback bind needs a
+token, and with a token every request must carry ``Authorization: Bearer TOKEN`` (else 401). A
+loopback bind also checks the ``Host`` and ``Origin`` headers (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from io import TextIOWrapper
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+
+from ..serving import check_bind, is_loopback, token_matches
+from ._tools import MCP_TOOLS, McpToolError, MemoryMcpTools
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from ..system import MemorySystem
+
+logger = logging.getLogger(__name__)
+
+#: The path of the streamable HTTP endpoint.
+MCP_PATH = "/mcp"
+#: Largest HTTP request body (a memory holds at most 100 KB; JSON escapes can triple that).
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+INSTRUCTIONS = (
+    "Long-term memory of one user (bound by the server). Call recall_memory with the user's message and "
+    "the AI friend's friend_id before answering; search_memories / get_memory_detail look further; "
+    "messages_list, lexical_search, semantic_search and neighbors read the chat messages as evidence; "
+    "add_memory stores a new memory."
+)
+
+
+def build_server(tools: MemoryMcpTools) -> Server[Any, Any]:
+    """A low-level MCP server exposing :data:`MCP_TOOLS` for the user of ``tools``."""
+    from .. import __version__
+
+    server: Server[Any, Any] = Server("agent-memory", version=__version__, instructions=INSTRUCTIONS)
+    definitions = [
+        types.Tool(
+            name=t.name,
+            description=t.description,
+            inputSchema=t.input_schema(),
+            outputSchema=t.output_schema(),
+            annotations=types.ToolAnnotations(readOnlyHint=t.read_only, destructiveHint=False, openWorldHint=False),
+        )
+        for t in MCP_TOOLS.values()
+    ]
+
+    @server.list_tools()
+    async def _list_tools() -> list[types.Tool]:
+        return definitions
+
+    @server.call_tool(validate_input=False)  # MemoryMcpTools validates, with messages that say what to do
+    async def _call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        try:
+            result = await tools.call(name, arguments)
+        except McpToolError as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], isError=True)
+        text = json.dumps(result, ensure_ascii=False)  # the same data as structuredContent
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=result)
+
+    return server
+
+
+async def serve_stdio(system: MemorySystem, *, user_id: str | int) -> None:
+    """Serve the tools of ``user_id`` on stdin/stdout until the client closes stdin.
+
+    Standard output is the protocol channel: while serving, ``sys.stdout`` points at stderr, so a
+    stray ``print`` cannot corrupt the stream.
+    """
+    from mcp.server.stdio import stdio_server
+
+    tools = MemoryMcpTools(system, user_id=user_id)
+    server = build_server(tools)
+    protocol = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    saved, sys.stdout = sys.stdout, sys.stderr
+    try:
+        async with stdio_server(stdout=protocol) as (read, write):
+            tools.start_warm_up()
+            try:
+                await server.run(read, write, server.create_initialization_options())
+            finally:
+                await tools.stop_warm_up()
+    finally:
+        sys.stdout = saved
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: with a token, a request without ``Authorization: Bearer TOKEN`` gets 401."""
+
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.token:
+            header = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+            if not token_matches(header, self.token):
+                from starlette.responses import JSONResponse
+
+                body = {"error": "unauthorized", "message": "send the header Authorization: Bearer MEMORY_SERVER_TOKEN"}
+                response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class _Endpoint:
+    """The session manager as an ASGI app (Starlette calls a class instance with the raw scope)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+def http_app(system: MemorySystem, *, user_id: str | int, host: str, token: str) -> ASGIApp:
+    """The streamable HTTP app (endpoint :data:`MCP_PATH`) of ``user_id``'s tools, behind the access rule.
+
+    Raises ``InvalidInputError`` for a non-loopback ``host`` without a ``token``.
+    """
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    check_bind(host, token=token)
+    security = None
+    if is_loopback(host):  # a browser page must not reach a loopback server through a rebound DNS name
+        security = TransportSecuritySettings(
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    tools = MemoryMcpTools(system, user_id=user_id)
+    manager = StreamableHTTPSessionManager(
+        app=build_server(tools),
+        security_settings=security,
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            tools.start_warm_up()
+            try:
+                yield
+            finally:
+                await tools.stop_warm_up()
+
+    app = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+    return BearerTokenMiddleware(app, token=token)
+
+
+async def serve_http(system: MemorySystem, *, user_id: str | int, host: str, port: int, token: str) -> None:
+    """Serve ``user_id``'s tools at ``http://HOST:PORT/mcp`` until interrupted (SIGINT/SIGTERM)."""
+    import uvicorn
+
+    app = http_app(system, user_id=user_id, host=host, token=token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,360 @@
+"""The MCP tools of one user: each validates its arguments, then calls the library's own tool.
+
+>>> tools = MemoryMcpTools(system, user_id="alice")  # doctest: +SKIP
+>>> await tools.call("recall_memory", {"query": "推荐个电影", "friend_id": 1})  # doctest: +SKIP
+{'profiles': [{'topic': '兴趣', ...}], 'events': [], 'evidence_ids': []}
+
+The user comes from the server's configuration and is never an argument; a read may name an AI friend
+(``friend_id``) to see only what that friend may see, through ``data_layer.Scope``. Nothing here
+searches or filters by itself: ``recall_memory`` runs ``MemorySystem.recall_memory``, the seed 000
+tools run a fresh ``MemoryToolbox`` per call, the seed 003 tools run the ``EvidenceToolbox``, and the
+writes go through the data layer, which validates them. Every failure is a :class:`McpToolError`
+whose message says what to do; arguments are checked before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from data_layer import (
+    MAX_CONTENT_BYTES,
+    AgentMemoryError,
+    DuplicateError,
+    InvalidInputError,
+    NotFoundError,
+    StorageError,
+)
+
+from ..evidence import EVIDENCE_TOOLS
+from ..recall import RecallMemoryInput, RecallMemoryOutput
+from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput
+from ..tools import SearchMemoriesOutput as SearchResult
+from ._models import (
+    MAX_METADATA_CHARS,
+    AddMemoryArgs,
+    AddMemoryResult,
+    GetMemoryDetailArgs,
+    LexicalSearchArgs,
+    ListMemoriesArgs,
+    ListMemoriesResult,
+    MemoryListItem,
+    MessagesListArgs,
+    NeighborsArgs,
+    SearchMemoriesArgs,
+    SemanticSearchArgs,
+)
+
+if TYPE_CHECKING:
+    from ..system import MemorySystem
+
+logger = logging.getLogger(__name__)
+
+#: Argument names that would name the user: the server binds the user, a client cannot choose one.
+_USER_KEYS = frozenset({"user", "user_id", "userid", "uid"})
+
+
+class McpToolError(Exception):
+    """A tool call that failed; the message (what went wrong, what to do) is the client's result."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool: name, description, argument model, result model, whether it only reads."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    result: type[BaseModel]
+    read_only: bool = True
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (types, ranges, required fields; no unknown keys).
+
+        Nested models are written in place: clients such as AutoGen's McpWorkbench pass only
+        ``properties`` on to the model and would drop ``$defs``.
+        """
+        schema = inline_refs(self.args.model_json_schema())
+        schema.pop("title", None)
+        schema["additionalProperties"] = False
+        return schema
+
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of a successful result."""
+        schema = inline_refs(self.result.model_json_schema())
+        schema.pop("title", None)
+        return schema
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``{"$ref": "#/$defs/X"}`` replaced by ``X`` (the models are not recursive)."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                target = resolve(defs[ref.removeprefix("#/$defs/")])
+                return {**target, **{k: resolve(v) for k, v in node.items() if k != "$ref"}}
+            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    return resolve(schema)
+
+
+_FRIEND_NOTE = "\n\nfriend_id (optional): only what that AI friend may see; omit for all of the user's data."
+
+MCP_TOOLS: dict[str, McpTool] = {
+    "recall_memory": McpTool(
+        "recall_memory",
+        "根据当前对话内容，语义搜索相关的用户记忆（包含 Profile 和 Event Gists）。\n"
+        "Recall the user's memories for the current message as AI friend friend_id: shared profile items "
+        "{topic, content, updated_at} and that friend's event gists {date, content} (seed 001). Call it once "
+        "per user message with the message as query.",
+        RecallMemoryInput,
+        RecallMemoryOutput,
+    ),
+    "search_memories": McpTool(
+        "search_memories",
+        MEMRECALL_TOOLS["search_memories"].description.strip() + _FRIEND_NOTE,
+        SearchMemoriesArgs,
+        SearchResult,
+    ),
+    "get_memory_detail": McpTool(
+        "get_memory_detail",
+        MEMRECALL_TOOLS["get_memory_detail"].description.strip() + _FRIEND_NOTE,
+        GetMemoryDetailArgs,
+        GetMemoryDetailOutput,
+    ),
+    "add_memory": McpTool(
+        "add_memory",
+        "Store a memory of the user. A profile item (memory_type=profile, metadata.topic) is shared by every AI "
+        "friend; an event (memory_type=event) belongs to one friend and needs friend_id. An existing memory_key "
+        "is refused unless replace=true.",
+        AddMemoryArgs,
+        AddMemoryResult,
+        read_only=False,
+    ),
+    "list_memories": McpTool(
+        "list_memories",
+        "List the user's memories, newest first, a page at a time (summary and a preview; the full content: "
+        "get_memory_detail). Filter by memory_types and by friend_id (what that AI friend may see).",
+        ListMemoriesArgs,
+        ListMemoriesResult,
+    ),
+    **{
+        name: McpTool(name, EVIDENCE_TOOLS[name].description + _FRIEND_NOTE, args, EVIDENCE_TOOLS[name].output_model)
+        for name, args in (
+            ("messages_list", MessagesListArgs),
+            ("lexical_search", LexicalSearchArgs),
+            ("semantic_search", SemanticSearchArgs),
+            ("neighbors", NeighborsArgs),
+        )
+    },
+}
+
+
+def explain_arguments(exc: ValidationError, *, user_id: str) -> str:
+    """Bad arguments in one message: each field, what is wrong; a user id gets its own advice."""
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden" and str(error["loc"][-1]).lower() in _USER_KEYS:
+            problems.append(f"{loc}: the server is bound to user {user_id!r} by its configuration; remove {loc}")
+        elif error["type"] == "extra_forbidden":
+            problems.append(f"{loc}: unknown argument; remove it (see the tool's input schema)")
+        else:
+            problems.append(f"{loc}: {error['msg']}")
+    return "invalid arguments, fix them and call again: " + "; ".join(problems)
+
+
+def _failure(exc: Exception) -> str:
+    """A library error as the client reads it (the data layer's messages already say what to do)."""
+    if isinstance(exc, InvalidInputError):
+        return f"invalid input: {exc}"
+    if isinstance(exc, DuplicateError):
+        return f"{exc}. With add_memory: pass replace=true to replace it, or choose another memory_key"
+    if isinstance(exc, NotFoundError):
+        return f"not found: {exc}"
+    if isinstance(exc, StorageError):
+        advice = "retry once" if exc.retryable else "retrying will not help; tell the server's operator"
+        return f"database error ({exc.reason}): {exc.problem}; {advice}"
+    if isinstance(exc, AgentMemoryError):
+        return f"memory system error: {exc}"
+    return f"internal error ({type(exc).__name__}); the server's log (stderr) has the details"
+
+
+class MemoryMcpTools:
+    """The tools of :data:`MCP_TOOLS` for ``user_id`` on ``system`` (see the module docs)."""
+
+    def __init__(self, system: MemorySystem, *, user_id: str | int) -> None:
+        self.system = system
+        self.user_id = system.scope(user_id).user_id  # validated once: a bad id stops the server at start
+        self._handlers: dict[str, Callable[[Any], Awaitable[BaseModel]]] = {
+            "recall_memory": self._recall_memory,
+            "search_memories": self._search_memories,
+            "get_memory_detail": self._get_memory_detail,
+            "add_memory": self._add_memory,
+            "list_memories": self._list_memories,
+            **dict.fromkeys(("messages_list", "lexical_search", "semantic_search", "neighbors"), self._evidence),
+        }
+        self._warming: asyncio.Task[None] | None = None
+
+    def start_warm_up(self) -> None:
+        """Load the tokenizer and the user's search indexes in the background (call with a running loop).
+
+        A cold first search spends its round's time limit (0.5 s for the first round) on loading, and
+        the recall then finds nothing; tool calls wait for the warm-up instead.
+        """
+        if self._warming is None:
+            self._warming = asyncio.create_task(self._warm_up(), name="agent-memory mcp warm-up")
+
+    async def stop_warm_up(self) -> None:
+        """Cancel an unfinished warm-up (the server stops before the database closes)."""
+        task, self._warming = self._warming, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _warm_up(self) -> None:
+        try:
+            await self.system.search.search("预热 warm up", user_id=self.user_id, limit=1)
+            box = self.system.evidence_toolbox(self._scope(None))
+            await box.lexical_search("预热 warm up", page_size=1)
+            await box.semantic_search("预热 warm up", top_k=1)
+        except Exception:  # the calls themselves will report a real problem
+            logger.warning("warm-up failed", exc_info=True)
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run tool ``name``; returns its result as JSON data, raises :class:`McpToolError`."""
+        warming = self._warming
+        if warming is not None and not warming.done():
+            await asyncio.shield(warming)
+        tool = MCP_TOOLS.get(name)
+        if tool is None:
+            raise McpToolError(f"unknown tool {name!r}; the tools are: {', '.join(MCP_TOOLS)}")
+        try:
+            args = tool.args.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            raise McpToolError(explain_arguments(exc, user_id=self.user_id)) from None
+        try:
+            result = await self._handlers[name](args)
+        except McpToolError:
+            raise
+        except AgentMemoryError as exc:
+            logger.info("tool %s refused: %s", name, exc)
+            raise McpToolError(_failure(exc)) from None
+        except Exception as exc:
+            logger.exception("tool %s failed", name)
+            raise McpToolError(_failure(exc)) from None
+        return result.model_dump(mode="json")
+
+    def _scope(self, friend_id: str | int | None) -> Any:
+        return self.system.scope(self.user_id, friend_id)
+
+    # -- seed 001 ------------------------------------------------------------------------------------
+
+    async def _recall_memory(self, args: RecallMemoryInput) -> RecallMemoryOutput:
+        self._scope(args.friend_id)  # a bad friend id is refused before the recall runs
+        return await self.system.recall_memory(user_id=self.user_id, request=args)
+
+    # -- seed 000 ------------------------------------------------------------------------------------
+
+    async def _search_memories(self, args: SearchMemoriesArgs) -> SearchResult:
+        box = self.system.toolbox(self._scope(args.friend_id))  # fresh per call: no limit carries over
+        data = SearchMemoriesInput.model_validate(args.model_dump(exclude={"friend_id"}, exclude_unset=True))
+        out = await box.search_memories(data)
+        if not out.success:
+            raise McpToolError(out.message or "search_memories failed; change the query and try again")
+        return out
+
+    async def _get_memory_detail(self, args: GetMemoryDetailArgs) -> GetMemoryDetailOutput:
+        box = self.system.toolbox(self._scope(args.friend_id))
+        out = await box.get_memory_detail(GetMemoryDetailInput(memory_key=args.memory_key))
+        if not out.success:
+            raise McpToolError(out.message or f"no memory {args.memory_key!r}")
+        return out
+
+    # -- writes and listings -------------------------------------------------------------------------
+
+    async def _add_memory(self, args: AddMemoryArgs) -> AddMemoryResult:
+        if args.metadata is not None and len(json.dumps(args.metadata, ensure_ascii=False)) > MAX_METADATA_CHARS:
+            raise McpToolError(f"metadata is longer than {MAX_METADATA_CHARS} characters as JSON; keep it short")
+        size = len(args.content.encode("utf-8", "surrogatepass"))
+        if size > MAX_CONTENT_BYTES:  # the layer's limit is in bytes; its advice (on_oversize) is not for clients
+            raise McpToolError(
+                f"content is {size} bytes as UTF-8; a memory holds at most {MAX_CONTENT_BYTES}. "
+                "Shorten it or split it into several memories"
+            )
+        if args.memory_type == "event" and args.friend_id is None:
+            raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
+        fields: dict[str, Any] = {
+            "user_id": self.user_id,
+            "memory_key": args.memory_key or f"mcp-{uuid.uuid4().hex[:16]}",
+            "content": args.content,
+            "summary": args.summary,
+            "memory_type": args.memory_type,
+            "friend_id": args.friend_id,
+            "metadata": args.metadata,
+            "keywords": args.keywords,
+            "on_oversize": "error",  # a client must learn its text was too long, not find it cut
+        }
+        memory = self.system.layer.memory
+        if args.replace:
+            upserted = await memory.upsert(**fields)
+            record, created = upserted.record, upserted.created
+        else:
+            record, created = await memory.add(**fields), True
+        return AddMemoryResult(
+            memory_key=record.memory_key,
+            memory_type=record.memory_type,
+            friend_id=record.friend_id,
+            summary=record.summary,
+            created_at=record.created_at.isoformat(),
+            created=created,
+        )
+
+    async def _list_memories(self, args: ListMemoriesArgs) -> ListMemoriesResult:
+        friend = self._scope(args.friend_id).friend_id
+        page = await self.system.layer.memory.list_memories(
+            user_id=self.user_id,
+            memory_types=args.memory_types,
+            friend_id=friend,
+            include_shared=args.include_shared,
+            limit=args.limit,
+            cursor=args.cursor,
+        )
+        items = [
+            MemoryListItem(
+                memory_key=r.memory_key,
+                memory_type=r.memory_type,
+                friend_id=r.friend_id,
+                summary=r.summary,
+                content_preview=r.content[:200],
+                created_at=r.created_at.isoformat(),
+                updated_at=r.updated_at.isoformat(),
+            )
+            for r in page.items
+        ]
+        return ListMemoriesResult(items=items, next_cursor=page.next_cursor)
+
+    # -- seed 003 ------------------------------------------------------------------------------------
+
+    async def _evidence(self, args: MessagesListArgs | LexicalSearchArgs | SemanticSearchArgs | NeighborsArgs) -> Any:
+        name = next(n for n, t in MCP_TOOLS.items() if t.args is type(args))
+        box = self.system.evidence_toolbox(self._scope(args.friend_id))
+        out: Any = await box.call(name, args.model_dump(exclude={"friend_id"}, exclude_unset=True))
+        if not out.success:
+            raise McpToolError(out.message or f"{name} failed; change the arguments and try again")
+        return out

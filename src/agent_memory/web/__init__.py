@@ -1,0 +1,25 @@
+"""The web chat (``agent-memory serve``): AI friends, streamed replies with memory recall, the two
+settings tabs of seed 001 section 5 and a memory page, on one local page.
+
+>>> from agent_memory.web import create_app
+>>> app = create_app(MemorySystem.from_settings())  # doctest: +SKIP
+
+Without ``MEMORY_CHAT_MODEL_CLIENT`` the chat answers with :class:`OfflineResponder`, a
+deterministic client that needs no download and says so on the page.
+"""
+
+from ._app import create_app, serve
+from ._chat import MAX_MESSAGE_CHARS, ChatService, ThinkSplitter, split_think
+from ._responder import OFFLINE_LABEL, OfflineResponder, offline_reply
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "OFFLINE_LABEL",
+    "ChatService",
+    "OfflineResponder",
+    "ThinkSplitter",
+    "create_app",
+    "offline_reply",
+    "serve",
+    "split_think",
+]

@@ -1,0 +1,392 @@
+"""The web chat's JSON API: sign-in, friends, chat (server-sent events), settings and memories.
+
+Every handler reads the user from the session (:func:`~._http.current_user`); bad input gets a 4xx
+with ``{"error": "what to do"}`` before anything is changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from data_layer import FriendRecord, MemoryRecord, scope_id
+
+from ..system import MemorySystem
+from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
+from ._http import (
+    HTTPProblem,
+    as_problem,
+    current_user,
+    has_token,
+    json_body,
+    only_fields,
+    problem,
+    text_field,
+)
+
+Handler = Callable[[Request], Awaitable[Response]]
+PROFILE_TYPES = ("profile", "user_preference")
+#: Most memories one listing returns per section.
+MEMORY_PAGE = 200
+
+
+def guarded(handler: Handler) -> Handler:
+    """Answer the library's errors and :class:`HTTPProblem` as ``{"error": ...}`` with their status."""
+
+    async def wrapper(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:
+            found = as_problem(exc)
+            if found.status >= 500:
+                import logging
+
+                logging.getLogger(__name__).exception("web request failed")
+            return problem(found.status, found.message)
+
+    return wrapper
+
+
+def system_of(request: Request) -> MemorySystem:
+    return request.app.state.system  # type: ignore[no-any-return]
+
+
+def chat_of(request: Request) -> ChatService:
+    return request.app.state.chat  # type: ignore[no-any-return]
+
+
+def friend_json(friend: FriendRecord) -> dict[str, Any]:
+    return {
+        "id": friend.friend_id,
+        "name": friend.name,
+        "system_prompt": friend.system_prompt,
+        "created_at": friend.created_at.isoformat(),
+        "updated_at": friend.updated_at.isoformat(),
+    }
+
+
+def memory_json(record: MemoryRecord) -> dict[str, Any]:
+    meta = record.metadata or {}
+    sources = [i for i in meta.get("source_message_ids") or [] if isinstance(i, int)]
+    return {
+        "key": record.memory_key,
+        "type": record.memory_type,
+        "friend_id": record.friend_id,
+        "content": record.content,
+        "summary": record.summary,
+        "date": str(meta.get("date") or meta.get("valid_from") or record.created_at.isoformat())[:10],
+        "topic": str(meta.get("topic_label") or meta.get("topic") or ""),
+        "sources": len(sources),
+    }
+
+
+def _path_id(request: Request, name: str) -> str:
+    value = scope_id(request.path_params[name], name=name)
+    assert value is not None
+    return value
+
+
+# -- health and session ----------------------------------------------------------------------------
+
+
+async def healthz(request: Request) -> Response:
+    system = system_of(request)
+    return JSONResponse({"status": "ok", "backend": system.layer.backend, "model": request.app.state.model_label})
+
+
+@guarded
+async def sign_in(request: Request) -> Response:
+    data = await json_body(request, max_bytes=4096)
+    # the sign-in names its user once, as "name"; after it the session is the only source
+    only_fields(data, {"name", "token"})
+    token = request.app.state.token
+    if token and not (has_token(request) or _token_field(data, token)):
+        raise HTTPProblem(401, "wrong or missing token: enter the server's token (MEMORY_SERVER_TOKEN)")
+    name = scope_id(text_field(data, "name"), name="name")
+    request.session.clear()
+    request.session.update({"user": name, "token_ok": bool(token)})
+    return JSONResponse({"user": name})
+
+
+def _token_field(data: dict[str, Any], token: str) -> bool:
+    from ..serving import token_matches
+
+    value = data.get("token")
+    return isinstance(value, str) and token_matches(value, token)
+
+
+async def sign_out(request: Request) -> Response:
+    request.session.clear()
+    return JSONResponse({"signed_out": True})
+
+
+@guarded
+async def me(request: Request) -> Response:
+    user = current_user(request)
+    state = request.app.state
+    return JSONResponse(
+        {
+            "user": user,
+            "model": {"offline": state.offline, "label": state.model_label},
+            "limits": {"message_chars": MAX_MESSAGE_CHARS},
+        }
+    )
+
+
+# -- friends -----------------------------------------------------------------------------------------
+
+
+@guarded
+async def list_friends(request: Request) -> Response:
+    user = current_user(request)
+    friends = await system_of(request).layer.friends.list(user_id=user)
+    return JSONResponse({"friends": [friend_json(f) for f in friends]})
+
+
+@guarded
+async def create_friend(request: Request) -> Response:
+    user = current_user(request)
+    data = await json_body(request)
+    only_fields(data, {"name", "system_prompt"})
+    friend = await system_of(request).layer.friends.create(
+        user_id=user,
+        name=text_field(data, "name") or "",
+        system_prompt=text_field(data, "system_prompt", required=False) or "",
+    )
+    return JSONResponse(friend_json(friend), status_code=201)
+
+
+@guarded
+async def update_friend(request: Request) -> Response:
+    user = current_user(request)
+    data = await json_body(request)
+    only_fields(data, {"name", "system_prompt"})
+    friend = await system_of(request).layer.friends.update(
+        user_id=user,
+        friend_id=_path_id(request, "friend_id"),
+        name=text_field(data, "name", required=False),
+        system_prompt=text_field(data, "system_prompt", required=False),
+    )
+    return JSONResponse(friend_json(friend))
+
+
+@guarded
+async def delete_friend(request: Request) -> Response:
+    user = current_user(request)
+    gone = await chat_of(request).delete_friend(user_id=user, friend_id=_path_id(request, "friend_id"))
+    return JSONResponse({"deleted": gone.friend_id, "messages": gone.messages, "memories": gone.memories})
+
+
+# -- chat --------------------------------------------------------------------------------------------
+
+
+@guarded
+async def history(request: Request) -> Response:
+    user = current_user(request)
+    messages = await chat_of(request).history(user_id=user, friend_id=_path_id(request, "friend_id"))
+    return JSONResponse({"messages": messages})
+
+
+@guarded
+async def chat(request: Request) -> Response:
+    user = current_user(request)
+    data = await json_body(request)
+    only_fields(data, {"message"})
+    text = check_message(data.get("message"))
+    fid = _path_id(request, "friend_id")
+    friend = await system_of(request).layer.friends.get(user_id=user, friend_id=fid)  # 404 before the stream
+    service = chat_of(request)
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            async for event in service.turn(user_id=user, friend_id=fid, text=text, friend=friend):
+                yield _sse(event)
+        except Exception as exc:
+            found = as_problem(exc)
+            if found.status >= 500:
+                import logging
+
+                logging.getLogger(__name__).exception("chat turn failed")
+            yield _sse({"type": "error", "message": found.message})
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+@guarded
+async def archive_now(request: Request) -> Response:
+    """End the friend's open session and turn the chat so far into memories (event gists, profile)."""
+    user = current_user(request)
+    fid = _path_id(request, "friend_id")
+    system = system_of(request)
+    await system.layer.friends.get(user_id=user, friend_id=fid)
+    report = await system.session_archiver.run(user_id=user, friend_id=fid, end_open=True)
+    return JSONResponse({"sessions": report.sessions, "gists": report.gists, "profiles": report.profiles})
+
+
+# -- settings ----------------------------------------------------------------------------------------
+
+
+@guarded
+async def get_settings(request: Request) -> Response:
+    user = current_user(request)
+    layer = system_of(request).layer
+    settings = await layer.settings.get(user_id=user)
+    return JSONResponse(
+        {"settings": settings.model_dump(mode="json"), "defaults": layer.settings.defaults.model_dump(mode="json")}
+    )
+
+
+@guarded
+async def put_settings(request: Request) -> Response:
+    user = current_user(request)
+    data = await json_body(request, max_bytes=4096)
+    _strict_types(data)
+    settings = await system_of(request).layer.settings.update(user_id=user, patch=data)
+    return JSONResponse({"settings": settings.model_dump(mode="json")})
+
+
+_BOOLS = {"enabled", "show_tool_calls", "show_thinking"}
+
+
+def _strict_types(data: dict[str, Any]) -> None:
+    """Toggles must be true/false and numbers numbers (not "yes" or "3"): a form that sends text is a bug."""
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            continue
+        for name, value in values.items():
+            if name in _BOOLS and not isinstance(value, bool):
+                raise HTTPProblem(400, f"invalid settings: {section}.{name} must be true or false")
+            if name not in _BOOLS and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise HTTPProblem(400, f"invalid settings: {section}.{name} must be a number")
+
+
+# -- memories ----------------------------------------------------------------------------------------
+
+
+@guarded
+async def list_memory(request: Request) -> Response:
+    """The shared profile and each friend's event gists; ``?q=`` searches them."""
+    user = current_user(request)
+    system = system_of(request)
+    query = request.query_params.get("q", "").strip()
+    if len(query) > 500:
+        raise HTTPProblem(400, "the search text is over 500 characters; shorten it")
+    friends = await system.layer.friends.list(user_id=user)
+    if query:
+        hits = await system.search.search(query, user_id=user, memory_types=[*PROFILE_TYPES, "event"], limit=100)
+        records = [h.record for h in hits]
+    else:
+        profiles = await system.layer.memory.list_memories(
+            user_id=user, memory_types=list(PROFILE_TYPES), limit=MEMORY_PAGE
+        )
+        events = await system.layer.memory.list_memories(user_id=user, memory_types=["event"], limit=MEMORY_PAGE)
+        records = [*profiles.items, *events.items]
+    by_friend: dict[str, list[dict[str, Any]]] = {f.friend_id: [] for f in friends}
+    shared = []
+    for record in records:
+        if record.memory_type in PROFILE_TYPES or record.friend_id is None:
+            shared.append(memory_json(record))
+        elif record.friend_id in by_friend:
+            by_friend[record.friend_id].append(memory_json(record))
+    return JSONResponse(
+        {
+            "query": query,
+            "profiles": shared,
+            "friends": [{"id": f.friend_id, "name": f.name, "events": by_friend[f.friend_id]} for f in friends],
+        }
+    )
+
+
+async def _own_memory(request: Request, user: str) -> MemoryRecord:
+    key = request.path_params["key"]
+    record = await system_of(request).layer.memory.retrieve_memory(memory_key=key, user_id=user, touch=False)
+    if record is None:
+        raise HTTPProblem(404, f"no memory {key[:80]!r}: list your memories with GET /api/memories")
+    return record
+
+
+@guarded
+async def edit_memory(request: Request) -> Response:
+    user = current_user(request)
+    data = await json_body(request)
+    only_fields(data, {"content"})
+    content = (text_field(data, "content") or "").strip()
+    if not content:
+        raise HTTPProblem(400, "content must not be empty (delete the memory instead)")
+    record = await _own_memory(request, user)
+    result = await system_of(request).layer.memory.upsert(
+        user_id=user,
+        memory_key=record.memory_key,
+        content=content,
+        summary=content[:500],
+        memory_type=record.memory_type,
+        friend_id=record.friend_id,
+        metadata={**record.metadata, "edited": True},
+        created_at=record.created_at,
+        on_oversize="error",
+        shared=record.friend_id is None,
+    )
+    return JSONResponse(memory_json(result.record))
+
+
+@guarded
+async def delete_memory(request: Request) -> Response:
+    user = current_user(request)
+    record = await _own_memory(request, user)
+    await system_of(request).layer.memory.delete(user_id=user, memory_key=record.memory_key)
+    return JSONResponse({"deleted": record.memory_key})
+
+
+@guarded
+async def memory_sources(request: Request) -> Response:
+    """The chat messages a memory was drawn from."""
+    user = current_user(request)
+    record = await _own_memory(request, user)
+    ids = [i for i in (record.metadata or {}).get("source_message_ids") or [] if isinstance(i, int)][:20]
+    layer = system_of(request).layer
+    out = []
+    for mid in ids:
+        message = await layer.messages.get(user_id=user, message_id=mid)
+        if message is not None:
+            out.append(
+                {
+                    "id": message.id,
+                    "role": message.role,
+                    "content": message.content,
+                    "friend_id": message.friend_id,
+                    "created_at": message.created_at.isoformat(),
+                }
+            )
+    return JSONResponse({"key": record.memory_key, "messages": out})
+
+
+ROUTES = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/api/session", sign_in, methods=["POST"]),
+    Route("/api/session", sign_out, methods=["DELETE"]),
+    Route("/api/me", me, methods=["GET"]),
+    Route("/api/friends", list_friends, methods=["GET"]),
+    Route("/api/friends", create_friend, methods=["POST"]),
+    Route("/api/friends/{friend_id}", update_friend, methods=["PATCH"]),
+    Route("/api/friends/{friend_id}", delete_friend, methods=["DELETE"]),
+    Route("/api/friends/{friend_id}/messages", history, methods=["GET"]),
+    Route("/api/friends/{friend_id}/chat", chat, methods=["POST"]),
+    Route("/api/friends/{friend_id}/archive", archive_now, methods=["POST"]),
+    Route("/api/settings", get_settings, methods=["GET"]),
+    Route("/api/settings", put_settings, methods=["PUT"]),
+    Route("/api/memories", list_memory, methods=["GET"]),
+    Route("/api/memories/{key}", edit_memory, methods=["PATCH"]),
+    Route("/api/memories/{key}", delete_memory, methods=["DELETE"]),
+    Route("/api/memories/{key}/sources", memory_sources, methods=["GET"]),
+]

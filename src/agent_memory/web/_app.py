@@ -1,0 +1,153 @@
+"""The web chat application (Starlette) and :func:`serve`, what ``agent-memory serve`` runs.
+
+>>> app = create_app(MemorySystem.from_settings())  # doctest: +SKIP
+>>> uvicorn.run(app, host="127.0.0.1", port=8765)     # doctest: +SKIP
+
+One page (``static/index.html``, plain HTML and JavaScript) talks to the JSON API of ``_api``. The
+session is a signed cookie (``SessionMiddleware``) holding the user name given at sign-in; its key
+derives from ``MEMORY_SERVER_TOKEN`` when one is set (sessions survive a restart), else it is random
+per process. The cookie is ``SameSite=Strict`` and every write needs a JSON body, so another site
+cannot send requests with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import secrets
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from autogen_core.models import ChatCompletionClient
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from data_layer import InvalidInputError
+
+from ..serving import check_bind
+from ..system import MemorySystem
+from ._api import ROUTES
+from ._chat import ChatService
+from ._responder import OFFLINE_LABEL, OfflineResponder
+
+STATIC = Path(__file__).parent / "static"
+#: How long a sign-in lasts, in seconds.
+SESSION_MAX_AGE = 7 * 24 * 3600
+
+
+async def _index(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+
+def create_app(
+    system: MemorySystem,
+    *,
+    model_client: ChatCompletionClient | None = None,
+    token: str | None = None,
+    session_secret: str | None = None,
+    close_system: bool = False,
+) -> Starlette:
+    """The web chat on ``system``.
+
+    ``model_client``: the chat model (default: ``MEMORY_CHAT_MODEL_CLIENT``, else the offline
+    responder); ``token``: the server token (default: ``MEMORY_SERVER_TOKEN``); ``close_system``
+    closes the system when the app stops. The schema of a SQLite database is created at start-up.
+    """
+    settings = system.settings
+    client = model_client if model_client is not None else settings.chat_model_client()
+    offline = client is None
+    if client is None:
+        client = OfflineResponder()
+    token = settings.memory_server_token if token is None else token
+    secret = session_secret or (
+        hmac.new(token.encode(), b"agent-memory web session", hashlib.sha256).hexdigest()
+        if token
+        else secrets.token_hex(32)
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await system.ensure_schema()
+        await system.search.warm_up()  # the dictionaries load now, not in the first user's recall
+        try:
+            yield
+        finally:
+            if close_system:
+                await system.close()
+
+    app = Starlette(
+        routes=[Route("/", _index), *ROUTES, Mount("/static", StaticFiles(directory=STATIC), name="static")],
+        middleware=[
+            Middleware(
+                SessionMiddleware,
+                secret_key=secret,
+                session_cookie="agent_memory_session",
+                max_age=SESSION_MAX_AGE,
+                same_site="strict",
+                https_only=False,
+            )
+        ],
+        lifespan=lifespan,
+    )
+    app.state.system = system
+    app.state.token = token
+    app.state.offline = offline
+    app.state.model_label = OFFLINE_LABEL if offline else _label(client)
+    app.state.chat = ChatService(system, model_client=client)
+    return app
+
+
+def _label(client: ChatCompletionClient) -> str:
+    model = getattr(client, "_raw_config", {}).get("model") if hasattr(client, "_raw_config") else None
+    return f"{type(client).__name__}{f' ({model})' if model else ''}"
+
+
+async def serve(
+    *,
+    host: str | None = None,
+    port: int = 8766,
+    database_url: str | None = None,
+    log_level: str = "warning",
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Run the web chat until interrupted (Ctrl-C): what ``agent-memory serve`` runs.
+
+    ``host`` defaults to ``MEMORY_SERVER_HOST`` (127.0.0.1); any non-loopback address needs
+    ``MEMORY_SERVER_TOKEN`` (raises ``InvalidInputError`` before binding otherwise). ``on_ready``
+    is called with the page's URL once the server listens.
+    """
+    import uvicorn
+
+    from ..settings import load_settings
+
+    settings = load_settings()
+    bind = host or settings.memory_server_host
+    check_bind(bind, token=settings.memory_server_token)
+    if not 0 < port < 65536:
+        raise InvalidInputError(f"port must be 1-65535, got {port}")
+    system = MemorySystem.from_settings(settings, database_url=database_url)
+    try:
+        await system.ensure_schema()  # a database behind the code is refused here, with advice, not in the server
+    except BaseException:
+        await system.close()
+        raise
+    app = create_app(system, close_system=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=bind, port=port, log_level=log_level,
+                                           timeout_graceful_shutdown=5))  # fmt: skip
+    if on_ready is None:
+        await server.serve()
+        return
+    task = asyncio.create_task(server.serve())
+    while not server.started and not task.done():  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
+        await asyncio.sleep(0.05)
+    if server.started:
+        shown = f"[{bind}]" if ":" in bind else bind
+        on_ready(f"http://{shown}:{port}/")
+    await task

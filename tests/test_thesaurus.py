@@ -1,0 +1,80 @@
+"""The packaged Chinese thesaurus (同义词词林) in query expansion, and the segmentation fixes that
+let everyday Chinese find what was said in other words, on both backends through the root."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent_memory.text import Thesaurus, Tokenizer, cilin_thesaurus
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+async def _keys(system: Any, text: str, **kw: Any) -> list[str]:
+    hits = await system.search.search(text, user_id="u1", now=NOW, **kw)
+    return [h.memory_key for h in hits]
+
+
+async def _add(system: Any, key: str, content: str, days: int = 3) -> None:
+    await system.layer.memory.add(user_id="u1", memory_key=key, content=content, created_at=NOW - timedelta(days=days))
+
+
+def test_cilin_is_loaded_from_the_installed_package() -> None:
+    thesaurus = cilin_thesaurus()
+    assert len(thesaurus) > 40_000  # the extended edition has about 77k words
+    assert thesaurus.related("老公")["丈夫"] == 0.8  # a synonym group (=)
+    assert "盼望" in thesaurus.related("期待")
+    assert thesaurus.related("不存在的词语xyz") == {}
+
+
+def test_catch_all_groups_and_single_characters_are_not_expanded() -> None:
+    thesaurus = Thesaurus(
+        {
+            "Aa01A07=": ["者", "手", "匠", "客"],  # single characters: too ambiguous
+            "Zz01A01=": [f"词{i:02d}" for i in range(60)],  # a catch-all list
+            "Bb01A01#": ["猫粮", "狗粮"],  # related, not synonyms
+        }
+    )
+    assert thesaurus.related("者") == {}
+    assert thesaurus.related("词01") == {}
+    assert thesaurus.related("猫粮") == {"狗粮": 0.5}
+
+
+async def test_a_synonym_from_the_thesaurus_finds_the_memory(system: Any) -> None:
+    await _add(system, "husband-job", "我丈夫最近换了工作，去了一家医院")
+    await _add(system, "cat", "家里的猫咪今天打了疫苗")
+    assert (await _keys(system, "老公最近怎么样"))[:1] == ["husband-job"]
+    assert (await _keys(system, "晚上我很难过"))[:1] == []  # nothing related: no result is forced
+
+
+async def test_the_synonym_table_wins_over_the_thesaurus(system: Any) -> None:
+    await _add(system, "husband", "我丈夫喜欢钓鱼")
+    plain = (await system.search.search("老公的爱好", user_id="u1", now=NOW))[0].score
+    await system.layer.memory.add_synonym("老公", "丈夫", similarity_score=1.0)
+    boosted = (await system.search.search("老公的爱好", user_id="u1", now=NOW))[0].score
+    assert boosted > plain
+
+
+async def test_synonym_expansion_off_turns_the_thesaurus_off(system: Any) -> None:
+    await _add(system, "husband", "我丈夫喜欢钓鱼")
+    system.search.synonym_expansion = False
+    assert await _keys(system, "老公") == []
+
+
+def test_rare_compounds_and_glued_pronouns_are_split() -> None:
+    tokens = Tokenizer().tokens
+    assert "手机" in tokens("我手里拿的这部手机是什么来着")  # jieba: 这/部手机
+    assert "电影" in tokens("周末看了一部科幻电影")  # 科幻电影 is a rare dictionary word
+    assert "我用" not in tokens("我用的手机是小米")  # an unknown word made of a pronoun and a verb
+    assert tokens("数据库配置") == ["数据库", "配置"]  # a common compound stays whole
+
+
+async def test_the_phone_question_finds_the_phone(system: Any) -> None:
+    await _add(system, "phone", "我用的手机是OPPOReno7。")
+    await _add(system, "shoes", "我穿的运动鞋是耐克的。")
+    assert (await _keys(system, "我手里拿的这部手机是什么来着？"))[:1] == ["phone"]
+
+
+def test_a_word_of_its_own_is_not_split_into_chance_inner_words() -> None:
+    assert Tokenizer().tokens("练习马拉松") == ["练习", "马拉松"]  # 马拉 is not part of its meaning

@@ -1,0 +1,68 @@
+"""``layer.friends`` on both backends: per-user CRUD with validated ids and lengths, and a delete that
+takes the friend's chat and memories with it in one transaction while the shared profile stays."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from data_layer import DuplicateError, InvalidInputError, NotFoundError
+
+# tests/conftest.py empties the PostgreSQL tables between tests but not (yet) ai_friends: each test here
+# uses users of its own.
+
+
+async def test_friends_are_per_user_and_validated(system: Any) -> None:
+    friends = system.layer.friends
+    alice, bob = f"alice-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"
+    made = await friends.create(user_id=alice, name=" 职场  导师 ", system_prompt="  你是导师。 ")
+    assert (made.name, made.system_prompt) == ("职场 导师", "你是导师。")
+    assert made.friend_id.startswith("f-")
+    fixed = await friends.create(user_id=alice, name="小助手", friend_id="helper")
+    with pytest.raises(DuplicateError):
+        await friends.create(user_id=alice, name="again", friend_id="helper")
+    assert [f.friend_id for f in await friends.list(user_id=alice)] == [made.friend_id, "helper"]
+    assert await friends.list(user_id=bob) == []
+    with pytest.raises(NotFoundError):
+        await friends.get(user_id=bob, friend_id="helper")
+    with pytest.raises(NotFoundError):
+        await friends.update(user_id=bob, friend_id="helper", name="stolen")
+    with pytest.raises(NotFoundError):
+        await friends.delete(user_id=bob, friend_id="helper")
+    for bad in [{"name": ""}, {"name": "x" * 101}, {"name": "ok", "system_prompt": "p" * 8001},
+                {"name": "ok", "friend_id": " bad "}, {"name": "nul\x00"}]:  # fmt: skip
+        with pytest.raises(InvalidInputError):
+            await friends.create(user_id=alice, **bad)
+    changed = await friends.update(user_id=alice, friend_id="helper", system_prompt="温柔一点")
+    assert (changed.name, changed.system_prompt) == ("小助手", "温柔一点")
+    assert changed.updated_at >= fixed.updated_at
+    assert len(await friends.list(user_id=alice)) == 2
+
+
+async def test_delete_takes_chat_and_memories_but_not_the_profile(system: Any) -> None:
+    layer = system.layer
+    alice = f"alice-{uuid.uuid4().hex[:6]}"
+    await layer.friends.create(user_id=alice, name="小助手", friend_id="helper")
+    await layer.friends.create(user_id=alice, name="导师", friend_id="mentor")
+    for friend in ("helper", "mentor"):
+        await layer.messages.append(
+            user_id=alice, role="user", content=f"告诉{friend}：下周去北京出差", friend_id=friend
+        )
+        await layer.memory.add(user_id=alice, memory_key=f"gist-{friend}", content=f"{friend} 知道北京出差",
+                               memory_type="event", friend_id=friend)  # fmt: skip
+    await layer.memory.add(user_id=alice, memory_key="profile-movies", content="喜欢科幻电影", memory_type="profile")
+    before = await system.search.search("北京出差", user_id=alice)
+    assert {h.memory_key for h in before} >= {"gist-helper", "gist-mentor"}
+
+    gone = await layer.friends.delete(user_id=alice, friend_id="helper")
+    assert (gone.messages, gone.memories) == (1, 1)
+    assert await layer.messages.count(user_id=alice, friend_id="helper") == 0
+    assert await layer.messages.count(user_id=alice, friend_id="mentor") == 1
+    assert await layer.memory.retrieve_memory(memory_key="gist-helper", user_id=alice, include_inactive=True) is None
+    assert await layer.memory.retrieve_memory(memory_key="profile-movies", user_id=alice) is not None
+    after = {h.memory_key for h in await system.search.search("北京出差", user_id=alice)}
+    assert "gist-helper" not in after and "gist-mentor" in after  # the search index saw the delete
+    with pytest.raises(NotFoundError):
+        await layer.friends.get(user_id=alice, friend_id="helper")

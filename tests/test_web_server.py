@@ -1,0 +1,119 @@
+"""The web chat server itself: ``agent-memory serve`` as a real subprocess on loopback, the bind rule
+(a non-loopback address without a token is refused), and :func:`web_server`, the in-thread server
+the other web tests use (uvicorn on 127.0.0.1 with a free port, on the test's database).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from data_layer import InvalidInputError
+
+AGENT_MEMORY = str(Path(sys.executable).with_name("agent-memory"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def web_server(db_url: str, *, token: str = "", **overrides: Any) -> Iterator[str]:
+    """The web app on ``db_url`` served by uvicorn in a background thread; yields its base URL."""
+    import uvicorn
+
+    from agent_memory.settings import load_settings
+    from agent_memory.system import MemorySystem
+    from agent_memory.web import create_app
+
+    settings = load_settings(memory_database_url=db_url, memory_server_token=token, **overrides)
+    app = create_app(MemorySystem.from_settings(settings), close_system=True)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the web server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@contextmanager
+def signed_in(base: str, user: str, *, token: str | None = None) -> Iterator[httpx.Client]:
+    """A client with a session for ``user``."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        body = {"name": user} if token is None else {"name": user, "token": token}
+        response = client.post("/api/session", json=body)
+        assert response.status_code == 200, response.text
+        yield client
+
+
+def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1"}
+    proc = subprocess.Popen([AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        health = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert health is not None, proc.stderr.read() if proc.stderr else "no output"
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok" and health.json()["backend"] == "sqlite"
+        assert "离线" in health.json()["model"]
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+        assert page.status_code == 200 and "设置" in page.text
+        assert (tmp_path / "web.db").exists()  # --db PATH made and migrated the file
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
+def test_cli_serve_refuses_non_loopback_without_token(host: str, tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORY_SERVER_TOKEN": ""}
+    done = subprocess.run([AGENT_MEMORY, "serve", "--host", host, "--db", str(tmp_path / "x.db"), "--port", "1"],
+                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert "MEMORY_SERVER_TOKEN" in done.stderr and host in done.stderr
+    assert not (tmp_path / "x.db").exists()  # refused before anything was opened
+
+
+async def test_serve_function_checks_the_bind_before_opening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.web import serve
+
+    monkeypatch.setenv("MEMORY_SERVER_TOKEN", "")
+    with pytest.raises(InvalidInputError, match="needs a token"):
+        await serve(host="0.0.0.0", port=free_port(), database_url=f"sqlite:///{tmp_path / 'y.db'}")
+    assert not (tmp_path / "y.db").exists()
+
+
+@pytest.mark.postgres
+def test_cli_serve_refuses_an_unmigrated_postgresql_database(fresh_pg_url: str) -> None:
+    done = subprocess.run([AGENT_MEMORY, "serve", "--db", fresh_pg_url, "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "agent-memory db upgrade" in done.stderr
