@@ -40,6 +40,7 @@ def build(
                 T0 + timedelta(minutes=gap_minutes * i),
                 tuple(TOK.tokens(text)),
                 tuple((keywords or {}).get(key, ())),
+                session="s1",
             )
         )
     return index
@@ -225,3 +226,18 @@ def test_a_reused_slot_gets_its_own_norm() -> None:
     index.put(IndexedMemory("new", "new", None, "general", T0, tuple(TOK.tokens("kubernetes cluster upgrade"))))
     cos = at(index, c.tfidf_cosine(index, c.query_terms(TOK.tokens("kubernetes cluster upgrade")), smooth=False))
     assert cos["new"] == pytest.approx(1.0)
+
+
+def test_only_turns_of_one_session_are_neighbours() -> None:
+    """Two memories of their own written a minute apart do not lift each other; turns of one session
+    do, and turns of two sessions do not."""
+    index = UserIndex()
+    for key, text, session, minute in [("cafe", "喜欢在 café 看书", None, 0), ("trip", "旅行 改成 去 成都", None, 1),
+                                       ("q", "postgres 连接 失败", "s1", 10), ("a", "它 在 哪", "s1", 11),
+                                       ("other", "它 在 这", "s2", 12)]:  # fmt: skip
+        index.put(IndexedMemory(key, key, None, "general", T0 + timedelta(minutes=minute), tuple(TOK.tokens(text)),
+                                session=session))  # fmt: skip
+    cafe = at(index, c.keyword_tiers(index, {TOK.tokens("café")[0]: 1.0}))
+    assert cafe["cafe"] == pytest.approx(1.0) and cafe["trip"] == 0.0
+    pg = at(index, c.keyword_tiers(index, {"postgr": 1.0}))
+    assert pg["a"] == pytest.approx(0.5) and pg["other"] == 0.0

@@ -29,6 +29,7 @@ from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._records import (
+    SESSION_FIELD,
     ArchiveRecord,
     IndexRow,
     IndexState,
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "SESSION_FIELD",
     "AgentFusionDataLayer",
     "AgentMemoryError",
     "ArchiveRecord",

@@ -14,7 +14,7 @@ from . import _validation as v
 from ._dialect import insert_updating
 from ._errors import InvalidInputError
 from ._keyword_ops import KeywordOpsMixin
-from ._records import IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
+from ._records import SESSION_FIELD, IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
 from ._rows import record_of
 from ._tables import (
     AgentMemoryKeywordsTable,
@@ -70,6 +70,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 ix.tokens,
                 ix.embedder,
                 ix.embedding,
+                m.content_metadata[SESSION_FIELD].as_string(),
             )
             .outerjoin(ix, ix.memory_id == m.id)
             .where(*conditions)
@@ -100,6 +101,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 embedder=r[9],
                 embedding=r[10],
                 keywords=tuple(keywords.get(r[0], ())),
+                session=r[11] or None,
             )
             for r in rows
         ]

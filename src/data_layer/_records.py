@@ -35,6 +35,12 @@ KeywordSource = Literal["llm", "user_tag", "system"]
 KEYWORD_SOURCES: tuple[KeywordSource, ...] = ("llm", "user_tag", "system")
 
 
+#: The metadata field naming the conversation session a memory was said in. Memories of one session
+#: (of one AI friend) are neighbours to the search: a turn can be found through the turns around it.
+#: A memory without it stands alone. The session archiver sets it on the turns and gists it writes.
+SESSION_FIELD = "session_id"
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
     """One stored memory, as read from ``agent_memories``."""
@@ -204,3 +210,5 @@ class IndexRow:
     embedder: str | None
     embedding: bytes | None
     keywords: tuple[tuple[str, float], ...]
+    #: the conversation session the memory belongs to (metadata ``session_id``), if any
+    session: str | None = None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from data_layer import AgentFusionDataLayer, MessageRecord, NewMemory, Scope
+from data_layer import SESSION_FIELD, AgentFusionDataLayer, MessageRecord, NewMemory, Scope
 
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
@@ -144,6 +144,7 @@ class SessionArchiver:
                     "source_message_ids": list(gist.source_ids),
                     "date": gist.date.date().isoformat(),
                     "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
+                    SESSION_FIELD: str(session.messages[0].id),
                 },
                 shared=friend is None,
             )
@@ -179,7 +180,7 @@ class SessionArchiver:
                 memory_type="conversation",
                 friend_id=friend,
                 created_at=m.created_at,
-                metadata={"source_message_ids": [m.id], "role": m.role},
+                metadata={"source_message_ids": [m.id], "role": m.role, SESSION_FIELD: str(session.messages[0].id)},
                 shared=friend is None,
             )
             for m in session.messages

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from data_layer import SESSION_FIELD
+
 DatasetName = Literal["locomo", "memdaily", "generic"]
 
 
@@ -99,7 +101,7 @@ def _locomo(path: Path) -> BenchDataset:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [image: {turn['blip_caption']}]"
-                docs.append(BenchDoc(turn["dia_id"], user, text, when, metadata={"session": key}))
+                docs.append(BenchDoc(turn["dia_id"], user, text, when, metadata={"session": key, SESSION_FIELD: key}))
         for q_no, qa in enumerate(sample["qa"]):
             if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
                 continue

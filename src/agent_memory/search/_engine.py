@@ -178,6 +178,7 @@ class HybridMemorySearch(SnapshotCacheMixin):
                     keywords=self._keyword_terms(row.keywords),
                     embedding=vector,
                     revision=row.revision,
+                    session=row.session,
                 )
             )
         if state.hard_delete_revision != user.hard_delete_revision and user.revision >= 0:

@@ -61,6 +61,19 @@ class IndexedMemory:
     embedding: npt.NDArray[np.float32] | None = None
     #: the row's change counter when indexed (keys the engine's record cache)
     revision: int = -1
+    #: the conversation session the memory was said in (metadata ``session_id``); ``None``: a memory
+    #: of its own, never linked to the memories written around it
+    session: str | None = None
+
+
+def link_group(memory: IndexedMemory) -> str | None:
+    """The group whose members are linked as neighbours: one session of one AI friend's chat.
+
+    Only turns of one conversation session lift each other (a question's answer is in the next
+    turn); two memories written minutes apart but on their own ("I like café au lait", "the trip
+    moves to Chengdu") are unrelated, and linking them made one recall the other.
+    """
+    return None if memory.session is None else f"{memory.friend_id or ''}\x1f{memory.session}"
 
 
 class UserIndex(SlotArraysMixin):
@@ -154,8 +167,9 @@ class UserIndex(SlotArraysMixin):
             self._post(self._terms, term, slot, float(count))
         for word, weight in memory.keywords:
             self._post(self._keywords, word, slot, weight)
-        session = memory.friend_id or ""
-        bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
+        session = link_group(memory)
+        if session is not None:
+            bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
         self._changed(session, slot)
         self._set_embedding_row(slot, memory.embedding)
         self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
@@ -171,9 +185,9 @@ class UserIndex(SlotArraysMixin):
             self._unpost(self._terms, term, slot)
         for word, _ in entry.memory.keywords:
             self._unpost(self._keywords, word, slot)
-        session = entry.memory.friend_id or ""
-        members = self._sessions[session]
-        members.remove((entry.ts, entry.memory.memory_key, slot))
+        session = link_group(entry.memory)
+        if session is not None:
+            self._sessions[session].remove((entry.ts, entry.memory.memory_key, slot))
         self._slots[slot] = None
         self._free.append(slot)
         if self._norms is not None and slot < len(self._norms):
@@ -212,8 +226,9 @@ class UserIndex(SlotArraysMixin):
                         if not holders:
                             del self._inner[inner]
 
-    def _changed(self, session: str, slot: int) -> None:
-        self._dirty_sessions.add(session)
+    def _changed(self, session: str | None, slot: int) -> None:
+        if session is not None:
+            self._dirty_sessions.add(session)
         self._dirty_slots.add(slot)
         self._adjacency = None
         if self._memo:

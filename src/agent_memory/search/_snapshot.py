@@ -43,7 +43,7 @@ from ._snapshot_store import SnapshotStore as SnapshotStore
 from ._snapshot_store import snapshot_folder as snapshot_folder
 
 #: Bumped whenever the index's layout or any stored structure changes meaning.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: neighbour links by conversation session, not by friend
 _MAGIC = b"AFMSNAP1"
 
 
@@ -321,6 +321,12 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     vectors = a.get("vectors")
     embedded = a["embedded"]
 
+    sessions: list[str] = text["sessions"]
+    s_off, s_slots = a["session_offsets"], a["session_slots"]
+    # each slot's link group (see ``link_group``: "friend\x1fsession"), -1 for a memory of its own
+    group_of = np.full(n, -1, dtype=np.int64)
+    group_of[s_slots] = np.repeat(np.arange(len(sessions), dtype=np.int64), np.diff(s_off))
+
     def load_slot(i: int) -> _Slot | None:
         if not present[i]:
             return None
@@ -338,6 +344,7 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
             keywords=keywords,
             embedding=vectors[i] if vectors is not None and embedded[i] else None,
             revision=int(revision[i]),
+            session=sessions[group_of[i]].split("\x1f", 1)[1] if group_of[i] >= 0 else None,
         )
         tf: dict[str, int] = {}
         for word in words:
@@ -360,8 +367,6 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
         [strings[k] for k in a["inner_keys"].tolist()],
         lambda i: {strings[t] for t in inner_terms[inner_off[i] : inner_off[i + 1]].tolist()},
     )
-    sessions: list[str] = text["sessions"]
-    s_off, s_slots = a["session_offsets"], a["session_slots"]
     index._sessions = LazyMap(
         sessions,
         lambda i: [(float(ts[s]), keys[s], s) for s in s_slots[s_off[i] : s_off[i + 1]].tolist()],
