@@ -25,7 +25,7 @@ test: lint
 
 # The reliability suite at full size: 10,000 random operations per backend (CI runs 1,000 in `make test`)
 reliability: $(BIN)/.installed
-	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} $(BIN)/pytest tests/test_reliability_isolation.py tests/test_reliability_crash.py
+	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} $(BIN)/pytest -s tests/test_reliability_isolation.py tests/test_reliability_crash.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -187,3 +187,13 @@ def test_error_output_has_no_markup_applied(tmp_path: Path) -> None:
     out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--type", "[red]x[/red]", "--url",
                               _sqlite(tmp_path / "m.db")])  # fmt: skip
     _short_error(out, "[red]x[/red]")
+
+
+def test_bench_retrieval_refuses_an_unknown_embedder() -> None:
+    folder = Path(__file__).parent.parent / "benchmarks" / "zh_allusion"
+    out = runner.invoke(
+        app, ["bench", "retrieval", "--dataset", "generic", "--data", str(folder), "--embedder", "bert"]
+    )
+    assert out.exit_code != 0
+    assert "--embedder must be hashing or minilm" in out.output
+    assert "Traceback" not in out.output

@@ -62,6 +62,11 @@ async def retrieval_cmd(
     semantic_share: float = typer.Option(
         0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score"
     ),
+    embedder: str = typer.Option(
+        "hashing",
+        "--embedder",
+        help="hashing (default, no model) or minilm (packaged all-MiniLM-L6-v2; the sentence-transformers extra)",
+    ),
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
@@ -79,17 +84,26 @@ async def retrieval_cmd(
     _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
+    if embedder not in ("hashing", "minilm"):
+        raise ValueError("--embedder must be hashing or minilm")
+    model = None
+    if embedder == "minilm":
+        from ..search import SentenceTransformerEmbedder
+
+        model = SentenceTransformerEmbedder.minilm()
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
+    options = {"mode": mode, "depth": depth, "semantic_share": semantic_share, "embedder": model}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
+            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            runs.append(await run_engine(ds, url, mode=mode, depth=depth, semantic_share=semantic_share))  # type: ignore[arg-type]
+            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
     result = report(ds, mode, runs[0], baseline)
+    result["embedder"] = embedder
     if len(runs) == 2:
         result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
         result["backends_top5"] = top_k_agreement(runs[0], runs[1], 5)

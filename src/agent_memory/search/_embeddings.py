@@ -123,7 +123,10 @@ class SentenceTransformerEmbedder:
         if not path.exists():
             raise FileNotFoundError(f"no local model at {path}; give the folder of an installed model")
         self._model: Any = SentenceTransformer(str(path), device=device)
-        self._dim_value = int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers 5 renamed the method (the old name warns); 3.x has only the old one
+        model = self._model
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._dim_value = int(dimension())
         self._label = path.name if path.name != "model" else path.parent.name
         self._batch = batch_size
 
