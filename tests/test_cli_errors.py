@@ -197,3 +197,13 @@ def test_bench_retrieval_refuses_an_unknown_embedder() -> None:
     assert out.exit_code != 0
     assert "--embedder must be hashing or minilm" in out.output
     assert "Traceback" not in out.output
+
+
+def test_data_commands_take_a_sqlite_path_as_db(tmp_path: Path) -> None:
+    """A newcomer's path works where a URL does (``--db`` and ``--url`` alike)."""
+    path = tmp_path / "m.db"
+    added = runner.invoke(app, ["memory", "add", "k1", "喜欢喝手冲咖啡", "--user", "u1", "--db", str(path)])
+    assert added.exit_code == 0, added.output
+    got = runner.invoke(app, ["memory", "get", "k1", "--user", "u1", "--json", "--url", str(path)])
+    assert got.exit_code == 0 and json.loads(got.output)["content"] == "喜欢喝手冲咖啡"
+    assert path.exists()

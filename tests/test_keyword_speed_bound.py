@@ -225,3 +225,25 @@ async def test_a_huge_memory_is_tokenised_off_the_event_loop() -> None:
     analyses = await analyzer.analyze_texts([("", short, "general"), ("", long, "general")])
     assert [on_loop for _, on_loop in _ANALYSIS_THREADS] == [True, False]  # only the huge one left the loop
     assert "数据库" in analyses[1].tokens.split()  # and it was analysed all the same
+
+
+def test_a_long_run_without_punctuation_reaches_jieba_in_bounded_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jieba's time grows with the square of a run's length: a 20,000-character run is cut into pieces
+    of at most MAX_RUN_CHARS, and no run is searched for inner words (that cost the cube)."""
+    import jieba
+
+    from agent_memory.text import _tokenize
+
+    lengths: list[int] = []
+    real_cut = jieba.cut
+
+    def recording_cut(text: str, *args: object, **kwargs: object) -> object:
+        lengths.append(len(text))
+        return real_cut(text, *args, **kwargs)
+
+    monkeypatch.setattr(jieba, "cut", recording_cut)
+    text = "汉" * 20_000 + "，" + "我在练习马拉松"  # a pasted run, then a normal clause
+    tokens = _tokenize._tokens(text, True, True, False, 5.5)  # uncached arguments of a fresh call
+    assert max(lengths) <= _tokenize.MAX_RUN_CHARS and sum(lengths) == 20_000 + 7
+    assert "马拉松" in tokens  # the normal clause is segmented as before
+    assert _tokenize._decompose("汉" * 50, False) == ("汉" * 50,)  # too long to be a compound

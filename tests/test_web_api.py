@@ -8,6 +8,7 @@ token and is stored; friends and users are isolated.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -337,3 +338,58 @@ def test_server_host_setting_is_checked(tmp_path: Any) -> None:
     done = subprocess.run([AGENT_MEMORY, "serve", "--db", str(tmp_path / "h.db")], env=env, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "binding 0.0.0.0 needs a token" in done.stderr
+
+
+def test_bad_text_and_deep_json_are_refused_before_the_turn(base: str, db_url: str) -> None:
+    """A NUL or a lone surrogate in a chat message, and JSON nested too deeply, are clear 400s; no
+    turn runs and nothing is stored."""
+    me = user()
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        headers = {"content-type": "application/json"}
+        for raw in (b'{"message": "hi\\u0000there"}', b'{"message": "hi \\ud800 there"}'):
+            answer = client.post(f"/api/friends/{friend}/chat", content=raw, headers=headers)
+            assert answer.status_code == 400, answer.text
+            assert "message contains" in answer.json()["error"]
+        deep = b'{"name": ' + b"[" * 1500 + b"]" * 1500 + b"}"
+        for path in ("/api/session", "/api/friends"):
+            answer = client.post(path, content=deep, headers=headers)
+            assert answer.status_code == 400 and "nested too deeply" in answer.json()["error"]
+    assert rows(db_url, "SELECT count(*) FROM chat_messages WHERE user_id = :u", u=me) == 0
+
+
+def test_a_foreign_host_is_refused_on_loopback_without_a_token(base: str) -> None:
+    """DNS rebinding: a page whose name points at 127.0.0.1 sends its own name as the host."""
+    with httpx.Client(base_url=base, timeout=30) as client:
+        foreign = client.post("/api/session", json={"name": user()}, headers={"host": "attacker.example"})
+        assert foreign.status_code == 421 and "127.0.0.1" in foreign.json()["error"]
+        assert "set-cookie" not in foreign.headers
+        assert client.get("/healthz", headers={"host": "localhost:8765"}).status_code == 200
+
+
+def test_archiving_needs_a_json_body(base: str, db_url: str) -> None:
+    """A form post from another page (SameSite does not separate ports) cannot trigger it."""
+    me = user()
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        chat(client, friend, "我下周要去上海出差")
+        form = client.post(f"/api/friends/{friend}/archive", data={"a": "b"})
+        assert form.status_code == 415
+        assert rows(db_url, "SELECT count(*) FROM agent_memories WHERE user_id = :u", u=me) == 0
+        assert client.post(f"/api/friends/{friend}/archive", json={}).json()["sessions"] == 1
+
+
+def test_a_browser_that_leaves_mid_reply_does_not_lose_the_turn(base: str) -> None:
+    me = user()
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        with client.stream("POST", f"/api/friends/{friend}/chat", json={"message": "我养了一只叫年糕的猫"}) as r:
+            assert r.status_code == 200
+            next(r.iter_lines())  # the first event arrives, then the browser goes away
+        for _ in range(100):  # the turn goes on without it
+            stored = client.get(f"/api/friends/{friend}/messages").json()["messages"]
+            if len(stored) == 2:
+                break
+            time.sleep(0.1)
+        assert [m["role"] for m in stored] == ["user", "assistant"]
+        assert stored[0]["content"] == "我养了一只叫年糕的猫" and stored[1]["content"].strip()

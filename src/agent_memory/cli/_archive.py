@@ -19,7 +19,7 @@ async def run_cmd(
         False, "--keep-open", help="Leave the last session of a chat open until it goes idle (default: end it)"
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Archive the user's chats: every session becomes dated event gists (this friend only) and the
     user's own statements become shared profile items; safe to run again, and it resumes."""

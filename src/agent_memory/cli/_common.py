@@ -13,6 +13,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
@@ -32,7 +33,9 @@ err_console = Console(stderr=True)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-URL_HELP = "Database URL (default: MEMORY_DATABASE_URL, or a SQLite file in the user data directory)"
+URL_HELP = (
+    "A SQLite file path or a database URL (default: MEMORY_DATABASE_URL, or a SQLite file in the user data directory)"
+)
 
 #: Exit code of every reported error (the same as a usage error).
 ERROR_EXIT = 2
@@ -54,8 +57,18 @@ def start_command(*, debug: bool) -> None:
     state.url = None
 
 
+def as_database_url(value: str | None) -> str | None:
+    """``--db`` / ``--url``: a URL as it is (``sqlite+aiosqlite:///...``, ``postgresql+psycopg://...``),
+    else a SQLite file path made absolute (``~/memory.db`` -> ``sqlite+aiosqlite:////home/me/memory.db``)."""
+    if not value or "://" in value:
+        return value
+    return f"sqlite+aiosqlite:///{Path(value).expanduser().absolute()}"
+
+
 def database_url(url: str | None) -> str:
-    """The URL given on the command line, else the configured one (raises ``SettingsError``)."""
+    """The URL (or SQLite path) given on the command line, else the configured one (raises
+    ``SettingsError``)."""
+    url = as_database_url(url)
     if not url:
         from ..settings import load_settings
 
@@ -75,7 +88,7 @@ async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
     from ..system import MemorySystem
 
     settings = load_settings()
-    state.url = url or settings.memory_database_url
+    state.url = as_database_url(url) or settings.memory_database_url
     system = MemorySystem.from_settings(settings, database_url=state.url)
     try:
         await system.ensure_schema()

@@ -19,7 +19,7 @@ def _shown(url: str) -> str:
 @run
 async def upgrade_cmd(
     revision: str = typer.Argument("head", help="Target revision"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Migrate the database up (creates the tables on a new database)."""
     from data_layer import upgrade
@@ -33,7 +33,7 @@ async def upgrade_cmd(
 @run
 async def downgrade_cmd(
     revision: str = typer.Argument(..., help="Target revision, or 'base' to drop every table"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation"),
 ) -> None:
     """Migrate the database down (drops what later revisions added, with its data)."""
@@ -49,7 +49,7 @@ async def downgrade_cmd(
 
 @app.command("current")
 @run
-async def current_cmd(url: str | None = typer.Option(None, "--url", help=URL_HELP)) -> None:
+async def current_cmd(url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP)) -> None:
     """Show the database's revision and the newest one this version ships."""
     from data_layer import current_revision, head_revision
 

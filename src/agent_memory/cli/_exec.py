@@ -26,7 +26,7 @@ async def exec_cmd(
         False, "--allow-sensitive", help="Let sensitive memories of another friend (or the shared profile) into slots"
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Run CODE isolated, with [memory:KEY] slots filled from the user's memories; print its output
     (as it comes) and its _result."""

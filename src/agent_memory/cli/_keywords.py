@@ -14,7 +14,7 @@ app = typer.Typer(help="Keywords of memories: backfill and inspect.", no_args_is
 async def backfill_cmd(
     user: str | None = typer.Option(None, "--user", "-u", help="Only this user (default: every user)"),
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Extract keywords (and search terms) for memories still marked ``needs_keyword_extraction``
     or analysed by an older analyzer; prints what it did as JSON."""
@@ -41,7 +41,7 @@ async def backfill_cmd(
 async def show_cmd(
     key: str = typer.Argument(..., help="Memory key"),
     user: str = typer.Option(..., "--user", "-u", help="The user whose memory it is"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Print a memory's keywords with weights and sources."""
     async with open_system(url) as system:

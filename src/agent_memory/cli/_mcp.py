@@ -7,21 +7,12 @@ import sys
 
 import typer
 
-from ._common import err_console, open_system, run
+from ._common import as_database_url, err_console, open_system, run
 
 DB_HELP = (
     "SQLite file (created and migrated on first use) or database URL "
     "(default: MEMORY_DATABASE_URL, or a SQLite file in the user data directory)"
 )
-
-
-def database_url_of(db: str | None) -> str | None:
-    """``--db``: a URL as it is (``sqlite+aiosqlite:///...``, ``postgresql://...``), else a SQLite file path."""
-    if not db or "://" in db:
-        return db
-    from pathlib import Path
-
-    return f"sqlite+aiosqlite:///{Path(db).expanduser().absolute()}"
 
 
 @run
@@ -56,7 +47,7 @@ async def mcp_cmd(
 
         check_bind(bind, token=token)  # refused before the database is opened
     Scope.of(user)  # a bad user id is refused at start too
-    async with open_system(database_url_of(db)) as system:
+    async with open_system(as_database_url(db)) as system:
         from ..mcp import MCP_PATH, serve_http, serve_stdio
 
         if http is None:

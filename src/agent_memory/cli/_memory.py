@@ -29,7 +29,7 @@ async def add_cmd(
     meta: str | None = typer.Option(None, "--meta", help='Metadata as a JSON object, e.g. \'{"topic": "work"}\''),
     tag: list[str] = typer.Option([], "--tag", help="A keyword tag (repeatable)"),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing memory with this key"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Store a memory for a user."""
     text = sys.stdin.read() if content == "-" else content
@@ -65,7 +65,7 @@ async def get_cmd(
     key: str = typer.Argument(..., help="Memory key"),
     user: str = USER,
     as_json: bool = typer.Option(False, "--json", help="Print the record as JSON"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Show one memory of a user (exit code 1 when there is none)."""
     async with open_system(url) as system:
@@ -105,7 +105,7 @@ async def list_cmd(
     cursor: str | None = typer.Option(None, "--cursor", help="next_cursor printed by the previous page"),
     history: bool = typer.Option(False, "--history", help="Also superseded profile values (inactive)"),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """List a user's memories, newest first, with the chat messages each was formed from."""
     async with open_system(url) as system:
@@ -133,7 +133,7 @@ async def delete_cmd(
     key: str = typer.Argument(..., help="Memory key"),
     user: str = USER,
     hard: bool = typer.Option(False, "--hard", help="Remove the row instead of marking it inactive"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Delete a user's memory (soft delete unless --hard)."""
     async with open_system(url) as system:
@@ -155,7 +155,7 @@ async def search_cmd(
     limit: int = typer.Option(5, "--limit", "-n", help="Results, 1-100"),
     min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this (0-1)"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Search a user's memories (hybrid keyword + text + time by default).
 

@@ -92,7 +92,7 @@ async def import_cmd(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="A .jsonl file"),
     user: str | None = typer.Option(None, "--user", "-u", help="User id for lines without one"),
     friend: str | None = typer.Option(None, "--friend", "-f", help="AI friend id for lines without one"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Import messages from a JSON-lines file, one object a line:
     {"user_id", "role", "content", "friend_id"?, "thread_id"?, "created_at"? (ISO-8601), "id"?}.

@@ -96,7 +96,7 @@ async def recall_cmd(
     friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
     as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
     mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (seed 003)"),
-    url: str | None = typer.Option(None, "--url", help=URL_HELP),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Run the memory recall for a message (offline planner unless MEMORY_RECALL_MODEL_CLIENT is set)
     and print the events, the handoff and the slots the main model would receive. ``--mode evidence``

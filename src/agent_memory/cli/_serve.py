@@ -9,17 +9,6 @@ from ._common import URL_HELP, console, database_url, esc, run
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
-def _url(db: str | None) -> str | None:
-    """``--db``: a database URL, or a SQLite file path."""
-    if not db:
-        return None
-    if "://" in db:
-        return db
-    from pathlib import Path
-
-    return f"sqlite+aiosqlite:///{Path(db).expanduser().absolute()}"
-
-
 @run
 async def serve_cmd(
     host: str | None = typer.Option(
@@ -41,7 +30,7 @@ async def serve_cmd(
 
     settings = load_settings()
     check_bind(host or settings.memory_server_host, token=settings.memory_server_token)  # before anything opens
-    url = database_url(_url(db))
+    url = database_url(db)
     from ..web import serve
 
     def ready(address: str) -> None:

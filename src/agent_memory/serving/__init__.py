@@ -1,6 +1,6 @@
 """Serving the memory system to people and programs: the access rule shared by the web chat
 (``agent_memory.web``) and the MCP server (``agent_memory.mcp``)."""
 
-from ._access import check_bind, is_loopback, token_matches
+from ._access import check_bind, host_is_loopback, is_loopback, token_matches
 
-__all__ = ["check_bind", "is_loopback", "token_matches"]
+__all__ = ["check_bind", "host_is_loopback", "is_loopback", "token_matches"]

@@ -33,6 +33,25 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_is_loopback(host_header: str | None) -> bool:
+    """Whether a request's ``Host`` header names a loopback host (port ignored).
+
+    A server on loopback without a token checks it: a web page whose name an attacker re-points at
+    127.0.0.1 (DNS rebinding) sends its own name as the host, so its requests are refused.
+
+    >>> host_is_loopback("127.0.0.1:8765"), host_is_loopback("[::1]:80"), host_is_loopback("evil.example")
+    (True, True, False)
+    """
+    value = (host_header or "").strip()
+    if value.startswith("["):
+        name = value[1 : value.find("]")] if "]" in value else ""
+    elif value.count(":") == 1:
+        name = value.rsplit(":", 1)[0]
+    else:
+        name = value
+    return bool(name) and is_loopback(name)
+
+
 def check_bind(host: str, *, token: str) -> None:
     """Refuse to bind a non-loopback ``host`` without a token (raises ``InvalidInputError``)."""
     if not is_loopback(host) and not token:

@@ -73,7 +73,7 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v6"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v7"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
@@ -132,7 +132,11 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
     out: list[tuple[str, bool]] = []
     for run in _RUN.findall(fold(text)):
         if _IS_CJK.match(run):
-            words = jieba.cut_for_search(run) if search_mode else jieba.cut(run, HMM=True)
+            words = (
+                word
+                for piece in _pieces(run)
+                for word in (jieba.cut_for_search(piece) if search_mode else jieba.cut(piece, HMM=True))
+            )
             for word in words:
                 if word.strip():
                     for part in _without_particle(word):
@@ -140,6 +144,18 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
         else:
             out.append((run, False))
     return tuple(out)
+
+
+#: jieba's time grows with the square of a run's length (20,000 characters without punctuation: 1 s);
+#: longer runs are cut into pieces of this size. Real sentences are far shorter, so only abnormal
+#: text (a pasted character run, a dump) is cut, at the cost of a word split at a piece boundary.
+MAX_RUN_CHARS = 256
+
+
+def _pieces(run: str) -> list[str]:
+    return (
+        [run[i : i + MAX_RUN_CHARS] for i in range(0, len(run), MAX_RUN_CHARS)] if len(run) > MAX_RUN_CHARS else [run]
+    )
 
 
 #: Sentence-final particles jieba sometimes glues to the word before them (推荐个电影吧 -> 电影吧).
@@ -161,6 +177,9 @@ RARE_WORD_FREQ = 100
 #: compound is a specialisation of it (部手机 33 / 手机 4,789), not a word of its own that merely
 #: contains it (马拉松 80 / 马拉 116).
 INNER_WORD_RATIO = 10
+#: Longer "words" are not compounds but runs jieba could not split (汉汉汉...): looking for inner words
+#: in them would cost the cube of their length.
+MAX_COMPOUND_CHARS = 12
 #: Pronouns and demonstratives jieba's HMM glues to the next character into words it does not know (我用).
 _GLUE_HEADS = frozenset("我你他她它咱您这那每某")
 
@@ -174,7 +193,7 @@ def _decompose(word: str, search_mode: bool) -> tuple[str, ...]:
     memory about 手机 or 电影 is never found by those words. An unknown two-character word that starts
     with a pronoun is split into its characters (the single-character filter then drops them).
     """
-    if search_mode or len(word) < 2:
+    if search_mode or len(word) < 2 or len(word) > MAX_COMPOUND_CHARS:
         return (word,)
     freq = jieba.dt.FREQ
     count = freq.get(word, 0)

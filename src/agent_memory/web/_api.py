@@ -6,7 +6,9 @@ with ``{"error": "what to do"}`` before anything is changed.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -202,21 +204,37 @@ async def chat(request: Request) -> Response:
     friend = await system_of(request).layer.friends.get(user_id=user, friend_id=fid)  # 404 before the stream
     service = chat_of(request)
 
-    async def stream() -> AsyncIterator[bytes]:
+    # The turn runs in a task of its own: a browser that goes away mid-reply does not cancel it, so
+    # the message it already acknowledged and the reply are still stored.
+    events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def run_turn() -> None:
         try:
             async for event in service.turn(user_id=user, friend_id=fid, text=text, friend=friend):
-                yield _sse(event)
+                events.put_nowait(event)
         except Exception as exc:
             found = as_problem(exc)
             if found.status >= 500:
-                import logging
-
                 logging.getLogger(__name__).exception("chat turn failed")
-            yield _sse({"type": "error", "message": found.message})
+            events.put_nowait({"type": "error", "message": found.message})
+        finally:
+            events.put_nowait(None)
+
+    task = asyncio.create_task(run_turn(), name=f"chat turn {user}/{fid}")
+    _RUNNING_TURNS.add(task)
+    task.add_done_callback(_RUNNING_TURNS.discard)
+
+    async def stream() -> AsyncIterator[bytes]:
+        while (event := await events.get()) is not None:
+            yield _sse(event)
 
     return StreamingResponse(
         stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
+
+
+#: Chat turns still running (a reference keeps each task alive until it ends).
+_RUNNING_TURNS: set[asyncio.Task[None]] = set()
 
 
 def _sse(event: dict[str, Any]) -> bytes:
@@ -228,6 +246,7 @@ async def archive_now(request: Request) -> Response:
     """End the friend's open session and turn the chat so far into memories (event gists, profile)."""
     user = current_user(request)
     fid = _path_id(request, "friend_id")
+    only_fields(await json_body(request, max_bytes=1024), set())  # a JSON body: no cross-site form post
     system = system_of(request)
     await system.layer.friends.get(user_id=user, friend_id=fid)
     report = await system.session_archiver.run(user_id=user, friend_id=fid, end_open=True)

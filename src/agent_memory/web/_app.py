@@ -35,6 +35,7 @@ from ..serving import check_bind
 from ..system import MemorySystem
 from ._api import ROUTES
 from ._chat import ChatService
+from ._http import LoopbackHostMiddleware
 from ._responder import OFFLINE_LABEL, OfflineResponder
 
 STATIC = Path(__file__).parent / "static"
@@ -85,6 +86,7 @@ def create_app(
     app = Starlette(
         routes=[Route("/", _index), *ROUTES, Mount("/static", StaticFiles(directory=STATIC), name="static")],
         middleware=[
+            Middleware(LoopbackHostMiddleware, enabled=not token),
             Middleware(
                 SessionMiddleware,
                 secret_key=secret,
@@ -92,7 +94,7 @@ def create_app(
                 max_age=SESSION_MAX_AGE,
                 same_site="strict",
                 https_only=False,
-            )
+            ),
         ],
         lifespan=lifespan,
     )

@@ -32,7 +32,7 @@ from autogen_agentchat.messages import (
 from autogen_core.models import AssistantMessage, ChatCompletionClient, UserMessage
 
 from builders import AgentBuilder
-from data_layer import FriendDeletion, FriendRecord, InvalidInputError, UserSettings
+from data_layer import FriendDeletion, FriendRecord, InvalidInputError, UserSettings, storable_text
 
 from ..context import MemoryContext
 from ..recall import (
@@ -109,7 +109,7 @@ def check_message(text: object) -> str:
         raise InvalidInputError("message must be non-empty text")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInputError(f"the message is {len(text)} characters long; at most {MAX_MESSAGE_CHARS}: shorten it")
-    return text.strip()
+    return storable_text(text.strip(), name="message")  # refused before the turn, not while saving it
 
 
 class ChatService:

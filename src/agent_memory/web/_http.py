@@ -14,10 +14,11 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data_layer import AgentMemoryError, DuplicateError, InvalidInputError, NotFoundError
 
-from ..serving import token_matches
+from ..serving import host_is_loopback, token_matches
 
 #: Largest JSON body an API accepts (a chat message is capped lower, in characters).
 MAX_BODY_BYTES = 64 * 1024
@@ -52,6 +53,28 @@ def as_problem(exc: Exception) -> HTTPProblem:
     if isinstance(exc, AgentMemoryError):
         return HTTPProblem(503, f"storage problem: {exc}")
     return HTTPProblem(500, f"unexpected error ({type(exc).__name__}); see the server log")
+
+
+class LoopbackHostMiddleware:
+    """Without a token, answer only requests whose ``Host`` is loopback (421 otherwise).
+
+    Sign-in needs no secret on loopback, so a web page whose name is re-pointed at 127.0.0.1 (DNS
+    rebinding) could otherwise sign in as anyone from the user's browser; its requests carry its own
+    name as the host. With a token the token guards every request and any host is served.
+    """
+
+    def __init__(self, app: ASGIApp, *, enabled: bool) -> None:
+        self.app = app
+        self.enabled = enabled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.enabled and scope["type"] == "http":
+            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+            if not host_is_loopback(host):
+                message = f"host {host!r} is not served: open the chat at http://127.0.0.1 (or set MEMORY_SERVER_TOKEN)"
+                await problem(421, message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def token_of(request: Request) -> str:
@@ -108,6 +131,8 @@ async def json_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> dic
         data = json.loads(raw or b"{}")
     except ValueError:
         raise HTTPProblem(400, "the body is not valid JSON") from None
+    except RecursionError:
+        raise HTTPProblem(400, "the body is nested too deeply; send a flat JSON object") from None
     if not isinstance(data, dict):
         raise HTTPProblem(400, "the body must be a JSON object")
     no_user_fields(request, data)
