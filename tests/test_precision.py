@@ -31,15 +31,17 @@ async def test_memories_written_minutes_apart_do_not_recall_each_other(system: A
 async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(system: Any) -> None:
     t = NOW - timedelta(days=1)
     turns = [
-        ("q1", "公司停车场的车位号是多少？", "s1", 0),
-        ("a1", "B2 层 117 号，靠近电梯", "s1", 1),
+        ("q1", "公司停车场的车位号是多少？", "1", 0),
+        ("a1", "B2 层 117 号，靠近电梯", "1", 1),
         ("q2", "雨伞放在哪个柜子？", "s2", 2),
         ("a2", "门口鞋柜第二格", "s2", 3),
     ]
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[NewMemory(k, text, created_at=t + timedelta(minutes=m), metadata={SESSION_FIELD: s})
-                  for k, text, s, m in turns],
+                  for k, text, s, m in turns if k != "a1"]
+                 + [NewMemory("a1", "B2 层 117 号，靠近电梯", created_at=t + timedelta(minutes=1),
+                              metadata={SESSION_FIELD: 1})],  # a number names the same session as "1"
     )  # fmt: skip
     found = await _keys(system, "停车场车位")
     assert found[:1] == ["q1"]

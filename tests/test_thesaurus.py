@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from agent_memory.text import Thesaurus, Tokenizer, cilin_thesaurus
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -94,3 +96,10 @@ async def test_a_kind_of_thing_ranks_its_memory_first_but_does_not_reach_recall_
     hits = await system.search.search("化妆品", user_id="u1", now=NOW)
     assert [h.memory_key for h in hits][:1] == ["lipstick"]
     assert hits[0].score < 0.5  # under the default similarity threshold: not put in front of a reply
+
+
+async def test_an_unknown_thesaurus_is_refused(system: Any) -> None:
+    from agent_memory.search import HybridMemorySearch
+
+    with pytest.raises(ValueError, match="thesaurus must be"):
+        HybridMemorySearch(system.layer.memory, thesaurus="wordnet")  # type: ignore[arg-type]

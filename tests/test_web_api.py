@@ -393,3 +393,25 @@ def test_a_browser_that_leaves_mid_reply_does_not_lose_the_turn(base: str) -> No
             time.sleep(0.1)
         assert [m["role"] for m in stored] == ["user", "assistant"]
         assert stored[0]["content"] == "我养了一只叫年糕的猫" and stored[1]["content"].strip()
+
+
+def test_a_turn_against_a_strict_openai_compatible_server(db_url: str) -> None:
+    """MEMORY_CHAT_MODEL_CLIENT naming an OpenAI-compatible server that demands alternating roles, one
+    system message and no null content: a streamed turn with recall works and nothing is refused."""
+    from strict_server import DEFAULT_MODEL_INFO, StrictServer
+
+    with StrictServer(context_tokens=8192) as server:
+        spec = {
+            "provider": "OpenAIChatCompletionClient",
+            "config": {"model": server.model, "base_url": server.base_url, "api_key": "x", "max_retries": 0,
+                       "model_info": DEFAULT_MODEL_INFO},
+        }  # fmt: skip
+        with web_server(db_url, memory_chat_model_client=json.dumps(spec)) as base, signed_in(base, user()) as client:
+            friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+            chat(client, friend, "我下周二要去北京出差")
+            client.post(f"/api/friends/{friend}/archive", json={})
+            turn = chat(client, friend, "北京出差的事你还记得吗")
+            assert turn[-1]["reply"].startswith("ok: ")
+            assert server.errors == []  # no request refused by the strict rules
+            stored = client.get(f"/api/friends/{friend}/messages").json()["messages"]
+            assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]

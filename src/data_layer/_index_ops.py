@@ -101,7 +101,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 embedder=r[9],
                 embedding=r[10],
                 keywords=tuple(keywords.get(r[0], ())),
-                session=r[11] or None,
+                session=None if r[11] is None or r[11] == "" else str(r[11]),  # 7 and "7" are one session
             )
             for r in rows
         ]

@@ -33,6 +33,7 @@ from ._memory_view import (
     recall_memory_output,
 )
 from ._planner import OfflineRecallPlanner
+from ._planner_client import OfflineClient
 from ._prompt import RECALL_SYSTEM_PROMPT, RecallTask, format_task, parse_task, recall_prompt
 from ._skill import Skill, load_skill, parse_skill
 from ._synthesis import synthesize
@@ -51,6 +52,7 @@ __all__ = [
     "Limits",
     "MemRecallAgent",
     "MemoryView",
+    "OfflineClient",
     "OfflineRecallPlanner",
     "ProfileItem",
     "RankedHit",

@@ -1,8 +1,11 @@
-"""``PlannerClient``: the ``ChatCompletionClient`` shell of an offline planner.
+"""``OfflineClient``: the ``ChatCompletionClient`` shell of the library's deterministic clients, and
+``PlannerClient``, an offline planner on it.
 
 An offline planner answers each model call with the next tool call its ``plan`` chooses, so the
 recall runs through the real ``AssistantAgent`` loop, its tools and events, with or without a model.
-This base class holds the protocol; a planner only implements :meth:`PlannerClient.plan`.
+The web chat's offline responder (``agent_memory.web``) answers with text on the same shell. The
+shell holds the protocol (usage, token estimates, capabilities from ``info``); a planner only
+implements :meth:`PlannerClient.plan`.
 """
 
 from __future__ import annotations
@@ -35,15 +38,60 @@ PLANNER_INFO = ModelInfo(
 )
 
 
-class PlannerClient(ChatCompletionClient):
+class OfflineClient(ChatCompletionClient):
+    """The protocol part of a deterministic client: usage bookkeeping, token estimates, and the
+    capabilities of ``info``. Subclasses implement ``create`` and ``create_stream`` and add each
+    result's usage with :meth:`_count`."""
+
+    info: ModelInfo = PLANNER_INFO
+    chars_per_token = 2
+    context_tokens = 1_000_000
+
+    def __init__(self) -> None:
+        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def _count(self, usage: RequestUsage) -> None:
+        self._usage = RequestUsage(
+            prompt_tokens=self._usage.prompt_tokens + usage.prompt_tokens,
+            completion_tokens=self._usage.completion_tokens + usage.completion_tokens,
+        )
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    def actual_usage(self) -> RequestUsage:
+        return self._usage
+
+    def total_usage(self) -> RequestUsage:
+        return self._usage
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        """A rough estimate (characters / ``chars_per_token``): nothing is sent anywhere."""
+        return sum(len(str(m.content)) for m in messages) // self.chars_per_token
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        return max(0, self.context_tokens - self.count_tokens(messages, tools=tools))
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        info = self.info
+        return {"vision": info["vision"], "function_calling": info["function_calling"],
+                "json_output": info["json_output"]}  # type: ignore[return-value]  # fmt: skip
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self.info
+
+
+class PlannerClient(OfflineClient):
     """A deterministic client whose answer is ``plan(messages)`` as a tool call (text "TERMINATE"
     when that tool is not offered). ``call_prefix`` names its call ids."""
 
     call_prefix = "plan"
 
     def __init__(self) -> None:
+        super().__init__()
         self._calls = 0
-        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
 
     @abstractmethod
     def plan(self, messages: Sequence[LLMMessage]) -> tuple[str, dict[str, Any]]:
@@ -81,26 +129,3 @@ class PlannerClient(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Streams the single planned result."""
         yield await self.create(messages, tools=tools, tool_choice=tool_choice)
-
-    async def close(self) -> None:
-        """Nothing to release."""
-
-    def actual_usage(self) -> RequestUsage:
-        return self._usage
-
-    def total_usage(self) -> RequestUsage:
-        return self._usage
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return sum(len(str(m.content)) for m in messages) // 2
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return 1_000_000
-
-    @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return {"vision": False, "function_calling": True, "json_output": True}  # type: ignore[return-value]
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return PLANNER_INFO

@@ -86,6 +86,8 @@ class HybridMemorySearch(SnapshotCacheMixin):
             raise ValueError("half_life_days must be positive")
         if not 0.0 <= semantic_share <= 1.0:
             raise ValueError("semantic_share must be between 0 and 1")
+        if not (thesaurus is None or thesaurus == "cilin" or isinstance(thesaurus, Thesaurus)):
+            raise ValueError('thesaurus must be "cilin" (the packaged 同义词词林), a Thesaurus or None')
         if default_mode not in SEARCH_MODES:
             raise ValueError(f"default_mode must be one of {', '.join(SEARCH_MODES)}")
         if index_cache_mb is not None and not index_cache_mb > 0:

@@ -22,18 +22,17 @@ from typing import Any
 
 from autogen_core import CancellationToken
 from autogen_core.models import (
-    ChatCompletionClient,
     CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelCapabilities,
-    ModelFamily,
     ModelInfo,
     RequestUsage,
     SystemMessage,
     UserMessage,
 )
 from autogen_core.tools import Tool, ToolSchema
+
+from ..recall import OfflineClient
 
 #: How the page names this client.
 OFFLINE_LABEL = "离线应答器（确定性，不是大模型）"
@@ -82,40 +81,24 @@ def offline_reply(messages: Sequence[LLMMessage]) -> str:
     return f"{thought}我记得：{cited}。你刚才说「{said}」，我们接着聊吧。"
 
 
-class OfflineResponder(ChatCompletionClient):
+class OfflineResponder(OfflineClient):
     """A deterministic chat client for the offline web chat (see the module docs)."""
 
+    info = ModelInfo(**{**OfflineClient.info, "json_output": False})  # text replies, no JSON mode
+    chars_per_token = 4
+    context_tokens = 128_000
+
     def __init__(self, *, delay_s: float = 0.0) -> None:
+        super().__init__()
         #: Pause between streamed chunks (0: none); lets a demo show the streaming.
         self.delay_s = delay_s
-        self._usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return ModelInfo(
-            vision=False,
-            function_calling=True,
-            json_output=False,
-            family=ModelFamily.UNKNOWN,
-            structured_output=False,
-            multiple_system_messages=True,
-        )
-
-    @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return ModelCapabilities(vision=False, function_calling=True, json_output=False)  # type: ignore[typeddict-item]
 
     def _result(self, messages: Sequence[LLMMessage]) -> CreateResult:
         """The reply; the ``<think>`` part goes to ``thought`` (as a reasoning model's client does), so
         the stored message holds only what was said."""
         text = offline_reply(messages)
-        usage = RequestUsage(
-            prompt_tokens=sum(len(str(m.content)) for m in messages) // 4, completion_tokens=len(text) // 4
-        )
-        self._usage = RequestUsage(
-            prompt_tokens=self._usage.prompt_tokens + usage.prompt_tokens,
-            completion_tokens=self._usage.completion_tokens + usage.completion_tokens,
-        )
+        usage = RequestUsage(prompt_tokens=self.count_tokens(messages), completion_tokens=len(text) // 4)
+        self._count(usage)
         thought, _, said = text.removeprefix("<think>").partition("</think>")
         return CreateResult(finish_reason="stop", content=said, thought=thought, usage=usage, cached=False)
 
@@ -148,21 +131,6 @@ class OfflineResponder(ChatCompletionClient):
                 await asyncio.sleep(self.delay_s)
             yield text[start : start + _CHUNK]
         yield result
-
-    async def close(self) -> None:
-        return None
-
-    def actual_usage(self) -> RequestUsage:
-        return self._usage
-
-    def total_usage(self) -> RequestUsage:
-        return self._usage
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return sum(len(str(m.content)) for m in messages) // 4
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
-        return max(0, 128_000 - self.count_tokens(messages, tools=tools))
 
 
 __all__ = ["OFFLINE_LABEL", "OfflineResponder", "offline_reply"]
