@@ -75,6 +75,20 @@ async def test_memory_tools_are_bound_to_the_friend(builder: AgentBuilder) -> No
     assert out.success is False  # the mentor's memory is not the companion's
 
 
+def test_a_tool_schema_changed_by_its_caller_leaves_the_next_one_intact(builder: AgentBuilder) -> None:
+    """Schemas are built once and copied per call: a client that edits its copy (adds strict mode, drops a
+    field) must not change what the next agent of the process is given."""
+    tool = next(t for t in builder.memory_tools(user_id="u1") if t.name == "search_memories")
+    first = tool.schema
+    pristine = json.loads(json.dumps(first))
+    first["parameters"]["properties"].clear()
+    first["parameters"]["required"].append("injected")
+    first["name"] = "changed"
+    again = next(t for t in builder.memory_tools(user_id="u2") if t.name == "search_memories").schema
+    assert again == pristine
+    assert "query" in again["parameters"]["properties"]
+
+
 def test_with_memory_refuses_a_second_context(builder: AgentBuilder) -> None:
     with pytest.raises(ValueError, match="already has a model_context"):
         builder.with_memory({"model_context": UnboundedChatCompletionContext()}, user_id="u1")

@@ -296,3 +296,41 @@ async def test_merge_streams_reads_each_stream_from_one_task() -> None:
     assert len(tasks) == 1
     assert sorted(map(str, items)) == ["0", "1", "2", "3", "4", "event"]
     assert [i for i in items if i != "event"] == [0, 1, 2, 3, 4]
+
+
+def _count_statements(system: MemorySystem, needle: str) -> list[str]:
+    """A list that fills with every SQL statement of ``system`` whose text holds ``needle``."""
+    from sqlalchemy import event
+
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if needle in statement:
+            seen.append(statement)
+
+    event.listen(system.layer.db.engine.sync_engine, "before_cursor_execute", record)
+    return seen
+
+
+async def test_resume_continues_the_stored_chat_with_one_read(memory: MemorySystem) -> None:
+    """A context resumed from storage shows the model the newest stored turns (replies as the caller
+    shows them), saves nothing twice, and its recall looks back over the same read (no second one)."""
+    for i in range(30):
+        await memory.layer.messages.append(user_id="u1", friend_id="mentor", role="user", content=f"旧问题{i}")
+        await memory.layer.messages.append(user_id="u1", friend_id="mentor", role="assistant",
+                                           content=f"<think>想{i}</think>旧回答{i}")  # fmt: skip
+    context = memory.context(user_id="u1", friend_id="mentor")
+    assert await context.resume(limit=4, assistant_text=lambda text: text.split("</think>")[-1]) == 4
+    # the look-back is what a context without resume() reads from storage itself
+    conversation = [("user", "旧问题29"), ("assistant", "<think>想29</think>旧回答29"), ("user", "新问题")]
+    fresh = memory.context(user_id="u1", friend_id="mentor")
+    looked_back = await context._with_stored_history(conversation)
+    assert looked_back == await fresh._with_stored_history(conversation) and len(looked_back) == 50
+    reads = _count_statements(memory, "ORDER BY chat_messages.created_at DESC")  # latest(), not the archiver's
+    client = replay(["好的"])
+    await _main(client, context).run(task="新问题")
+    sent = [m.content for m in client.create_calls[0]["messages"] if not isinstance(m, SystemMessage)]
+    assert sent == ["旧问题28", "旧回答28", "旧问题29", "旧回答29", "新问题"]
+    assert reads == []  # the recall's look-back used resume()'s read
+    stored = await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=100)
+    assert len(stored) == 62 and [m.content for m in stored[-2:]] == ["新问题", "好的"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -313,3 +314,38 @@ async def test_every_memory_gets_a_keyword_even_without_words(layer: AgentFusion
         await layer.memory.add(user_id="kw", memory_key=key, content=text, created_at=NOW)
         assert await layer.memory.get_keywords(user_id="kw", memory_key=key), key
     assert await layer.memory.pending_keyword_extraction(user_id="kw") == []
+
+
+async def test_searches_in_one_view_look_at_storage_once(system: Any) -> None:
+    """Inside ``one_view`` the user's change counters are read once; each new view reads them again, so
+    it sees what was written in between; a whole recall (several rounds) is one view."""
+    from sqlalchemy import event
+
+    from agent_memory.recall import MemRecallAgent
+    from data_layer import Scope
+
+    engine, layer = system.search, system.layer
+    await layer.memory.add(user_id="u1", memory_key="trip", content="下周二去北京出差", memory_type="profile")
+    looks: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM memory_index_state" in statement:
+            looks.append(statement)
+
+    await engine.refresh(user_id="u1")  # the index is up to date: one look tells it nothing changed
+    event.listen(layer.db.engine.sync_engine, "before_cursor_execute", record)
+    with engine.one_view():
+        for text in ("北京", "出差", "北京出差"):
+            assert await engine.search(text, user_id="u1")
+    assert len(looks) == 1
+    await layer.memory.add(user_id="u1", memory_key="talk", content="周五给管理层做汇报", memory_type="profile")
+    with engine.one_view():
+        found = await engine.search("汇报", user_id="u1")
+    assert [h.memory_key for h in found] == ["talk"] and len(looks) >= 2
+    looks.clear()
+    for text in ("北京", "出差"):
+        await engine.search(text, user_id="u1")
+    assert len(looks) == 2  # outside a view every search looks
+    looks.clear()
+    result = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "北京出差的事还记得吗")])
+    assert len(result.ledger.searches) >= 2 and len(looks) == 1

@@ -121,6 +121,19 @@ def test_unknown_friend_is_404_and_nothing_stored(base: str, db_url: str) -> Non
     assert rows(db_url, "SELECT count(*) FROM chat_messages WHERE user_id = :u", u=me) == 0
 
 
+def test_unknown_route_and_wrong_method_answer_json(base: str) -> None:
+    """A client that reads ``{"error": ...}`` gets it for Starlette's own 404 and 405 too, with what to do."""
+    with signed_in(base, user()) as client:
+        missing = client.get("/api/nothing-here")
+        assert missing.status_code == 404
+        assert missing.headers["content-type"].startswith("application/json")
+        assert "/api/nothing-here" in missing.json()["error"]
+        wrong = client.delete("/healthz")
+        assert wrong.status_code == 405
+        assert "GET" in wrong.headers["allow"]
+        assert "use" in wrong.json()["error"] and "GET" in wrong.json()["error"]
+
+
 def test_settings_round_trip_and_out_of_range(base: str) -> None:
     me, other = user(), user()
     with signed_in(base, me) as client:

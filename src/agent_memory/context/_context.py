@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from autogen_core import Component, ComponentModel, FunctionCall
@@ -119,6 +119,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         #: The last recall block ("" when none) and, with tool-call injection, the recall_memory result.
         self.last_block = ""
         self.last_output: RecallMemoryOutput | None = None
+        #: The stored chat read by :meth:`resume` (``(role, text)``, oldest first), reused by the recall.
+        self._stored: list[tuple[str, str]] | None = None
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -155,6 +157,34 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         if role == "user" and self.system.background_archiving:
             # earlier sessions that are over become memories; the reply does not wait for it
             self.system.session_archiver.schedule(self.scope)
+
+    async def resume(
+        self, *, limit: int, assistant_text: Callable[[str], str] | None = None, assistant_source: str = "assistant"
+    ) -> int:
+        """Continue the stored chat of this (user, friend): its newest ``limit`` user and assistant
+        messages enter the context (they are stored already, so not saved again). Returns how many.
+
+        One read serves the model and the recall's look-back (which reaches up to
+        ``MAX_RECALL_HISTORY`` messages back), instead of one each per turn. ``assistant_text`` turns a
+        stored reply into what the model is shown (the web chat strips ``<think>`` parts);
+        ``assistant_source`` names the agent on the replies (the agent's name).
+
+        >>> context = system.context(user_id="alice", friend_id="f-1")  # doctest: +SKIP
+        >>> await context.resume(limit=40)  # doctest: +SKIP
+        12
+        """
+        stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
+                                                         limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
+        chat = [m for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+        self._stored = [(m.role, m.content) for m in chat]
+        shown = chat[-limit:] if limit > 0 else []
+        for m in shown:
+            if m.role == "user":
+                await super().add_message(UserMessage(content=m.content, source="user"))
+            else:
+                text = assistant_text(m.content) if assistant_text is not None else m.content
+                await super().add_message(AssistantMessage(content=text, source=assistant_source))
+        return len(shown)
 
     # -- what the model sees -----------------------------------------------------------------------
 
@@ -269,6 +299,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         expansion can look back past what this context object holds (an earlier session)."""
         if not self.persist or len(conversation) >= MAX_RECALL_HISTORY:
             return conversation
+        if self._stored is not None:  # read by resume(): the stored chat before this context's turns
+            known = set(conversation)
+            earlier = [p for p in self._stored if p not in known]
+            return [*earlier[-(MAX_RECALL_HISTORY - len(conversation)) :], *conversation]
         try:
             stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
                                                              limit=MAX_RECALL_HISTORY)  # fmt: skip

@@ -175,6 +175,10 @@ class MemRecallAgent:
         recall (a time budget) still has what the searches found."""
         if not messages:
             raise ValueError("recall needs at least the current message")
+        with self.search.one_view():  # every round searches the same memories, read once
+            return await self._recall(messages)
+
+    async def _recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
         window = self.window_size
         events: list[BaseAgentEvent | BaseChatMessage] = []
         self.ledger = ledger = RecallLedger()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from autogen_core.models import ChatCompletionClient
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
@@ -35,12 +36,27 @@ from ..serving import check_bind
 from ..system import MemorySystem
 from ._api import ROUTES
 from ._chat import ChatService
-from ._http import LoopbackHostMiddleware
+from ._http import LoopbackHostMiddleware, problem
 from ._responder import OFFLINE_LABEL, OfflineResponder
 
 STATIC = Path(__file__).parent / "static"
 #: How long a sign-in lasts, in seconds.
 SESSION_MAX_AGE = 7 * 24 * 3600
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (no such route 404, wrong method 405) in the API's JSON shape, with what to
+    do, so a client reading ``{"error": ...}`` needs no second parser; headers such as ``Allow`` stay."""
+    assert isinstance(exc, HTTPException)
+    message = str(exc.detail)
+    if exc.status_code == 404:
+        message = f"no such page or API route: {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        message = f"{request.method} is not allowed on {request.url.path}" + (f"; use {allowed}" if allowed else "")
+    response = problem(exc.status_code, message)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _index(request: Request) -> Response:
@@ -97,6 +113,7 @@ def create_app(
             ),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
     )
     app.state.system = system
     app.state.token = token

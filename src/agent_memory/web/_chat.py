@@ -29,7 +29,7 @@ from autogen_agentchat.messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from autogen_core.models import AssistantMessage, ChatCompletionClient, UserMessage
+from autogen_core.models import ChatCompletionClient
 
 from builders import AgentBuilder
 from data_layer import FriendDeletion, FriendRecord, InvalidInputError, UserSettings, storable_text
@@ -175,16 +175,8 @@ class ChatService:
         }
         kwargs = self.builder.with_memory(kwargs, user_id=user_id, friend_id=friend_id, events=queue)
         context: MemoryContext = kwargs["model_context"]
-        stored = await self.system.layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=HISTORY_MESSAGES)
-        context.persist = False  # already stored: give them to the model, do not save them again
-        try:
-            for m in stored:
-                if m.role == "user":
-                    await context.add_message(UserMessage(content=m.content, source="user"))
-                elif m.role == "assistant":
-                    await context.add_message(AssistantMessage(content=split_think(m.content)[0], source=AGENT_NAME))
-        finally:
-            context.persist = True
+        await context.resume(limit=HISTORY_MESSAGES, assistant_text=lambda text: split_think(text)[0],
+                             assistant_source=AGENT_NAME)  # fmt: skip
         return AssistantAgent(**kwargs), context
 
     async def _turn(self, friend: FriendRecord, text: str) -> AsyncIterator[dict[str, Any]]:
