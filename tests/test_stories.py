@@ -37,6 +37,7 @@ async def chats(db_url: str) -> Any:
                 m("最近工作压力很大，下周要做一个很重要的项目汇报", 4),
                 m("辛苦了，汇报准备得怎么样？", 4, role="assistant"),
                 m("我喜欢科幻和悬疑类的电影，不喜欢恐怖片", 3),
+                m("我不吃辣", 3, friend="mentor"),
                 m("这几天一直在熬夜改方案，睡得很晚", 2),
                 m("我和女朋友分手了，心情很低落", 1),
             ],
@@ -67,6 +68,19 @@ async def test_story_2_a_recommendation_uses_the_shared_profile(chats: MemorySys
         profiles = {p["content"] for p in out["profiles"]}
         assert {"喜欢科幻电影", "喜欢悬疑电影"} <= profiles
         assert all(p["topic"] == "兴趣" for p in out["profiles"])
+
+
+async def test_a_question_about_free_time_finds_the_interests_it_does_not_name(chats: MemorySystem) -> None:
+    """A newcomer's case: "周末想放松一下，有什么推荐？" names no interest, yet a good answer depends on them;
+    a dinner question brings the diet (told to another friend: the profile is shared), not the films."""
+    for friend in ("xiaozhu", "mentor"):
+        out = await recalled(chats, friend, "周末想放松一下，有什么推荐？")
+        assert {"喜欢科幻电影", "喜欢悬疑电影"} <= {p["content"] for p in out["profiles"]}
+        assert all(p["topic"] == "兴趣" for p in out["profiles"])
+    dinner = await recalled(chats, "xiaozhu", "晚饭吃什么好？")
+    assert [p["topic"] for p in dinner["profiles"]] == ["饮食"] and "辣" in dinner["profiles"][0]["content"]
+    other = await recalled(chats, "xiaozhu", "帮我看看这段代码为什么报错")
+    assert other["profiles"] == []  # not a preference question: no profile by topic
 
 
 async def test_story_3_the_mentor_never_recalls_what_the_companion_heard(chats: MemorySystem) -> None:

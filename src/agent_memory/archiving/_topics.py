@@ -54,6 +54,24 @@ TOPICS: dict[str, tuple[str, str]] = {
     "health": ("健康", "health"),
 }
 
+#: What a question or request is about, by profile topic: words that put it on the topic. "周末想放松一下，有什么推荐"
+#: asks about the user's interests although it names none of them, "晚饭吃什么好" about their diet. The
+#: recall adds the topic's label (the word every stored profile item of the topic starts with, "兴趣: 科幻电影")
+#: to such a question's expanded search, so the items are found by the words the archiver wrote. Cues
+#: name the kind of activity, never a particular item (电影 is a cue for interests, 科幻 is not).
+TOPIC_CUES: dict[str, str] = {
+    "interest": r"放松|休闲|娱乐|消遣|解闷|散心|无聊|好玩|玩点|玩什么|周末|假期|放假|休息日|空闲|有空|爱好|兴趣|"
+    r"电影|影片|电视剧|追剧|综艺|音乐|歌曲|听歌|看书|读书|书籍|小说|游戏|运动|健身|旅行|旅游|出去走走|看点|看什么|听什么|读什么"
+    r"|\b(relax\w*|weekend|holiday|vacation|fun|bored|hobb(y|ies)|free time|movies?|films?|shows?|series|music|songs?"
+    r"|books?|novels?|games?|sports?|travel\w*|trips?|watch|read|listen)\b",
+    "diet": r"吃|喝|饭|餐|菜|零食|外卖|夜宵|宵夜|口味|饮料|饮食|下厨|做饭|菜谱"
+    r"|\b(eat\w*|food|meals?|breakfast|lunch|dinner|snacks?|restaurants?|cook\w*|recipes?|drinks?|cuisine|diet)\b",
+    "schedule": r"睡|起床|作息|熬夜|早起|午休|\b(sleep\w*|bedtime|wake|waking|routine)\b",
+    "health": r"身体|健康|锻炼|吃药|药物|过敏|体检|\b(health\w*|exercis\w*|workouts?|medicine|allerg\w*)\b",
+    "occupation": r"职业|跳槽|面试|简历|工作机会|\b(career|job|jobs|interview\w*|resume)\b",
+    "residence": r"搬家|租房|住哪|住在|房子|\b(move|moving|apartment|neighbou?rhood|rent)\b",
+}
+
 #: A newer direct statement on these topics replaces the older one regardless of subject.
 SINGLE_VALUED: frozenset[str] = frozenset({"occupation", "employer", "residence", "name", "age"})
 

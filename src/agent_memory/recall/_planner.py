@@ -7,7 +7,9 @@ task and the tool results so far, as a model would) and returns the next tool ca
 0. greetings and small talk need no memory: the planner hands off at once (seed 002's intent
    analysis, :mod:`._intent`);
 1. the search rounds of :class:`ToolLimits` (seed 002: precise keyword >= 0.7, expanded hybrid
-   >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query); two
+   >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query; from the
+   second round on, a preference question such as "周末想放松一下，有什么推荐？" also names the profile
+   topics it is about, "兴趣", so the user's interests are found although the question names none); two
    results >= 0.85 end the refinement (the last planned round still runs once, so the ranked list
    is complete); from the third round on, two rounds in a row with nothing new stop the search;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
@@ -34,7 +36,7 @@ from autogen_core.models import (
 from pydantic import ValidationError
 
 from ..tools import EARLY_STOP_SCORE, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
-from ._intent import classify_intent, needs_memory
+from ._intent import classify_intent, needs_memory, topic_terms
 from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
 
@@ -100,12 +102,12 @@ class OfflineRecallPlanner(PlannerClient):
             # enough strong results: skip the refinement, but run the last planned round once so the
             # ranked list the main model gets is complete
             last = self.limits.round(rounds)
-            query = _with_window(task) if last.with_context or task.iteration > 1 else task.current
+            query = _query(task, last, rounds)
             searching = not any(_is_round(args, last, self.semantic, query) for args in seen.rounds)
             number = rounds
         if searching:
             config = self.limits.round(number)
-            query = _with_window(task) if config.with_context or task.iteration > 1 else task.current
+            query = _query(task, config, number)
             return "search_memories", {
                 "query": query,
                 "search_mode": _mode(config, self.semantic),
@@ -194,6 +196,14 @@ def _json(text: str) -> dict[str, Any]:
 def _new(batch: Sequence[MemorySearchResultItem], earlier: Sequence[Sequence[MemorySearchResultItem]]) -> bool:
     known = {r.memory_key for b in earlier for r in b}
     return any(r.memory_key not in known for r in batch)
+
+
+def _query(task: RecallTask, config: RoundConfig, number: int) -> str:
+    """The round's query: the message (with the window's earlier user messages when the round says so);
+    from the second round on, a preference question also names the profile topics it is about."""
+    query = _with_window(task) if config.with_context or task.iteration > 1 else task.current
+    topics = topic_terms(task.current) if number > 1 else ""
+    return f"{query} {topics}"[:3000] if topics else query
 
 
 def _with_window(task: RecallTask) -> str:
