@@ -282,6 +282,43 @@ async def test_bad_input_is_a_tool_error_and_changes_nothing(db_url: str) -> Non
     assert await _snapshot(db_url) == before
 
 
+async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on(sqlite_db: Path) -> None:
+    """Raw stdio: not JSON -> parse error with id null; JSON but not JSON-RPC -> invalid request with the
+    request's id (the SDK alone answered neither, so the client waited forever); then a normal session."""
+    proc = await asyncio.create_subprocess_exec(
+        AGENT_MEMORY, "mcp", "--db", str(sqlite_db), "--user", DEMO_USER, env=_env(),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def send(line: str) -> None:
+        proc.stdin.write((line + "\n").encode())  # type: ignore[union-attr]
+        await proc.stdin.drain()  # type: ignore[union-attr]
+
+    async def answer() -> dict[str, Any]:
+        return json.loads(await asyncio.wait_for(proc.stdout.readline(), timeout=30))  # type: ignore[union-attr]
+
+    try:
+        await send("this is not json {")
+        parse = await answer()
+        assert parse["id"] is None and parse["error"]["code"] == -32700 and "jsonrpc" in parse["error"]["message"]
+        await send(json.dumps({"id": 7, "method": "tools/list"}))  # no "jsonrpc": "2.0"
+        invalid = await answer()
+        assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
+        await send("")  # a blank line owes nothing: the next answer is the initialize result
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        await send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        started = await answer()
+        assert started["id"] == 1 and "serverInfo" in started["result"]
+        await send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        await send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        listed = await answer()
+        assert listed["id"] == 2 and {t["name"] for t in listed["result"]["tools"]} == TOOL_NAMES
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), timeout=30)
+
+
 async def test_another_user_is_served_only_its_own_memories(sqlite_db: Path) -> None:
     async with _stdio(sqlite_db, user=OTHER_USER) as wb:
         page = await _call(wb, "list_memories", {})

@@ -27,6 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from ..serving import check_bind, is_loopback, token_matches
+from ._stdio import CheckedLines, LockedLines
 from ._tools import MCP_TOOLS, McpToolError, MemoryMcpTools
 
 if TYPE_CHECKING:
@@ -85,16 +86,18 @@ async def serve_stdio(system: MemorySystem, *, user_id: str | int) -> None:
     """Serve the tools of ``user_id`` on stdin/stdout until the client closes stdin.
 
     Standard output is the protocol channel: while serving, ``sys.stdout`` points at stderr, so a
-    stray ``print`` cannot corrupt the stream.
+    stray ``print`` cannot corrupt the stream. A line that is not a JSON-RPC message is answered
+    with its JSON-RPC error (:mod:`._stdio`), not dropped.
     """
     from mcp.server.stdio import stdio_server
 
     tools = MemoryMcpTools(system, user_id=user_id)
     server = build_server(tools)
-    protocol = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    protocol = LockedLines(anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8")))
+    lines = CheckedLines(anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")), protocol)
     saved, sys.stdout = sys.stdout, sys.stderr
     try:
-        async with stdio_server(stdout=protocol) as (read, write):
+        async with stdio_server(stdin=lines, stdout=protocol) as (read, write):  # type: ignore[arg-type]
             tools.start_warm_up()
             try:
                 await server.run(read, write, server.create_initialization_options())

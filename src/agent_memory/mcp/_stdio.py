@@ -1,0 +1,97 @@
+"""The stdio channel of the MCP server: lines checked before the SDK reads them.
+
+The SDK drops a line that is not a JSON-RPC message without answering it, so a client that sent a
+broken request waits for its answer until its own time-out. Here such a line gets the JSON-RPC error
+response it is owed (parse error -32700 for text that is not JSON, invalid request -32600 for JSON
+that is not a JSON-RPC 2.0 message; the request's ``id`` when one can be read, else ``null``) saying
+what to send instead. Both writers share one lock, so response lines never interleave.
+
+>>> out = LockedLines(protocol_file)                  # doctest: +SKIP
+>>> async with stdio_server(stdin=CheckedLines(stdin_file, out), stdout=out) as (read, write): ...  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import anyio
+from mcp import types
+from pydantic import ValidationError
+
+#: Longest part of a bad line quoted back in the error message.
+QUOTE_CHARS = 80
+
+
+class LockedLines:
+    """An async text file whose ``write`` calls never interleave (one lock for every writer)."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        self._lock = anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        async with self._lock:
+            await self._target.write(text)
+
+    async def flush(self) -> None:
+        async with self._lock:
+            await self._target.flush()
+
+    async def write_line(self, text: str) -> None:
+        """``text`` and a newline, flushed, in one turn of the lock."""
+        async with self._lock:
+            await self._target.write(text + "\n")
+            await self._target.flush()
+
+
+class CheckedLines:
+    """The JSON-RPC messages among ``source``'s lines; every other non-blank line is answered on ``out``."""
+
+    def __init__(self, source: AsyncIterable[str], out: LockedLines) -> None:
+        self._source = source
+        self._out = out
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            if not line.strip():
+                continue  # a blank line is no message and owes no answer
+            problem = bad_message(line)
+            if problem is None:
+                yield line
+            else:
+                await self._out.write_line(json.dumps(problem, ensure_ascii=False))
+
+
+def bad_message(line: str) -> dict[str, Any] | None:
+    """The JSON-RPC error response owed for ``line``, or ``None`` when it is a JSON-RPC message.
+
+    >>> bad_message('{"jsonrpc": "2.0", "id": 1, "method": "ping"}') is None
+    True
+    >>> bad_message('{"id": 7, "method": "ping"}')["error"]["code"], bad_message("not json")["id"]
+    (-32600, None)
+    """
+    shown = line.strip()[:QUOTE_CHARS]
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        return _error(None, types.PARSE_ERROR, f"not JSON ({exc.msg} at column {exc.colno}): {shown!r}")
+    try:
+        types.JSONRPCMessage.model_validate(data)
+    except ValidationError:
+        raw_id = data.get("id") if isinstance(data, dict) else None
+        request_id = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+        return _error(request_id, types.INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {shown!r}")
+    return None
+
+
+def _error(request_id: str | int | None, code: int, what: str) -> dict[str, Any]:
+    message = (
+        f'{what}; send one JSON object per line with "jsonrpc": "2.0", a "method" and, for a request, '
+        f'an "id" (see https://www.jsonrpc.org/specification)'
+    )
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
