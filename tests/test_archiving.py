@@ -157,3 +157,42 @@ def test_archiver_options_are_checked() -> None:
         split_sessions([], idle=timedelta(0), max_messages=10)
     with pytest.raises(ValueError, match="max_messages"):
         split_sessions([], idle=timedelta(minutes=5), max_messages=1)
+
+
+async def test_a_live_chat_is_not_read_again_after_every_message(system: MemorySystem) -> None:
+    """``schedule`` skips the run while the session the last run saw plainly goes on (a live chat was
+    read again from its start after every message); a few skips at most, a message after the idle gap
+    or a long session runs it again, and the memories in the end are the same as without skipping."""
+    from sqlalchemy import event
+
+    from agent_memory.archiving import MAX_SKIPPED
+    from data_layer import Scope
+
+    archiver, scope = system.session_archiver, Scope.of("u1", "xiaozhu")
+    reads: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM chat_messages" in statement:
+            reads.append(statement)
+
+    event.listen(system.layer.db.engine.sync_engine, "before_cursor_execute", record)
+    at = T0
+    ran: list[bool] = []
+    for i in range(MAX_SKIPPED + 2):  # a turn a minute: message, schedule, reply
+        at += timedelta(minutes=1)
+        await store(system, msg(f"第{i}件事：我今天去了{i}号公园", at=at))
+        before = len(reads)
+        await archiver.drain()
+        task = archiver.schedule(scope, now=at)
+        await archiver.drain()
+        ran.append(task is not None and len(reads) > before)
+        await store(system, msg(f"好的{i}", at=at + timedelta(seconds=5), role="assistant"))
+    assert ran == [True, *[False] * MAX_SKIPPED, True]  # the first sees the chat, then skips, then a full run
+    later = at + timedelta(hours=2)  # back after the idle gap: the session that ended is archived at once
+    await store(system, msg("我回来了", at=later))
+    assert archiver.schedule(scope, now=later) is not None
+    await archiver.drain()
+    page = await system.layer.memory.list_memories(user_id="u1", memory_types=["event"], limit=100)
+    assert page.items and all(m.created_at <= later for m in page.items)
+    turns = await system.layer.memory.list_memories(user_id="u1", memory_types=["conversation"], limit=100)
+    assert {m.content for m in turns.items} >= {f"第{i}件事：我今天去了{i}号公园" for i in range(MAX_SKIPPED + 2)}

@@ -20,7 +20,7 @@ from ._adjudicate import (
     load_conflict_set,
     score_conflicts,
 )
-from ._archiver import ArchiveReport, SessionArchiver
+from ._archiver import MAX_SKIPPED, ArchiveReport, SessionArchiver
 from ._extract import Extracted, Extractor, ModelExtractor, OfflineExtractor
 from ._gists import GistDraft, make_gists
 from ._profiles import ProfileChange, ProfileWriter, profile_key
@@ -29,6 +29,7 @@ from ._statements import Polarity, Speech, Statement, extract_statements
 from ._topics import topic_label
 
 __all__ = [
+    "MAX_SKIPPED",
     "REASONS",
     "ArchiveReport",
     "ConflictCase",

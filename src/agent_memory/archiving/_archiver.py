@@ -9,13 +9,18 @@ sessions, and turns every session that is over into event gists (friend-scoped, 
 their source messages) and profile items (shared by all friends, newer statements superseding older
 ones). Progress is recorded after each session, and every memory has a key derived from its source
 messages, so an interrupted run resumes where it stopped and a repeated run writes nothing twice.
-``schedule`` runs it in the background after a message is saved: a reply never waits for it.
+``schedule`` runs it in the background after a message is saved: a reply never waits for it. While a
+chat's session is plainly still going (the last run saw its newest message less than the idle gap ago,
+and it is far from the message limit), ``schedule`` skips the run: a live chat was read again from the
+start of its open session after every message. At most :data:`MAX_SKIPPED` runs in a row are skipped,
+so a session that another process wrote to is still cut on time within a few messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +37,19 @@ logger = logging.getLogger(__name__)
 
 #: Messages read per batch while archiving.
 PAGE = 500
+#: Background runs skipped in a row at most for a chat whose session is plainly still open.
+MAX_SKIPPED = 8
+#: Chats whose open session is remembered (least recently used dropped first).
+MAX_OPEN_CHATS = 10_000
+
+
+@dataclass(slots=True)
+class _OpenSession:
+    """What the last run saw of a chat's open session: its newest message's time and its length."""
+
+    last_at: datetime
+    messages: int
+    skipped: int = 0
 
 
 @dataclass(slots=True)
@@ -72,6 +90,7 @@ class SessionArchiver:
         self.profiles = ProfileWriter(layer)
         self._tasks: dict[tuple[str, str | None], asyncio.Task[Any]] = {}
         self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
+        self._open: OrderedDict[tuple[str, str | None], _OpenSession] = OrderedDict()
 
     # -- batch ---------------------------------------------------------------------------------------
 
@@ -116,6 +135,8 @@ class SessionArchiver:
             pending = list(sessions[-1].messages)
             if len(batch) < PAGE:
                 break
+        key = (uid, friend)
+        self._open.pop(key, None)
         if not pending:
             return
         tail = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)[-1]
@@ -123,6 +144,9 @@ class SessionArchiver:
             await self._archive(tail, report)
         else:
             report.open_sessions += 1
+            self._open[key] = _OpenSession(tail.messages[-1].created_at, len(tail.messages))
+            while len(self._open) > MAX_OPEN_CHATS:
+                self._open.popitem(last=False)
 
     async def _after(self, uid: str, friend: str | None, after_id: int) -> list[MessageRecord]:
         return await self.layer.archive_state.messages_after(user_id=uid, friend_id=friend, after_id=after_id,
@@ -196,9 +220,24 @@ class SessionArchiver:
         running = self._tasks.get(key)
         if running is not None and not running.done():
             return None
+        if self._continues(key, now or datetime.now(UTC)):
+            return None
         task = asyncio.create_task(self._background(scope, now))
         self._tasks[key] = task
         return task
+
+    def _continues(self, key: tuple[str, str | None], now: datetime) -> bool:
+        """Whether the message just saved plainly continues the open session the last run saw (then
+        nothing can have ended and the run is skipped; see the module docs)."""
+        seen = self._open.get(key)
+        if seen is None or seen.skipped >= MAX_SKIPPED or now - seen.last_at >= self.idle:
+            return False
+        if seen.messages + 2 * (seen.skipped + 1) >= self.max_messages:  # a message and its reply per turn
+            return False
+        seen.skipped += 1
+        seen.last_at = now
+        self._open.move_to_end(key)
+        return True
 
     async def _background(self, scope: Scope, now: datetime | None) -> None:
         try:
