@@ -169,3 +169,29 @@ async def test_a_model_client_from_settings_drives_the_recall(search: HybridMemo
     assert load_settings().recall_model_client() is None  # empty: the offline planner
     with pytest.raises(SettingsError, match="MEMORY_RECALL_MODEL_CLIENT"):
         load_settings(memory_recall_model_client="{not json").recall_model_client()
+
+
+async def test_the_expanded_round_follows_what_the_first_hit_names(layer: AgentFusionDataLayer) -> None:
+    """A second fact about something the first round's hit names ("金色家园" for "我住的小区") shares too
+    few words with the request to pass the floors; the expanded round adds a strong first hit's own
+    keywords, as a model reading the hit would search for the name it found. Without a strong first
+    hit nothing is added, and the last round searches the message itself."""
+    engine = make_engine(layer.memory)
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("estate", "我住的小区叫金色家园", memory_type="profile", keywords=["金色家园", "小区"]),
+            NewMemory("green", "金色家园的绿化特别好，傍晚适合散步", memory_type="profile"),
+            NewMemory("pool", "公司楼下新开了一家游泳馆", memory_type="profile"),
+        ],
+    )
+    result = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "说说我住的小区")])
+    queries = [s.arguments.query for s in result.ledger.searches]
+    assert result.ledger.searches[0].output.results[0].memory_key == "estate"
+    assert "金色" in queries[1] and "家园" in queries[1] and "画像" not in queries[1] and "profil" not in queries[1]
+    assert queries[-1] == "说说我住的小区"
+    assert {"estate", "green"} <= {i.memory_key for i in result.ledger.relevant(0.5)}
+    assert "pool" not in result.ranked_keys
+    vague = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "我住的小区环境怎么样？")])
+    assert not vague.ledger.searches[0].output.results  # no strong first hit: nothing to follow
+    assert all(s.arguments.query == "我住的小区环境怎么样？" for s in vague.ledger.searches)

@@ -9,9 +9,11 @@ task and the tool results so far, as a model would) and returns the next tool ca
 1. the search rounds of :class:`ToolLimits` (seed 002: precise keyword >= 0.7, expanded hybrid
    >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query; from the
    second round on, a preference question such as "周末想放松一下，有什么推荐？" also names the profile
-   topics it is about, "兴趣", so the user's interests are found although the question names none); two
-   results >= 0.85 end the refinement (the last planned round still runs once, so the ranked list
-   is complete); from the third round on, two rounds in a row with nothing new stop the search;
+   topics it is about, "兴趣", so the user's interests are found although the question names none; the
+   second round also follows a strong first hit, adding the keywords it names, "金色家园" for
+   "我住的小区"); two results >= 0.85 end the refinement (the last planned round still runs once, so
+   the ranked list is complete); from the third round on, two rounds in a row with nothing new stop
+   the search;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
 3. ``expand_context_window`` when nothing was found, the message points at earlier conversation
    ("之前", "上次", "as I said" ...) and iterations remain;
@@ -35,6 +37,7 @@ from autogen_core.models import (
 )
 from pydantic import ValidationError
 
+from ..text import TYPE_KEYWORDS, Tokenizer
 from ..tools import EARLY_STOP_SCORE, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
 from ._intent import classify_intent, needs_memory, topic_terms
 from ._planner_client import PlannerClient
@@ -42,6 +45,17 @@ from ._prompt import RecallTask, parse_task
 
 #: A summary shorter than this (characters) is too thin to judge: the planner reads the detail.
 THIN_SUMMARY = 12
+#: A memory found with at least this score (about a third of the question) is followed: its keywords
+#: join the next rounds' query; at most this many of them.
+FOLLOW_SCORE = 0.7
+FOLLOW_WORDS = 4
+#: The words every memory of a type carries (seed 002's type keywords), folded as stored.
+_TYPE_WORDS = frozenset(
+    term
+    for words in TYPE_KEYWORDS.values()
+    for word, _ in words
+    for term in (word.casefold(), *Tokenizer().unique_tokens(word))
+)
 _REFERS_BACK = re.compile(
     r"之前|以前|上次|上回|刚才|前面|那个|那件|那次|原来"
     r"|\b(earlier|before|previous(ly)?|last time|as i said|that one)\b",
@@ -102,12 +116,12 @@ class OfflineRecallPlanner(PlannerClient):
             # enough strong results: skip the refinement, but run the last planned round once so the
             # ranked list the main model gets is complete
             last = self.limits.round(rounds)
-            query = _query(task, last, rounds)
+            query = _query(task, last, rounds, seen.searches)
             searching = not any(_is_round(args, last, self.semantic, query) for args in seen.rounds)
             number = rounds
         if searching:
             config = self.limits.round(number)
-            query = _query(task, config, number)
+            query = _query(task, config, number, seen.searches)
             return "search_memories", {
                 "query": query,
                 "search_mode": _mode(config, self.semantic),
@@ -198,12 +212,33 @@ def _new(batch: Sequence[MemorySearchResultItem], earlier: Sequence[Sequence[Mem
     return any(r.memory_key not in known for r in batch)
 
 
-def _query(task: RecallTask, config: RoundConfig, number: int) -> str:
+def _query(
+    task: RecallTask, config: RoundConfig, number: int, earlier: Sequence[Sequence[MemorySearchResultItem]]
+) -> str:
     """The round's query: the message (with the window's earlier user messages when the round says so);
-    from the second round on, a preference question also names the profile topics it is about."""
+    from the second round on, the profile topics a request for suggestions is about; in the second
+    (expanded) round also what the first round's best memory names (see :func:`_followed`). Later rounds
+    search the message itself again: the latest round leads the ranking, and a followed word must add
+    memories, not reorder the ones the message itself matches."""
     query = _with_window(task) if config.with_context or task.iteration > 1 else task.current
-    topics = topic_terms(task.current) if number > 1 else ""
-    return f"{query} {topics}"[:3000] if topics else query
+    if number > 1:
+        followed = _followed(query, earlier[:1]) if number == 2 else ""
+        query = " ".join(part for part in (query, topic_terms(task.current), followed) if part)
+    return query[:3000]
+
+
+def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -> str:
+    """The keywords of the best memory found earlier (score >= :data:`FOLLOW_SCORE`) that the query lacks,
+    as a model that read the hit would search next: "我住的小区叫金色家园" leads to 金色家园, and the
+    second fact about 金色家园 is found although it shares few words with the question. Words a memory
+    carries for its type (画像, profile ...) are not followed."""
+    found = [item for batch in earlier for item in batch if item.relevance_score >= FOLLOW_SCORE]
+    if not found:
+        return ""
+    anchor = max(found, key=lambda item: item.relevance_score)
+    folded = query.casefold()
+    words = [k for k in anchor.keywords if k and k.casefold() not in folded and k.casefold() not in _TYPE_WORDS]
+    return " ".join(words[:FOLLOW_WORDS])
 
 
 def _with_window(task: RecallTask) -> str:

@@ -5,7 +5,7 @@
 ['databas', '配置']
 """
 
-from ._keywords import MEMORY_KEYWORDS_PROMPT, KeywordExtractor, KeywordType, QueryKeyword
+from ._keywords import MEMORY_KEYWORDS_PROMPT, TYPE_KEYWORDS, KeywordExtractor, KeywordType, QueryKeyword
 from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
 from ._scan import ScanBudget
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
@@ -19,6 +19,7 @@ __all__ = [
     "ENGLISH_STOP_WORDS",
     "FOLD_VERSION",
     "MEMORY_KEYWORDS_PROMPT",
+    "TYPE_KEYWORDS",
     "KeywordExtractor",
     "KeywordType",
     "QueryKeyword",
