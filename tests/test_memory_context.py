@@ -31,7 +31,7 @@ from agent_memory.recall import (
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
 from agent_memory.tools import MemoryToolbox
-from data_layer import NewMemory
+from data_layer import InvalidInputError, NewMemory
 from scripted import call, replay
 
 NOW = datetime.now(UTC)
@@ -320,6 +320,9 @@ async def test_resume_continues_the_stored_chat_with_one_read(memory: MemorySyst
         await memory.layer.messages.append(user_id="u1", friend_id="mentor", role="assistant",
                                            content=f"<think>想{i}</think>旧回答{i}")  # fmt: skip
     context = memory.context(user_id="u1", friend_id="mentor")
+    for bad in (-1, 1001, 2.5, True, "4"):
+        with pytest.raises(InvalidInputError, match="limit must be"):
+            await context.resume(limit=bad)  # type: ignore[arg-type]
     assert await context.resume(limit=4, assistant_text=lambda text: text.split("</think>")[-1]) == 4
     # the look-back is what a context without resume() reads from storage itself
     conversation = [("user", "旧问题29"), ("assistant", "<think>想29</think>旧回答29"), ("user", "新问题")]

@@ -40,7 +40,7 @@ from autogen_core.models import (
 )
 from pydantic import BaseModel
 
-from data_layer import MemoryRecallSettings, Scope
+from data_layer import InvalidInputError, MemoryRecallSettings, Scope
 
 from ..archive import ToolResultManager
 from ..recall import (
@@ -57,14 +57,15 @@ from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._block import RecallBlock, reachable_items, recall_block
 from ._options import RecallOptions
-from ._window import bounded
+from ._turns import MAX_RECALL_HISTORY, chat_pairs, conversation_of, current_turn, stored_before
+from ._window import bounded, message_tokens
 
 if TYPE_CHECKING:
     from ..system import MemorySystem
 
 logger = logging.getLogger(__name__)
-#: The most messages of stored history a recall can look back over (the largest window).
-MAX_RECALL_HISTORY = 50
+#: The most stored messages :meth:`MemoryContext.resume` gives the model (the token budget bounds what is sent).
+MAX_RESUME = 1000
 
 
 class MemoryContextConfig(BaseModel):
@@ -173,16 +174,17 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         >>> await context.resume(limit=40)  # doctest: +SKIP
         12
         """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RESUME:
+            raise InvalidInputError(f"limit must be a whole number of messages from 0 to {MAX_RESUME}, not {limit!r}")
         stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
                                                          limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
-        chat = [m for m in stored if m.role in ("user", "assistant") and m.content.strip()]
-        self._stored = [(m.role, m.content) for m in chat]
-        shown = chat[-limit:] if limit > 0 else []
-        for m in shown:
-            if m.role == "user":
-                await super().add_message(UserMessage(content=m.content, source="user"))
+        self._stored = chat_pairs(stored)
+        shown = self._stored[-limit:] if limit > 0 else []
+        for role, content in shown:
+            if role == "user":
+                await super().add_message(UserMessage(content=content, source="user"))
             else:
-                text = assistant_text(m.content) if assistant_text is not None else m.content
+                text = assistant_text(content) if assistant_text is not None else content
                 await super().add_message(AssistantMessage(content=text, source=assistant_source))
         return len(shown)
 
@@ -200,12 +202,12 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 logger.warning("restoring archive placeholders failed", exc_info=True)
                 await self._emit(RecallErrorEvent(source="memory_context", content=f"archive: {exc}"[:500],
                                                   error_type=type(exc).__name__))  # fmt: skip
-        turn = _current_turn(history)
+        turn = current_turn(history)
         if turn is not None and turn != self._turn:
             self._injected = []
             self._injected = await self._recall(history, turn)
             self._turn = turn
-        budget = self.options.history_token_budget - sum(_tokens(m) for m in self._injected)
+        budget = self.options.history_token_budget - sum(message_tokens(m) for m in self._injected)
         history = bounded(history, budget=max(budget, 1))
         if not self._injected:
             return history
@@ -217,7 +219,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
     # -- recall ------------------------------------------------------------------------------------
 
     async def _recall(self, history: Sequence[LLMMessage], turn: tuple[int, str]) -> list[LLMMessage]:
-        conversation = _conversation(history)
+        conversation = conversation_of(history)
         if not conversation:
             return []
         started = time.perf_counter()
@@ -299,20 +301,16 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         expansion can look back past what this context object holds (an earlier session)."""
         if not self.persist or len(conversation) >= MAX_RECALL_HISTORY:
             return conversation
-        if self._stored is not None:  # read by resume(): the stored chat before this context's turns
-            known = set(conversation)
-            earlier = [p for p in self._stored if p not in known]
-            return [*earlier[-(MAX_RECALL_HISTORY - len(conversation)) :], *conversation]
-        try:
-            stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
-                                                             limit=MAX_RECALL_HISTORY)  # fmt: skip
-        except Exception:  # the recall goes on with what this context holds
-            logger.warning("reading the stored chat for recall failed", exc_info=True)
-            return conversation
-        pairs = [(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
-        known = set(conversation)  # the stored chat ends with this conversation: keep what came before
-        earlier = [p for p in pairs if p not in known]
-        return [*earlier[-(MAX_RECALL_HISTORY - len(conversation)) :], *conversation]
+        if self._stored is None:  # else read by resume(): the stored chat before this context's turns
+            try:
+                stored = await self.system.layer.messages.latest(
+                    user_id=self.scope.user_id, friend_id=self.scope.friend_id, limit=MAX_RECALL_HISTORY
+                )
+            except Exception:  # the recall goes on with what this context holds
+                logger.warning("reading the stored chat for recall failed", exc_info=True)
+                return conversation
+            return stored_before(chat_pairs(stored), conversation)
+        return stored_before(self._stored, conversation)
 
     async def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
         """Relevant memories (score >= the user's threshold, only keys the searches returned) that may
@@ -378,31 +376,3 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                  options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
         context._owns_system = True
         return context  # type: ignore[return-value]
-
-
-def _tokens(message: LLMMessage) -> int:
-    from ._window import message_tokens
-
-    return message_tokens(message)
-
-
-def _current_turn(history: Sequence[LLMMessage]) -> tuple[int, str] | None:
-    """``(number of user messages, text of the last one)``: a new value means a new user turn."""
-    users = [m for m in history if isinstance(m, UserMessage)]
-    if not users:
-        return None
-    return len(users), str(users[-1].content)
-
-
-def _conversation(history: Sequence[LLMMessage]) -> list[tuple[str, str]]:
-    """``(role, text)`` of the user and assistant text messages, oldest first, ending at the last user
-    message."""
-    pairs: list[tuple[str, str]] = []
-    for m in history:
-        if isinstance(m, UserMessage) and isinstance(m.content, str):
-            pairs.append(("user", m.content))
-        elif isinstance(m, AssistantMessage) and isinstance(m.content, str) and m.content.strip():
-            pairs.append(("assistant", m.content))
-    while pairs and pairs[-1][0] != "user":
-        pairs.pop()
-    return pairs

@@ -18,34 +18,29 @@ applies only the rows changed after the snapshot's revision, instead of rebuildi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from cachetools import TTLCache
 
-from data_layer import IndexState, MemoryRecord, MemoryRepository, Scope, scope_id
+from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
 from ..text import Thesaurus, cilin_thesaurus
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
 from ._engine_snapshots import SnapshotCacheMixin, _UserState
+from ._engine_view import StorageViewMixin
 from ._index import IndexedMemory, UserIndex
 from ._pipeline import Pipeline, SearchResults
 from ._query import SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotStore
-
-#: The storage state each user's searches use inside :meth:`HybridMemorySearch.one_view` (``None``
-#: outside one: every search looks at storage).
-_VIEW: ContextVar[dict[str, IndexState] | None] = ContextVar("agent_memory_search_view", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +52,7 @@ class CacheTTL:
     hot_memories: float = 600.0
 
 
-class HybridMemorySearch(SnapshotCacheMixin):
+class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     """Searches one repository's memories; keeps an in-memory index per user, synced by revision.
 
     Options are keyword-only: ``weights`` (keyword / text / time, default 0.4 / 0.4 / 0.2),
@@ -136,37 +131,6 @@ class HybridMemorySearch(SnapshotCacheMixin):
         state = self._users.get(uid)
         if state is None:
             state = self._users[uid] = _UserState(UserIndex(link_minutes=self.link_minutes))
-        return state
-
-    @contextlib.contextmanager
-    def one_view(self) -> Iterator[None]:
-        """Searches inside share one look at storage per user: the first asks the database for the
-        user's change counters, the others use that answer (and the index as it was then).
-
-        A recall runs three to five searches within milliseconds; each asked the database whether
-        memories had changed, a round trip that cost more than the search itself. Inside one recall
-        that answer cannot usefully change (nothing the recall does writes memories), and one view
-        also means every round ranks the same memories. Tasks started inside inherit the view.
-
-        >>> with engine.one_view():  # doctest: +SKIP
-        ...     first = await engine.search("北京", user_id="u1")
-        ...     second = await engine.search("出差", user_id="u1")   # no second look at storage
-        """
-        token = _VIEW.set({})
-        try:
-            yield
-        finally:
-            _VIEW.reset(token)
-
-    async def _index_state(self, uid: str, *, fresh: bool = False) -> IndexState:
-        """The user's change counters: the view's when inside :meth:`one_view` (unless ``fresh``),
-        else from storage (and then the view's from now on)."""
-        view = _VIEW.get()
-        if view is not None and uid in view and not fresh:
-            return view[uid]
-        state = await self.memory.index_state(user_id=uid)
-        if view is not None:
-            view[uid] = state
         return state
 
     async def _refresh_locked(self, uid: str, current: _UserState) -> UserIndex:
