@@ -134,3 +134,32 @@ async def test_the_index_cache_cap_drops_idle_users(tmp_path: Any, monkeypatch: 
             assert system.search.cached_users() == expected
             assert system.search.snapshots is not None
             assert len(list(system.search.snapshots.folder.glob("*.idx"))) == 2
+
+
+async def test_the_recall_rounds_keep_their_caps_while_the_main_agents_tools_are_capped(db_url: str) -> None:
+    """``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH`` caps the main agent's memory tools; the recall's rounds
+    keep seed 002's caps (5, 8, 10), so the ranked list the recall and the evidence recall hand on is
+    not cut to the first few memories."""
+    from agent_memory.settings import load_settings
+    from agent_memory.system import MemorySystem
+    from data_layer import NewMemory
+
+    settings = load_settings(memory_database_url=db_url, memory_tools_max_results_per_search=3)
+    async with MemorySystem.from_settings(settings) as system:
+        await system.layer.memory.add_many(
+            user_id="u1",
+            memories=[
+                NewMemory(f"trip-{i}", f"第{i}次去北京出差，住在朝阳区", memory_type="profile") for i in range(12)
+            ],
+        )
+        scope = system.scope("u1", "f1")
+        result = await system.recall_agent(scope).recall([("user", "去北京出差住在哪里")])
+        limits = [s.arguments.limit for s in result.ledger.searches]
+        assert limits[0] == 5 and limits[-1] == 10  # the first round's and the last round's own caps
+        assert max(len(s.output.results) for s in result.ledger.searches) == 10
+        evidence = await system.evidence_agent(scope).recall("去北京出差住在哪里")
+        assert len([h for h in evidence.ranked if h.memory_key]) == 10
+        from agent_memory.tools import SearchMemoriesInput
+
+        main = await system.toolbox(scope).search_memories(SearchMemoriesInput(query="北京出差", limit=10))
+        assert main.success and main.total_found == 3

@@ -202,9 +202,12 @@ class MemorySystem:
         return Scope.of(user_id, friend_id, thread_id)
 
     def tool_limits(self, settings: MemoryRecallSettings | None = None) -> ToolLimits:
-        """Tool limits: the user's rounds (or the default's) and ``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH``."""
+        """The recall's tool limits: the user's rounds (or the default's), each round with seed 002's own
+        cap on results (5, 8, 10 ...). ``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH`` caps the main agent's
+        memory tools (:meth:`toolbox`), not the recall: capping the rounds at 5 cut the ranked list
+        the recall hands on, and the evidence recall's recall@10, to its first five memories."""
         rounds = settings.rounds if settings is not None else self.settings.memory_recall_rounds
-        return ToolLimits(rounds=rounds, max_results=self.settings.memory_tools_max_results_per_search)
+        return ToolLimits(rounds=rounds)
 
     def toolbox(self, scope: Scope) -> MemoryToolbox:
         """The memory tools for the main agent: its searches default to
