@@ -23,6 +23,7 @@ task and the tool results so far, as a model would) and returns the next tool ca
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -49,13 +50,6 @@ THIN_SUMMARY = 12
 #: join the next rounds' query; at most this many of them.
 FOLLOW_SCORE = 0.7
 FOLLOW_WORDS = 4
-#: The words every memory of a type carries (seed 002's type keywords), folded as stored.
-_TYPE_WORDS = frozenset(
-    term
-    for words in TYPE_KEYWORDS.values()
-    for word, _ in words
-    for term in (word.casefold(), *Tokenizer().unique_tokens(word))
-)
 _REFERS_BACK = re.compile(
     r"之前|以前|上次|上回|刚才|前面|那个|那件|那次|原来"
     r"|\b(earlier|before|previous(ly)?|last time|as i said|that one)\b",
@@ -237,8 +231,20 @@ def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -
         return ""
     anchor = max(found, key=lambda item: item.relevance_score)
     folded = query.casefold()
-    words = [k for k in anchor.keywords if k and k.casefold() not in folded and k.casefold() not in _TYPE_WORDS]
+    words = [k for k in anchor.keywords if k and k.casefold() not in folded and k.casefold() not in _type_words()]
     return " ".join(words[:FOLLOW_WORDS])
+
+
+@functools.cache
+def _type_words() -> frozenset[str]:
+    """The words every memory of a type carries (seed 002's type keywords), folded as stored. Built on
+    first use: the tokenizer loads jieba's dictionary, which importing the planner must not wait for."""
+    return frozenset(
+        term
+        for words in TYPE_KEYWORDS.values()
+        for word, _ in words
+        for term in (word.casefold(), *Tokenizer().unique_tokens(word))
+    )
 
 
 def _with_window(task: RecallTask) -> str:
