@@ -193,8 +193,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return stale
 
     async def warm_up(self) -> None:
-        """Load the tokenizer's dictionaries (about a second, once per process) before the first search
-        needs them; a server calls it at start."""
+        """Load the tokenizer's dictionaries (a few tenths of a second, once per process) before the first
+        search needs them; a server calls it at start."""
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
 
     def _keyword_terms(self, keywords: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:

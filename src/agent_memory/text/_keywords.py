@@ -19,16 +19,16 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 from autogen_core.models import ChatCompletionClient, UserMessage
 
 from data_layer import KeywordInput
 
+from ._idf import idf_table
 from ._scan import KEYWORD_SCAN_CHARS, ScanBudget, scan
 from ._time_expressions import parse_time_expressions
-from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
+from ._tokenize import Tokenizer, is_cjk_word
 
 KeywordType = Literal["entity", "action", "concept", "time"]
 
@@ -135,15 +135,6 @@ def _command_token(word: str) -> str | None:
     return word[start.start() : ends[-1]] if ends else None
 
 
-@cache
-def _idf_table() -> tuple[dict[str, float], float]:
-    ensure_jieba()
-    import jieba.analyse
-
-    table = jieba.analyse.default_tfidf
-    return table.idf_freq, float(table.median_idf)
-
-
 @dataclass(frozen=True, slots=True)
 class QueryKeyword:
     """A keyword of a search query, typed as seed 000's ``KeywordExtractionItem``."""
@@ -195,7 +186,7 @@ class KeywordExtractor:
         Long texts are sampled (``self.scan``; each of ``text`` and ``boost`` within its budget); words
         longer than a keyword may be are left out.
         """
-        idf, median = _idf_table()
+        idf, median = idf_table()
         counts: Counter[str] = Counter()
         for _, tokens in scan(text, self._tokenizer.tokens, budget=self.scan, dictionary=idf):
             counts.update(tokens)
@@ -217,7 +208,7 @@ class KeywordExtractor:
     def analysed_windows(self, text: str) -> list[str]:
         """The pieces of ``text`` that :meth:`weighted_terms` reads (all of it when short or when
         ``scan`` is ``None``; else the bounded sample)."""
-        idf, _ = _idf_table()
+        idf, _ = idf_table()
         return [window for window, _ in scan(text, self._tokenizer.tokens, budget=self.scan, dictionary=idf)]
 
     def extract(self, *, content: str, summary: str = "", memory_type: str | None = None) -> list[KeywordInput]:
@@ -241,7 +232,7 @@ class KeywordExtractor:
     def _fallback(self, content: str, summary: str, memory_type: str | None) -> list[KeywordInput]:
         """Every memory gets a keyword, even one of stop words or symbols only: its first words as they
         stand (folded), else its type. Reads the sampled windows until it has two words."""
-        idf, _ = _idf_table()
+        idf, _ = idf_table()
         plain = Tokenizer(stem=False, stop_words=False, single_char_min_idf=0.0)
         words: list[str] = []
         for text in (summary, content):

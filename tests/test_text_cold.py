@@ -1,0 +1,74 @@
+"""A new process's first tokenisation: jieba's cache read whole, the IDF table read without jieba.analyse."""
+
+from __future__ import annotations
+
+import marshal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jieba
+import pytest
+
+from agent_memory.text import ensure_jieba
+from agent_memory.text._idf import char_idf, idf_table
+from agent_memory.text._tokenize import _load_cache
+
+
+@pytest.fixture
+def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def _write_cache(folder: Path) -> None:
+    ensure_jieba()
+    (folder / "jieba.cache").write_bytes(marshal.dumps((jieba.dt.FREQ, jieba.dt.total)))
+
+
+def test_cache_read_whole_segments_like_jieba(temp_dir: Path) -> None:
+    _write_cache(temp_dir)
+    fresh = jieba.Tokenizer()
+    assert _load_cache(fresh) is True
+    assert fresh.initialized and fresh.total == jieba.dt.total and len(fresh.FREQ) == len(jieba.dt.FREQ)
+    text = "我上周在东京的咖啡馆和同事讨论了数据库迁移方案"
+    assert list(fresh.cut(text)) == list(jieba.dt.cut(text))
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal data", marshal.dumps(("a", 1)), marshal.dumps(({}, 0))])
+def test_bad_cache_leaves_the_work_to_jieba(temp_dir: Path, content: bytes) -> None:
+    (temp_dir / "jieba.cache").write_bytes(content)
+    fresh = jieba.Tokenizer()
+    assert _load_cache(fresh) is False
+    assert not fresh.initialized and fresh.FREQ == {}
+
+
+def test_missing_cache_or_custom_dictionary_leaves_the_work_to_jieba(temp_dir: Path) -> None:
+    assert _load_cache(jieba.Tokenizer()) is False  # no cache file in the folder
+    _write_cache(temp_dir)
+    words = temp_dir / "words.txt"
+    words.write_text("数据库迁移 10 n\n", encoding="utf-8")
+    custom = jieba.Tokenizer(str(words))
+    assert _load_cache(custom) is False and not custom.initialized
+
+
+def test_idf_tables_match_jieba_analyse() -> None:
+    import jieba.analyse
+
+    table, median = idf_table()
+    assert table == jieba.analyse.default_tfidf.idf_freq and median == jieba.analyse.default_tfidf.median_idf
+    assert char_idf() == {w: f for w, f in table.items() if len(w) == 1}
+
+
+def test_first_search_tokenisation_does_not_load_jieba_analyse() -> None:
+    """jieba.analyse loads jieba's part-of-speech dictionary (about a second) that nothing here uses."""
+    code = (
+        "import sys\n"
+        "from agent_memory.text import KeywordExtractor, Tokenizer\n"
+        "assert '猫' in Tokenizer().tokens('我养了一只猫')\n"
+        "assert KeywordExtractor().query_keywords('上周的数据库迁移方案')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('jieba.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "jieba.analyse" not in out and "jieba.posseg" not in out, out
