@@ -149,6 +149,23 @@ async def test_recent_memories_rank_higher_at_equal_relevance(layer: AgentFusion
     assert hits[0].recency > hits[1].recency >= 0.5
 
 
+async def test_a_time_the_query_names_replaces_recency(layer: AgentFusionDataLayer) -> None:
+    """A question naming a time ("上周", "in January", "on 10 January") asks about then: equally matching
+    memories are ordered by their distance to it, not to now; "最近" names no time; nothing is filtered."""
+    engine = make_engine(layer.memory)
+    memories = [("jan", NOW - timedelta(days=50)), ("last-week", NOW - timedelta(days=9)), ("new", NOW)]
+    for key, when in memories:
+        await layer.memory.add(user_id="gus", memory_key=key, content="和朋友去餐厅吃饭 dinner with friends",
+                               created_at=when)  # fmt: skip
+    assert await keys(engine, "去餐厅吃饭", user_id="gus") == ["new", "last-week", "jan"]
+    assert (await keys(engine, "上周去餐厅吃饭", user_id="gus"))[0] == "last-week"
+    assert (await keys(engine, "dinner with friends in January", user_id="gus"))[0] == "jan"
+    assert (await keys(engine, "dinner with friends on 10 January, 2026", user_id="gus"))[0] == "jan"
+    assert await keys(engine, "最近去餐厅吃饭", user_id="gus") == ["new", "last-week", "jan"]
+    named = await engine.search("上周去餐厅吃饭", user_id="gus", now=NOW)
+    assert len(named) == 3 and named[0].recency == 1.0 > named[1].recency
+
+
 async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:
     engine = make_engine(layer.memory)
     for key in ("a", "b"):

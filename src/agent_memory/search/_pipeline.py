@@ -11,6 +11,8 @@
 - ``feedback``: the three best memories lift memories sharing their heaviest other terms;
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
   (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered);
+  recency measures the age from now, or, when the query names a time ("上周", "on 7 July, 2023"), the
+  distance to that time (0 inside it): the question asks about then, not about the newest memory;
 - ``threshold``: scores under ``min_score`` are dropped;
 - ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %);
 - ``coverage``: greedy re-rank of the best 30 so a two-part question gets both parts.
@@ -209,9 +211,15 @@ class Pipeline:
         return relevance(self.keyword, self.text, self.engine.weights)
 
     def time(self, query: SearchQuery, rel: FloatArray) -> FloatArray:
-        """Scores with the recency of each related memory (an unrelated memory stays at 0)."""
+        """Scores with the recency of each related memory (an unrelated memory stays at 0): its age, or
+        its distance to the time the query names."""
         related = np.flatnonzero(rel > 0)
-        ages = (query.at.timestamp() - self.index.arrays()["ts"][related]) / 86_400.0
+        stamps = self.index.arrays()["ts"][related]
+        if query.named is None:
+            ages = (query.at.timestamp() - stamps) / 86_400.0
+        else:  # the distance to the time the query names (0 inside it)
+            lo, hi = (t.timestamp() for t in query.named)
+            ages = (np.maximum(lo - stamps, 0.0) + np.maximum(stamps - hi, 0.0)) / 86_400.0
         self.fresh = np.zeros(self.index.capacity)
         self.fresh[related] = recency(ages, self.engine.half_life_days)
         scores = np.zeros(self.index.capacity)

@@ -6,7 +6,8 @@
 
 What a query means is decided here: the text searched is the query plus any ``keywords``, which also
 filter (see :attr:`SearchQuery.keywords`); ``time_range_days`` counts back from ``now``; a time named
-in the text ("上周", "in May 2023") narrows the range only when ``use_time_expressions`` is set.
+in the text ("上周", "in May 2023") is :attr:`SearchQuery.named`: the time decay measures the distance
+to it instead of the age, and it narrows the range only when ``use_time_expressions`` is set.
 
 >>> SearchQuery.build("配置", scope=Scope.of("u1"), keywords=["東京", " MySQL ", "mysql"]).keywords
 ('mysql', '东京')
@@ -66,6 +67,9 @@ class SearchQuery:
     limit: int = 10
     min_score: float = 0.0
     now: datetime | None = None
+    #: the time the text names ("on 7 July, 2023", "上周"), if any: the time decay then measures the
+    #: distance to it instead of to now (a filter only with ``use_time_expressions``)
+    named: tuple[datetime, datetime] | None = None
 
     @classmethod
     def build(
@@ -109,11 +113,12 @@ class SearchQuery:
                 raise InvalidInputError(f"time_range_days must be a whole number of days from 1 to {MAX_RANGE_DAYS}")
             since = when - timedelta(days=time_range_days)
             lo = max(lo, since) if lo else since
-        if use_time_expressions:
-            named = query_time_range(text, now=when)
-            if named is not None:
-                lo = max(lo, named.start) if lo else named.start
-                hi = min(hi, named.end) if hi else named.end
+        named = query_time_range(text, now=when)
+        if named is not None and not named.precise:
+            named = None  # "recently", "那时候": no time to measure the distance to
+        if use_time_expressions and named is not None:
+            lo = max(lo, named.start) if lo else named.start
+            hi = min(hi, named.end) if hi else named.end
         return cls(
             text=text,
             scope=scope,
@@ -125,6 +130,7 @@ class SearchQuery:
             limit=limit,
             min_score=float(score),
             now=when,
+            named=(named.start, named.end) if named is not None else None,
         )
 
     @property
