@@ -17,6 +17,7 @@ from agent_memory.tools import (
     GetMemoryDetailInput,
     HandoffInput,
     MemoryToolbox,
+    RecallLedger,
     SearchMemoriesInput,
 )
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
@@ -141,3 +142,31 @@ async def test_an_assistant_agent_uses_the_tools(search: HybridMemorySearch) -> 
     assert "数据库" in executions[1].content[0].content  # UTF-8, not \\u escapes
     offered = {t.name for t in box.tools()}
     assert offered == set(MEMRECALL_TOOLS) - {"handoff"}
+
+
+async def test_the_recall_keeps_the_engines_order_of_a_search(layer: AgentFusionDataLayer) -> None:
+    """The engine ranks a two-part question so both parts come first (coverage): the ledger hands on that
+    order, not the results re-sorted by score, which would put the second 乌龙茶 memory before 跑步."""
+    engine = make_engine(layer.memory)
+    when = NOW - timedelta(days=2)
+    await layer.memory.add_many(
+        user_id="u9",
+        memories=[
+            NewMemory("tea", "每天下午喝一杯乌龙茶，茶叶是朋友从福建寄来的乌龙茶", memory_type="event", friend_id="f",
+                      created_at=when),
+            NewMemory("tea-sleep", "乌龙茶喝多了晚上睡不着", memory_type="event", friend_id="f", created_at=when),
+            NewMemory("run", "周末去公园跑步", memory_type="event", friend_id="f", created_at=when),
+            *(NewMemory(f"run-{i}", f"跑步第{i}天 膝盖有点酸", memory_type="event", friend_id="g", created_at=when)
+              for i in range(6)),
+        ],
+    )  # fmt: skip
+    ledger = RecallLedger()
+    box = MemoryToolbox(engine, scope=Scope.of("u9", "f"), ledger=ledger)
+    out = await box.search_memories(SearchMemoriesInput(query="乌龙茶 跑步", min_relevance_score=0.0))
+    keys = [r.memory_key for r in out.results]
+    scores = {r.memory_key: r.relevance_score for r in out.results}
+    assert keys == ["tea", "run", "tea-sleep"] and scores["tea-sleep"] > scores["run"]
+    assert [r.memory_key for r in ledger.found()] == keys
+    # a later search leads: its results first, in its order, then what only the earlier one found
+    await box.search_memories(SearchMemoriesInput(query="睡不着", min_relevance_score=0.0))
+    assert [r.memory_key for r in ledger.found()] == ["tea-sleep", "tea", "run"]

@@ -90,7 +90,7 @@ class RecallResult:
 
     @property
     def found(self) -> list[MemorySearchResultItem]:
-        """Every memory the searches returned, best first (:func:`rank_found`)."""
+        """Every memory the searches returned, the latest search first, in the engine's order (:func:`rank_found`)."""
         return self.ledger.found()
 
     @property

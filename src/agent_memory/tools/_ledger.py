@@ -38,16 +38,16 @@ def rank_found(batches: Sequence[Sequence[MemorySearchResultItem]]) -> list[Memo
     """Every result of the searches, once, in the order a recall reports them.
 
     The latest search that returned a memory decides its place and score: results of the latest
-    search first (best score first), then those only earlier searches returned. Later rounds are
-    broader, and scores of different modes are not on one scale, so the newest view wins.
+    search first, then those only earlier searches returned. Later rounds are broader, and scores of
+    different modes are not on one scale, so the newest view wins. Within a search the engine's own
+    order is kept: the score is one input of that ranking (with use, type priority and the coverage
+    re-rank that gives a two-part question both parts), so sorting by it would undo the rest.
     """
     latest: dict[str, tuple[int, int, MemorySearchResultItem]] = {}
-    first_seen: dict[str, int] = {}
     for number, batch in enumerate(batches):
-        for item in batch:
-            first_seen.setdefault(item.memory_key, len(first_seen))
-            latest[item.memory_key] = (number, first_seen[item.memory_key], item)
-    ordered = sorted(latest.values(), key=lambda t: (-t[0], -t[2].relevance_score, t[1]))
+        for place, item in enumerate(batch):
+            latest[item.memory_key] = (number, place, item)
+    ordered = sorted(latest.values(), key=lambda t: (-t[0], t[1]))
     return [item for _, _, item in ordered]
 
 
