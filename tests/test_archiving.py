@@ -137,6 +137,23 @@ async def test_a_gist_of_one_friend_is_never_recalled_for_another(system: Memory
         assert all(other not in e.content for e in run.output.evidence)
 
 
+async def test_the_evidence_recall_reads_the_time_a_question_names(system: MemorySystem) -> None:
+    """The skill's "a named date = that date": 上周 (T0 is a Friday) reads the week before this one; a
+    time still to come names no window; a time word ("最近") keeps its own window back from now."""
+    await store(system, msg("在杭州吃了一碗片儿川，汤头很鲜", at=T0 - timedelta(days=10)),
+                msg("杭州又下雨了，没出门吃饭", at=T0 - timedelta(days=2)))  # fmt: skip
+    run = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("我上周在杭州吃了什么？", now=T0)
+    window = run.output.limits.time_range
+    assert (window.since, window.until) == ("2025-12-22T00:00:00+00:00", "2025-12-29T00:00:00+00:00")
+    assert run.output.evidence[0].content == "在杭州吃了一碗片儿川，汤头很鲜"
+    ahead = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("我下周在杭州吃什么？", now=T0)
+    assert ahead.output.limits.time_range.since is None
+    assert {e.content for e in ahead.output.evidence} == {"在杭州吃了一碗片儿川，汤头很鲜", "杭州又下雨了，没出门吃饭"}
+    recent = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("我最近在杭州吃了什么？", now=T0)
+    assert recent.output.limits.time_range.since == (T0 - timedelta(days=7)).isoformat()
+    assert recent.output.evidence[0].content == "杭州又下雨了，没出门吃饭"
+
+
 async def test_background_archiving_never_blocks_and_forms_memories(db_url: str) -> None:
     from agent_memory.settings import load_settings
 

@@ -100,14 +100,14 @@ class EvidenceRecallAgent:
                 result = self.on_event(item)
                 if hasattr(result, "__await__"):
                     await result
-        since, role = observe(question, now=when, skill=self.skill)
+        since, until, role = observe(question, now=when, skill=self.skill)
         records = await self.layer.memory.get_many(user_id=self.scope.user_id,
                                                    memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
         memories = _visible([records[r.memory_key] for r in ledger.found() if r.memory_key in records], self.scope)
         ranked = _rank(evidence, ledger, {m.memory_key: m for m in memories})
         messages = _ordered_messages(evidence, ranked, self.scope)
         limits = Limits(
-            time_range=TimeWindow(since=since.isoformat() if since else None, until=when.isoformat()),
+            time_range=TimeWindow(since=since.isoformat() if since else None, until=(until or when).isoformat()),
             role=_roles_read(evidence, role),
             messages_considered=len(evidence.read),
         )

@@ -3,8 +3,9 @@
 It reads the conversation as a model would (the task, then each tool result) and returns the next
 tool call, with the parameters the skill's metadata gives (time windows, role words, anchors):
 
-1. Observe: a time window from the question's time words; ``role=user`` for a question about the
-   user themself; greetings and small talk hand off at once;
+1. Observe: a time window from the question's time words ("最近" = the last 7 days), else the time it
+   names ("上周", "on 7 July, 2023"); ``role=user`` for a question about the user themself; greetings
+   and small talk hand off at once;
 2. ``search_memories`` (profile and this friend's gists), ``lexical_search`` and ``semantic_search``
    over the chat with that filter;
 3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
@@ -26,6 +27,7 @@ from autogen_core.models import (
     UserMessage,
 )
 
+from ..text import query_time_range
 from ._intent import needs_memory
 from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
@@ -39,16 +41,22 @@ def evidence_task(question: str, *, now: datetime) -> str:
     return f"{NOW_PREFIX} {now.isoformat()}\n{QUESTION_PREFIX} {' '.join(question.split())[:2000]}"
 
 
-def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | None, str | None]:
-    """The time window start and the role filter the skill gives for a question."""
+def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | None, datetime | None, str | None]:
+    """The time window ``[since, until)`` (``until`` ``None``: up to now) and the role filter the skill
+    gives for a question: a time word's window back from now ("最近" = 7 days), else the time the
+    question names ("上周", "on 7 July, 2023"), else none."""
     lowered = f" {question.lower()} "
-    since = None
     for window in skill.metadata.get("time_windows", []):
         if any(str(w).lower() in lowered for w in window.get("words", [])):
-            since = now - timedelta(days=int(window["days"]))
+            since, until = now - timedelta(days=int(window["days"])), None
             break
+    else:
+        named = query_time_range(question, now=now)
+        since, until = (named.start, min(named.end, now)) if named is not None and named.precise else (None, None)
+        if since is not None and until is not None and since >= until:
+            since = until = None  # a time still to come: nothing was said then
     role = "user" if any(str(w) in lowered for w in skill.metadata.get("user_role_words", [])) else None
-    return since, role
+    return since, until, role
 
 
 class EvidenceRecallPlanner(PlannerClient):
@@ -68,8 +76,9 @@ class EvidenceRecallPlanner(PlannerClient):
         meta = self.skill.metadata
         if not calls and not needs_memory(question):
             return "handoff", _handoff("问候或闲聊，不需要召回", 1.0)
-        since, role = observe(question, now=now, skill=self.skill)
-        filters = {"role": role, "time_range": {"since": since.isoformat()} if since else None}
+        since, until, role = observe(question, now=now, skill=self.skill)
+        window = {k: v.isoformat() for k, v in (("since", since), ("until", until)) if v is not None}
+        filters = {"role": role, "time_range": window or None}
         filtered = {k: v for k, v in filters.items() if v is not None}
         size = int(meta.get("page_size", 10))
         names = [c for c, _ in calls]
