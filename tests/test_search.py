@@ -162,6 +162,7 @@ async def test_a_time_the_query_names_replaces_recency(layer: AgentFusionDataLay
     assert (await keys(engine, "dinner with friends in January", user_id="gus"))[0] == "jan"
     assert (await keys(engine, "dinner with friends on 10 January, 2026", user_id="gus"))[0] == "jan"
     assert await keys(engine, "最近去餐厅吃饭", user_id="gus") == ["new", "last-week", "jan"]
+    assert await keys(engine, "最近去餐厅吃饭", user_id="gus", use_time_expressions=True) == ["new"]  # still filters
     named = await engine.search("上周去餐厅吃饭", user_id="gus", now=NOW)
     assert len(named) == 3 and named[0].recency == 1.0 > named[1].recency
 

@@ -114,11 +114,11 @@ class SearchQuery:
             since = when - timedelta(days=time_range_days)
             lo = max(lo, since) if lo else since
         named = query_time_range(text, now=when)
-        if named is not None and not named.precise:
-            named = None  # "recently", "那时候": no time to measure the distance to
         if use_time_expressions and named is not None:
             lo = max(lo, named.start) if lo else named.start
             hi = min(hi, named.end) if hi else named.end
+        if named is not None and not named.precise:
+            named = None  # "recently", "那时候" filter, but name no time to measure the distance to
         return cls(
             text=text,
             scope=scope,
