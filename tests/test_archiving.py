@@ -10,7 +10,7 @@ import pytest
 
 from agent_memory.archiving import split_sessions
 from agent_memory.system import MemorySystem
-from data_layer import MessageRecord, NewMessage
+from data_layer import InvalidInputError, MessageRecord, NewMessage
 
 T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
 
@@ -152,6 +152,9 @@ async def test_the_evidence_recall_reads_the_time_a_question_names(system: Memor
     recent = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("我最近在杭州吃了什么？", now=T0)
     assert recent.output.limits.time_range.since == (T0 - timedelta(days=7)).isoformat()
     assert recent.output.evidence[0].content == "杭州又下雨了，没出门吃饭"
+    agent = system.evidence_agent(system.scope("u1", "xiaozhu"))
+    with pytest.raises(InvalidInputError, match="timezone-aware"):  # 上周 in which time zone?
+        await agent.recall("我上周吃了什么？", now=T0.replace(tzinfo=None))
 
 
 async def test_background_archiving_never_blocks_and_forms_memories(db_url: str) -> None:

@@ -3,7 +3,7 @@ filters, synonyms, ranking and bad input."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,18 @@ async def test_a_time_the_query_names_replaces_recency(layer: AgentFusionDataLay
     assert await keys(engine, "最近去餐厅吃饭", user_id="gus", use_time_expressions=True) == ["new"]  # still filters
     named = await engine.search("上周去餐厅吃饭", user_id="gus", now=NOW)
     assert len(named) == 3 and named[0].recency == 1.0 > named[1].recency
+
+
+async def test_a_named_time_is_read_in_the_callers_time_zone(layer: AgentFusionDataLayer) -> None:
+    """ "昨天" at one instant is another day in UTC than in +08:00: each gets its own order, and the
+    recent-search cache never answers one with the other's."""
+    engine = make_engine(layer.memory)
+    for key, when in (("a", datetime(2026, 3, 8, 18, tzinfo=UTC)), ("b", datetime(2026, 3, 9, 20, tzinfo=UTC))):
+        await layer.memory.add(user_id="hal", memory_key=key, content="和朋友去餐厅吃饭", created_at=when)
+    utc = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)  # 10:00 on the 10th in +08:00
+    east = utc.astimezone(timezone(timedelta(hours=8)))
+    assert await keys(engine, "昨天去餐厅吃饭", user_id="hal", now=utc) == ["b", "a"]  # the 9th, UTC
+    assert await keys(engine, "昨天去餐厅吃饭", user_id="hal", now=east) == ["a", "b"]  # the 9th in +08:00
 
 
 async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import ChatCompletionClient
 
-from data_layer import AgentFusionDataLayer, MemoryRecord, MessageRecord, Scope
+from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, MessageRecord, Scope
 
 from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
 from ..search import HybridMemorySearch
@@ -81,7 +81,11 @@ class EvidenceRecallAgent:
         self.on_event = on_event
 
     async def recall(self, question: str, *, now: datetime | None = None) -> EvidenceRun:
-        """Recall for ``question`` (``now``: the reference time of time words; default: now)."""
+        """Recall for ``question`` (``now``: the reference time of time words, timezone-aware; default:
+        now). Raises :class:`~data_layer.InvalidInputError` for a naive ``now``: "上周" or "today" mean
+        different spans in different time zones, so the recall will not guess one."""
+        if now is not None and (not isinstance(now, datetime) or now.tzinfo is None):
+            raise InvalidInputError("now must be a timezone-aware datetime (for example datetime.now(UTC))")
         when = now or datetime.now(UTC)
         ledger = RecallLedger()
         memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when)

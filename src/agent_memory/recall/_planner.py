@@ -138,7 +138,7 @@ class OfflineRecallPlanner(PlannerClient):
         return "handoff", _handoff_args(task, self.relevant(found), done)
 
     def relevant(self, found: Sequence[MemorySearchResultItem]) -> list[MemorySearchResultItem]:
-        """The results reported as relevant: score >= ``similarity_threshold``, best first."""
+        """The results reported as relevant: score >= ``similarity_threshold``, in the recall's order."""
         return [r for r in found if r.relevance_score >= self.similarity_threshold]
 
 

@@ -139,10 +139,11 @@ class SearchQuery:
         return self.now or datetime.now(UTC)
 
     def cache_key(self) -> tuple[object, ...]:
-        """The query as a cache key (the reference time to the minute, so repeats within it hit)."""
+        """The query as a cache key (the reference time to the minute, so repeats within it hit; the named
+        time too: "上周" in UTC and in +08:00 are different spans)."""
         minute = self.at.replace(second=0, microsecond=0)
         return (self.text, self.scope, self.mode, self.keywords, self.memory_types, self.start, self.end,
-                self.limit, self.min_score, minute)  # fmt: skip
+                self.limit, self.min_score, minute, self.named)  # fmt: skip
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:
