@@ -39,7 +39,7 @@ from autogen_core.models import (
 from pydantic import ValidationError
 
 from ..text import TYPE_KEYWORDS, Tokenizer
-from ..tools import EARLY_STOP_SCORE, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
+from ..tools import EARLY_STOP_SCORE, TIMED_OUT, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
 from ._intent import classify_intent, needs_memory, topic_terms
 from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
@@ -166,8 +166,8 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
                 if name == "search_memories":
                     if data.get("success"):
                         seen.searches.append(_items(data.get("results")))
-                    else:
-                        seen.search_blocked = True
+                    elif TIMED_OUT not in str(data.get("message") or ""):
+                        seen.search_blocked = True  # a timed-out round is searched again, in the next one's time
                 elif name == "expand_context_window" and not data.get("approved", False):
                     seen.expansion_refused = True
     return seen

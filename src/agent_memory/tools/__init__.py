@@ -22,7 +22,7 @@ from ._models import (
     SearchMemoriesOutput,
 )
 from ._registry import MEMRECALL_TOOLS, ToolSpec
-from ._toolbox import MAX_WINDOW, MemoryToolbox
+from ._toolbox import MAX_WINDOW, TIMED_OUT, MemoryToolbox
 
 __all__ = [
     "EARLY_STOP_SCORE",
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_WINDOW",
     "MEMRECALL_TOOLS",
     "SEED_ROUNDS",
+    "TIMED_OUT",
     "ExpandContextWindowInput",
     "ExpandContextWindowOutput",
     "ExtractKeywordsInput",

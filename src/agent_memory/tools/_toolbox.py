@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 #: The largest context window the recall may ask for (messages).
 MAX_WINDOW = 50
+#: The words of a round's time-out message: a model (or the offline planner) may search again, the
+#: next round with its own, longer limit (a cold index refresh can outlast round 1's 0.5 s).
+TIMED_OUT = "超过时间上限"
 
 KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
 
@@ -196,7 +199,7 @@ class MemoryToolbox:
             out = SearchMemoriesOutput(
                 success=False,
                 total_found=0,
-                message=f"第 {number} 轮搜索超过时间上限 {timeout:g} 秒。请换更具体的关键词，或调用 handoff 结束",
+                message=f"第 {number} 轮搜索{TIMED_OUT} {timeout:g} 秒。可以再搜一次（下一轮时限更长）或调用 handoff",
             )
             return self._record(number, data, out, started)
         except Exception as exc:  # returned to the model, never raised
