@@ -155,6 +155,8 @@ async def test_the_evidence_recall_reads_the_time_a_question_names(system: Memor
     agent = system.evidence_agent(system.scope("u1", "xiaozhu"))
     with pytest.raises(InvalidInputError, match="timezone-aware"):  # 上周 in which time zone?
         await agent.recall("我上周吃了什么？", now=T0.replace(tzinfo=None))
+    with pytest.raises(InvalidInputError, match="question must be a string, not int"):
+        await agent.recall(123, now=T0)  # type: ignore[arg-type]
 
 
 async def test_background_archiving_never_blocks_and_forms_memories(db_url: str) -> None:

@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.text import KeywordExtractor, Tokenizer, fold, parse_time_expressions, query_time_range
+from agent_memory.text import (
+    KeywordExtractor,
+    Tokenizer,
+    fold,
+    named_time_range,
+    parse_time_expressions,
+    query_time_range,
+)
 from scripted import replay
 
 NOW = datetime(2024, 5, 15, 10, 30, tzinfo=UTC)  # a Wednesday
@@ -124,3 +131,14 @@ async def test_stored_keywords_say_where_they_came_from() -> None:
     assert [(k.keyword, k.source) for k in by_model] == [("mysql", "llm")]
     fallback = await ex.extract_inputs(content="MySQL 端口 3306", summary="数据库配置")
     assert fallback and {k.source for k in fallback} == {"system"}
+
+
+def test_a_named_time_is_a_precise_one() -> None:
+    """Vague words filter with use_time_expressions, but name no span to measure a distance to."""
+    assert named_time_range("最近睡得不好", now=NOW) is None and query_time_range("最近睡得不好", now=NOW) is not None
+    assert named_time_range("没有时间词", now=NOW) is None
+    week = named_time_range("上周说的那家餐厅", now=NOW)
+    assert week is not None and (week.start.isoformat(), week.end.isoformat()) == (
+        "2024-05-06T00:00:00+00:00",
+        "2024-05-13T00:00:00+00:00",
+    )

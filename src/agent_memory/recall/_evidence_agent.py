@@ -28,7 +28,7 @@ from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
 from ._agent import RecallHandoff
 from ._evidence_models import EvidenceRecall, Limits, TimeWindow
-from ._evidence_planner import EvidenceRecallPlanner, evidence_task, observe
+from ._evidence_planner import EvidenceRecallPlanner, evidence_task, observe, task_question
 from ._skill import Skill, load_skill
 from ._synthesis import synthesize
 
@@ -84,6 +84,8 @@ class EvidenceRecallAgent:
         """Recall for ``question`` (``now``: the reference time of time words, timezone-aware; default:
         now). Raises :class:`~data_layer.InvalidInputError` for a naive ``now``: "上周" or "today" mean
         different spans in different time zones, so the recall will not guess one."""
+        if not isinstance(question, str):
+            raise InvalidInputError(f"question must be a string, not {type(question).__name__}")
         if now is not None and (not isinstance(now, datetime) or now.tzinfo is None):
             raise InvalidInputError("now must be a timezone-aware datetime (for example datetime.now(UTC))")
         when = now or datetime.now(UTC)
@@ -104,7 +106,7 @@ class EvidenceRecallAgent:
                 result = self.on_event(item)
                 if hasattr(result, "__await__"):
                     await result
-        since, until, role = observe(question, now=when, skill=self.skill)
+        since, until, role = observe(task_question(question), now=when, skill=self.skill)
         records = await self.layer.memory.get_many(user_id=self.scope.user_id,
                                                    memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
         memories = _visible([records[r.memory_key] for r in ledger.found() if r.memory_key in records], self.scope)

@@ -15,6 +15,7 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -27,7 +28,7 @@ from autogen_core.models import (
     UserMessage,
 )
 
-from ..text import query_time_range
+from ..text import named_time_range
 from ._intent import needs_memory
 from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
@@ -38,7 +39,13 @@ QUESTION_PREFIX = "问题:"
 
 def evidence_task(question: str, *, now: datetime) -> str:
     """The task message of an evidence recall."""
-    return f"{NOW_PREFIX} {now.isoformat()}\n{QUESTION_PREFIX} {' '.join(question.split())[:2000]}"
+    return f"{NOW_PREFIX} {now.isoformat()}\n{QUESTION_PREFIX} {task_question(question)}"
+
+
+def task_question(question: str) -> str:
+    """The question as the recall reads it: one line, at most 2,000 characters (the planner and the
+    reported limits then look at the same text)."""
+    return " ".join(question.split())[:2000]
 
 
 def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | None, datetime | None, str | None]:
@@ -51,12 +58,18 @@ def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | N
             since, until = now - timedelta(days=int(window["days"])), None
             break
     else:
-        named = query_time_range(question, now=now)
-        since, until = (named.start, min(named.end, now)) if named is not None and named.precise else (None, None)
-        if since is not None and until is not None and since >= until:
-            since = until = None  # a time still to come: nothing was said then
+        since, until = _named_window(question, now)
     role = "user" if any(str(w) in lowered for w in skill.metadata.get("user_role_words", [])) else None
     return since, until, role
+
+
+@functools.lru_cache(maxsize=256)
+def _named_window(question: str, now: datetime) -> tuple[datetime | None, datetime | None]:
+    """The span the question names, up to now (the planner asks at every step of one recall)."""
+    named = named_time_range(question, now=now)
+    if named is None or named.start >= min(named.end, now):
+        return None, None  # none, or a time still to come: nothing was said then
+    return named.start, min(named.end, now)
 
 
 class EvidenceRecallPlanner(PlannerClient):

@@ -23,7 +23,7 @@ from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope
 
-from ..text import fold, query_time_range
+from ..text import fold, named_time_range, query_time_range
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -113,12 +113,12 @@ class SearchQuery:
                 raise InvalidInputError(f"time_range_days must be a whole number of days from 1 to {MAX_RANGE_DAYS}")
             since = when - timedelta(days=time_range_days)
             lo = max(lo, since) if lo else since
-        named = query_time_range(text, now=when)
-        if use_time_expressions and named is not None:
-            lo = max(lo, named.start) if lo else named.start
-            hi = min(hi, named.end) if hi else named.end
-        if named is not None and not named.precise:
-            named = None  # "recently", "那时候" filter, but name no time to measure the distance to
+        named = named_time_range(text, now=when)
+        if use_time_expressions:  # the filter takes a vague word too ("最近": the last days)
+            asked = named or query_time_range(text, now=when)
+            if asked is not None:
+                lo = max(lo, asked.start) if lo else asked.start
+                hi = min(hi, asked.end) if hi else asked.end
         return cls(
             text=text,
             scope=scope,

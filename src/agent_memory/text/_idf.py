@@ -27,8 +27,8 @@ IDF_PATH = Path(jieba.__file__).parent / "analyse" / "idf.txt"
 _CHAR_LINE = re.compile(r"^(\S) (\S+)\s*$", re.MULTILINE)
 
 
-@cache
 def _text() -> str:
+    # not kept: each table below is built once, and the 6 MB text is not needed after that
     return IDF_PATH.read_bytes().decode("utf-8")
 
 

@@ -74,3 +74,14 @@ def query_time_range(text: str, *, now: datetime) -> TimeRange | None:
     ranges = parse_time_expressions(text, now=now)
     precise = [r for r in ranges if r.precise]
     return (precise or ranges or [None])[0]
+
+
+def named_time_range(text: str, *, now: datetime) -> TimeRange | None:
+    """The time a query names precisely ("上周", "in May", "on 7 July, 2023"), or ``None``: a vague
+    word ("最近", "recently") names no span to measure a distance to or to read messages from.
+
+    The one rule for "the time a question is about", used by the search's time decay and by the
+    evidence recall's message window.
+    """
+    found = query_time_range(text, now=now)
+    return found if found is not None and found.precise else None
