@@ -167,6 +167,38 @@ async def test_a_time_the_query_names_replaces_recency(layer: AgentFusionDataLay
     assert len(named) == 3 and named[0].recency == 1.0 > named[1].recency
 
 
+async def test_a_date_written_out_outweighs_a_closer_word_match_of_another_time(layer: AgentFusionDataLayer) -> None:
+    """ "on 9 February, 2026" says which memories the question is about: the one of that day comes before a
+    memory of another day that matches the words better. A span counted from now ("three weeks ago", the
+    same week) only re-orders equal matches, so there the better match stays first."""
+    engine = make_engine(layer.memory)
+    await layer.memory.add(user_id="ivy", memory_key="that-day", content="went out for dinner with friends, then home",
+                           created_at=datetime(2026, 2, 9, 18, tzinfo=UTC))  # fmt: skip
+    await layer.memory.add(user_id="ivy", memory_key="other-day", content="dinner with friends",
+                           created_at=NOW - timedelta(days=1))  # fmt: skip
+    assert await keys(engine, "dinner with friends", user_id="ivy") == ["other-day", "that-day"]
+    assert await keys(engine, "dinner with friends on 9 February, 2026", user_id="ivy") == ["that-day", "other-day"]
+    assert await keys(engine, "2026年2月9日和朋友 dinner with friends", user_id="ivy") == ["that-day", "other-day"]
+    assert await keys(engine, "dinner with friends three weeks ago", user_id="ivy") == ["other-day", "that-day"]
+    hits = await engine.search("dinner with friends on 9 February, 2026", user_id="ivy", now=NOW)
+    assert hits[1].score < 0.8 * hits[0].score  # in the score itself, so a threshold sees it too
+
+
+async def test_a_date_no_memory_is_from_is_what_they_are_about(layer: AgentFusionDataLayer) -> None:
+    """ "1月5日生日的人" names a birthday, not when anything was said: while no related memory is from that
+    day the date weighs nothing; once one is, the others are weighed by their distance to it."""
+    engine = make_engine(layer.memory)
+    for user in ("kim", "lou"):
+        await layer.memory.add(user_id=user, memory_key="birthday", content="王静雅的生日是1月5日，她是医生",
+                               created_at=NOW - timedelta(days=5))  # fmt: skip
+    await layer.memory.add(user_id="lou", memory_key="that-day", content="1月5日和王静雅吃饭",
+                           created_at=datetime(2026, 1, 5, 19, tzinfo=UTC))  # fmt: skip
+    query = "1月5日生日的人是谁"
+    alone = {h.memory_key: h.score for h in await engine.search(query, user_id="kim", now=NOW)}
+    beside = {h.memory_key: h.score for h in await engine.search(query, user_id="lou", now=NOW)}
+    assert alone["birthday"] > 0.95 > 0.85 > beside["birthday"]  # relevance about halved: 52 days from a one-day span
+
+
 async def test_a_named_time_is_read_in_the_callers_time_zone(layer: AgentFusionDataLayer) -> None:
     """ "昨天" at one instant is another day in UTC than in +08:00: each gets its own order, and the
     recent-search cache never answers one with the other's."""

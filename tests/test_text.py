@@ -142,3 +142,39 @@ def test_a_named_time_is_a_precise_one() -> None:
         "2024-05-06T00:00:00+00:00",
         "2024-05-13T00:00:00+00:00",
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "calendar"),
+    [
+        ("on 7 July, 2023", True), ("in May", True), ("May 2023", True), ("2023-07-07", True), ("in 2023", True),
+        ("2024年3月", True), ("3月4日", True), ("2023年", True), ("五月份", True),
+        ("上周", False), ("yesterday", False), ("三天前", False), ("last month", False), ("today", False),
+    ],
+)  # fmt: skip
+def test_a_date_written_out_is_told_from_a_span_counted_from_now(text: str, calendar: bool) -> None:
+    """The search weighs relevance by a date the question writes out, not by "上周" or "today" (words as
+    often said in passing): the range says which it is."""
+    found = named_time_range(text, now=NOW)
+    assert found is not None and found.calendar is calendar
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("Where was Tim in the week before 16 November 2023?", "2023-11-09", "2023-11-16"),
+        ("the day after May 3, 2023", "2023-05-04", "2023-05-05"),
+        ("on the Sunday before October 25, 2022", "2022-10-23", "2022-10-24"),  # a Tuesday
+        ("the Monday after 6 November 2023", "2023-11-13", "2023-11-14"),  # a Monday: the next one
+        ("last weekend before April 10, 2023", "2023-04-08", "2023-04-10"),  # a Monday
+        ("the weekend before 12 November 2023", "2023-11-04", "2023-11-06"),  # a Sunday: the weekend before it
+        ("the weekend after 11 November 2023", "2023-11-18", "2023-11-20"),  # a Saturday
+        ("the month before 1 March 2024", "2024-01-31", "2024-03-01"),
+    ],
+)
+def test_a_span_next_to_a_written_date_is_counted_from_that_date(text: str, start: str, end: str) -> None:
+    """ "the week before 16 November 2023" is the week before that date, not the week before now."""
+    found = named_time_range(text, now=NOW)
+    assert found is not None and found.calendar
+    assert (found.start.date().isoformat(), found.end.date().isoformat()) == (start, end)
+    assert query_time_range("the week before", now=NOW) is not None  # alone: still the week before now

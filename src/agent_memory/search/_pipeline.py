@@ -12,7 +12,8 @@
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
   (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered);
   recency measures the age from now, or, when the query names a time ("上周", "on 7 July, 2023"), the
-  distance to that time (0 inside it): the question asks about then, not about the newest memory;
+  distance to that time (0 inside it): the question asks about then, not about the newest memory; a
+  date written out also weighs the relevance by that distance, measured in the date's span;
 - ``threshold``: scores under ``min_score`` are dropped;
 - ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %);
 - ``coverage``: greedy re-rank of the best 30 so a two-part question gets both parts.
@@ -212,18 +213,34 @@ class Pipeline:
 
     def time(self, query: SearchQuery, rel: FloatArray) -> FloatArray:
         """Scores with the recency of each related memory (an unrelated memory stays at 0): its age, or
-        its distance to the time the query names."""
+        its distance to the time the query names.
+
+        A date written out ("on 9 November, 2022", "in May 2023", "3月4日") says which memories the
+        question is about, so it also weighs the relevance: ``recency(distance, half-life = the span)``,
+        1 inside the span, 0.75 one span away, never under 0.5. A memory of another time answers another
+        question; the pull is measured in spans, so "in 2023" forgives weeks and "on 9 May" a day.
+        Only when some related memory is from then: a date no memory was written on is what the
+        memories are about ("03月04日是谁的生日", a deadline), not when they were said. A span counted
+        from now ("上周", "today") never weighs the relevance: such words are as often small talk
+        ("今天天气真好，...") as the subject of the question.
+        """
         related = np.flatnonzero(rel > 0)
         stamps = self.index.arrays()["ts"][related]
-        if query.named is None:
+        named = query.named
+        if named is None:
             ages = (query.at.timestamp() - stamps) / 86_400.0
         else:  # the distance to the time the query names (0 inside it)
-            lo, hi = (t.timestamp() for t in query.named)
+            lo, hi = named.start.timestamp(), named.end.timestamp()
             ages = (np.maximum(lo - stamps, 0.0) + np.maximum(stamps - hi, 0.0)) / 86_400.0
+        weighed = rel[related]
+        if named is not None and named.calendar:
+            span_days = max((named.end - named.start).total_seconds() / 86_400.0, 1.0)
+            if ages.size and ages.min() == 0.0:  # some related memory is from then
+                weighed = weighed * recency(ages, span_days)
         self.fresh = np.zeros(self.index.capacity)
         self.fresh[related] = recency(ages, self.engine.half_life_days)
         scores = np.zeros(self.index.capacity)
-        scores[related] = calibrate(with_time(rel[related], self.fresh[related], self.engine.weights))
+        scores[related] = calibrate(with_time(weighed, self.fresh[related], self.engine.weights))
         return scores
 
     @staticmethod

@@ -23,7 +23,7 @@ from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope
 
-from ..text import fold, named_time_range, query_time_range
+from ..text import TimeRange, fold, named_time_range, query_time_range
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -68,8 +68,9 @@ class SearchQuery:
     min_score: float = 0.0
     now: datetime | None = None
     #: the time the text names ("on 7 July, 2023", "上周"), if any: the time decay then measures the
-    #: distance to it instead of to now (a filter only with ``use_time_expressions``)
-    named: tuple[datetime, datetime] | None = None
+    #: distance to it instead of to now, and a date written out weighs the relevance too (a filter only
+    #: with ``use_time_expressions``)
+    named: TimeRange | None = None
 
     @classmethod
     def build(
@@ -130,7 +131,7 @@ class SearchQuery:
             limit=limit,
             min_score=float(score),
             now=when,
-            named=(named.start, named.end) if named is not None else None,
+            named=named,
         )
 
     @property

@@ -54,35 +54,76 @@ _WEEKDAY_NAMES = "|".join(sorted(_EN_WEEKDAYS, key=len, reverse=True))
 
 
 # English (input is folded to lower case).
-@_rule(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")
+@_rule(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b", calendar=True)
 def _iso_date(m: re.Match[str], now: datetime) -> Span | None:
     day = _safe_day(int(m["y"]), int(m["m"]), int(m["d"]), now)
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b")
+@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", calendar=True)
 def _en_mdy(m: re.Match[str], now: datetime) -> Span | None:
     day = _safe_day(int(m["y"]), _MONTHS[m["mon"]], int(m["d"]), now)
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\.?,?\s+(?P<y>\d{{4}})\b")
+@_rule(
+    rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\.?,?\s+(?P<y>\d{{4}})\b", calendar=True
+)
 def _en_dmy(m: re.Match[str], now: datetime) -> Span | None:
     day = _safe_day(int(m["y"]), _MONTHS[m["mon"]], int(m["d"]), now)
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?,?\s+(?:of\s+)?(?P<y>\d{{4}})\b")
+#: A written-out date: "16 November 2023", "November 16th, 2023" (groups d/mon/y or d2/mon2/y2).
+_DATE = (
+    rf"(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\.?,?\s+(?P<y>\d{{4}})"
+    rf"|(?P<mon2>{_MONTH_NAMES})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}}))\b"
+)
+
+
+@_rule(
+    rf"\b(?:(?:the|last)\s+)?(?P<unit>day|week|weekend|month|{_WEEKDAY_NAMES})\s+(?P<dir>before|after)\s+{_DATE}",
+    calendar=True,
+)
+def _en_around_date(m: re.Match[str], now: datetime) -> Span | None:
+    """ "the week before 16 November 2023", "the Sunday before October 25, 2022": a span next to a date."""
+    if m["y"]:
+        date = _safe_day(int(m["y"]), _MONTHS[m["mon"]], int(m["d"]), now)
+    else:
+        date = _safe_day(int(m["y2"]), _MONTHS[m["mon2"]], int(m["d2"]), now)
+    if date is None:
+        return None
+    unit, before = m["unit"], m["dir"] == "before"
+    if unit in _EN_WEEKDAYS:  # the nearest such day before (or after) the date, the date excluded
+        step = (date.weekday() - _EN_WEEKDAYS[unit]) % 7 or 7
+        if not before:
+            step = -((_EN_WEEKDAYS[unit] - date.weekday()) % 7 or 7)
+        day = date - timedelta(days=step)
+        return day, day + timedelta(days=1)
+    if unit == "weekend":  # the Saturday and Sunday before (or after) the weekend the date is in
+        if before:
+            saturday = date - timedelta(days=(date.weekday() - 5) % 7 or 7)
+            saturday -= timedelta(days=7 if date.weekday() == 6 else 0)
+        else:
+            saturday = date + timedelta(days=(5 - date.weekday()) % 7 or 7)
+        return saturday, saturday + timedelta(days=2)
+    days = {"day": 1, "week": 7, "month": 30}[unit]
+    if before:
+        return date - timedelta(days=days), date
+    return date + timedelta(days=1), date + timedelta(days=1 + days)
+
+
+@_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?,?\s+(?:of\s+)?(?P<y>\d{{4}})\b", calendar=True)
 def _en_my(m: re.Match[str], now: datetime) -> Span:
     return _month(int(m["y"]), _MONTHS[m["mon"]], now)
 
 
-@_rule(rf"\b(?:in|during|since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)")
+@_rule(rf"\b(?:in|during|since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", calendar=True)
 def _en_in_month(m: re.Match[str], now: datetime) -> Span:
     return _past_month(_MONTHS[m["mon"]], now)
 
 
-@_rule(r"\b(?:in|during|since|of)\s+(?P<y>(?:19|20)\d{2})\b")
+@_rule(r"\b(?:in|during|since|of)\s+(?P<y>(?:19|20)\d{2})\b", calendar=True)
 def _en_in_year(m: re.Match[str], now: datetime) -> Span:
     return _year(int(m["y"]), now)
 

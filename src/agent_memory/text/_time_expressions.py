@@ -31,6 +31,9 @@ class TimeRange:
     end: datetime
     expression: str
     precise: bool
+    #: the expression names a date on the calendar ("7 July, 2023", "May", "3月4日", "2023年"), not a
+    #: span counted back from now ("上周", "yesterday"): a question that writes out a date is about then
+    calendar: bool = False
 
     def contains(self, moment: datetime) -> bool:
         """True when ``moment`` falls inside the range."""
@@ -59,7 +62,8 @@ def parse_time_expressions(text: str, *, now: datetime) -> list[TimeRange]:
                 span = None
             if span is None:
                 continue
-            found.append((match.start(), match.end(), TimeRange(span[0], span[1], match.group(0), rule.precise)))
+            found_range = TimeRange(span[0], span[1], match.group(0), rule.precise, rule.calendar)
+            found.append((match.start(), match.end(), found_range))
     found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
     kept: list[tuple[int, int, TimeRange]] = []
     for start, end, rng in found:

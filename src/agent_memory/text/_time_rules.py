@@ -71,14 +71,16 @@ class _Rule:
     pattern: re.Pattern[str]
     handler: Handler
     precise: bool
+    calendar: bool
 
 
 def rule_registrar(rules: list[_Rule]) -> Callable[..., Callable[[Handler], Handler]]:
-    """A ``@rule(pattern, precise=True)`` decorator that appends each handler to ``rules``."""
+    """A ``@rule(pattern, precise=True, calendar=False)`` decorator that appends each handler to ``rules``
+    (``calendar``: the pattern names a date on the calendar, not a span counted back from now)."""
 
-    def rule(pattern: str, precise: bool = True) -> Callable[[Handler], Handler]:
+    def rule(pattern: str, precise: bool = True, calendar: bool = False) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            rules.append(_Rule(re.compile(pattern), handler, precise))
+            rules.append(_Rule(re.compile(pattern), handler, precise, calendar))
             return handler
 
         return register

@@ -77,19 +77,19 @@ _UP = "(?<!上)上{1,9}"
 
 
 # Chinese: explicit dates first (longest patterns win on overlap).
-@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]")
+@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]", calendar=True)
 def _zh_ymd(m: re.Match[str], now: datetime) -> Span | None:
     day = _safe_day(zh_number(m["y"]), zh_number(m["m"]), zh_number(m["d"]), now)
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?:份)?")
+@_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?:份)?", calendar=True)
 def _zh_ym(m: re.Match[str], now: datetime) -> Span | None:
     month = zh_number(m["m"])
     return _month(zh_number(m["y"]), month, now) if 1 <= month <= 12 else None
 
 
-@_rule(rf"(?<![0-9年])(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]")
+@_rule(rf"(?<![0-9年])(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]", calendar=True)
 def _zh_md(m: re.Match[str], now: datetime) -> Span | None:
     month, day_n = zh_number(m["m"]), zh_number(m["d"])
     if not 1 <= month <= 12:
@@ -99,12 +99,12 @@ def _zh_md(m: re.Match[str], now: datetime) -> Span | None:
     return (day, day + timedelta(days=1)) if day else None
 
 
-@_rule(r"(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年(?!\d|[零〇一二两三四五六七八九十]{1,9}月)")
+@_rule(r"(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年(?!\d|[零〇一二两三四五六七八九十]{1,9}月)", calendar=True)
 def _zh_y(m: re.Match[str], now: datetime) -> Span | None:
     return _year(zh_number(m["y"]), now)
 
 
-@_rule(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![0-9零〇一二两三四五六七八九十]{{0,9}}[日号])")
+@_rule(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![0-9零〇一二两三四五六七八九十]{{0,9}}[日号])", calendar=True)
 def _zh_m(m: re.Match[str], now: datetime) -> Span | None:
     try:
         month = zh_number(m["m"])
