@@ -3,6 +3,7 @@ filters, synonyms, ranking and bad input."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,33 @@ async def test_a_named_time_is_read_in_the_callers_time_zone(layer: AgentFusionD
     east = utc.astimezone(timezone(timedelta(hours=8)))
     assert await keys(engine, "昨天去餐厅吃饭", user_id="hal", now=utc) == ["b", "a"]  # the 9th, UTC
     assert await keys(engine, "昨天去餐厅吃饭", user_id="hal", now=east) == ["a", "b"]  # the 9th in +08:00
+
+
+async def test_a_search_that_gives_up_leaves_the_first_build_running(
+    layer: AgentFusionDataLayer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall round past its time limit cancels its search, not the cold index's build: the next
+    search joins it instead of reading every row again, and a memory written meanwhile is still found."""
+    engine = make_engine(layer.memory)
+    for user in ("mia", "ned"):
+        await layer.memory.add(user_id=user, memory_key="m", content="去海边看日出", created_at=NOW)
+    original, reads = layer.memory.index_rows, []
+
+    async def slow_rows(**kwargs: Any) -> Any:
+        rows = await original(**kwargs)
+        reads.append(kwargs["user_id"])
+        await asyncio.sleep(0.3)  # a big user's rows on a loaded machine
+        return rows
+
+    monkeypatch.setattr(layer.memory, "index_rows", slow_rows)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(engine.search("日出", user_id="mia", now=NOW), timeout=0.05)
+    assert await keys(engine, "日出", user_id="mia") == ["m"]
+    assert reads == ["mia"]  # one build, joined; not a second read of every row
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(engine.search("日出", user_id="ned", now=NOW), timeout=0.05)
+    await layer.memory.add(user_id="ned", memory_key="m2", content="日出很美", created_at=NOW)  # during the build
+    assert sorted(await keys(engine, "日出", user_id="ned")) == ["m", "m2"]
 
 
 async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:

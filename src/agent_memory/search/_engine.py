@@ -127,6 +127,27 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._touch(uid, current)
         return index
 
+    async def _build_first(self, uid: str, state: _UserState) -> None:
+        """Build a cold index (load the snapshot, apply the rows changed since) in a task of its own,
+        and wait for it.
+
+        The first search of a user in a new process does the most work of any (100,000 memories: a
+        fraction of a second from a snapshot, seconds from the rows). A caller that stops waiting,
+        such as a recall round past its time limit, must not throw that work away: the task goes on,
+        and the next search finds the index built or joins the same task instead of starting over,
+        so a round that timed out does not time out again for the same reason. The search still reads
+        the revision again under the user's lock, so a write made meanwhile is seen.
+        """
+        task = state.building
+        if task is None or task.done():
+            task = state.building = asyncio.ensure_future(self._refresh_state(uid, state))
+            task.add_done_callback(_settled)
+        await asyncio.shield(task)
+
+    async def _refresh_state(self, uid: str, state: _UserState) -> None:
+        async with state.lock:
+            await self._refresh_locked(uid, state)
+
     def _state(self, uid: str) -> _UserState:
         state = self._users.get(uid)
         if state is None:
@@ -281,6 +302,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
         uid = query.scope.user_id
         state = self._state(uid)
+        if state.revision < 0:  # a cold index: built in a task a caller's time limit cannot cancel
+            await self._build_first(uid, state)
         # the whole search holds the user's lock: a concurrent refresh must not move slots (a freed
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
@@ -368,3 +391,10 @@ def _user(value: str | int, name: str = "user_id") -> str:
     result = scope_id(value, name=name)
     assert result is not None
     return result
+
+
+def _settled(task: asyncio.Task[None]) -> None:
+    """Mark a finished build's error as seen: its callers got it (or gave up waiting), and asyncio
+    would otherwise log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()

@@ -40,6 +40,8 @@ class _UserState:
     applied_since_snapshot: int = 0
     snapshot_tried: bool = False
     approx_bytes: int = 0
+    #: the first build of the index, running in a task of its own (see ``HybridMemorySearch._catch_up``)
+    building: asyncio.Task[None] | None = None
 
 
 class SnapshotCacheMixin:
