@@ -218,7 +218,7 @@ async def test_a_search_that_gives_up_leaves_the_first_build_running(
     """A recall round past its time limit cancels its search, not the cold index's build: the next
     search joins it instead of reading every row again, and a memory written meanwhile is still found."""
     engine = make_engine(layer.memory)
-    for user in ("mia", "ned"):
+    for user in ("mia", "ned", "oz"):
         await layer.memory.add(user_id=user, memory_key="m", content="去海边看日出", created_at=NOW)
     original, reads = layer.memory.index_rows, []
 
@@ -237,6 +237,10 @@ async def test_a_search_that_gives_up_leaves_the_first_build_running(
         await asyncio.wait_for(engine.search("日出", user_id="ned", now=NOW), timeout=0.05)
     await layer.memory.add(user_id="ned", memory_key="m2", content="日出很美", created_at=NOW)  # during the build
     assert sorted(await keys(engine, "日出", user_id="ned")) == ["m", "m2"]
+    with pytest.raises(TimeoutError):  # a build nobody waits for any more still counts against the cache cap
+        await asyncio.wait_for(engine.search("日出", user_id="oz", now=NOW), timeout=0.05)
+    await asyncio.sleep(0.6)
+    assert engine._users["oz"].approx_bytes > 0
 
 
 async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:

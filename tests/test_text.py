@@ -150,6 +150,8 @@ def test_a_named_time_is_a_precise_one() -> None:
         ("on 7 July, 2023", True), ("in May", True), ("May 2023", True), ("2023-07-07", True), ("in 2023", True),
         ("2024年3月", True), ("3月4日", True), ("2023年", True), ("五月份", True),
         ("上周", False), ("yesterday", False), ("三天前", False), ("last month", False), ("today", False),
+        ("the cake baked by June", False), ("a friend of May", False), ("a group of 2000 runners", False),
+        ("during 2023", True),
     ],
 )  # fmt: skip
 def test_a_date_written_out_is_told_from_a_span_counted_from_now(text: str, calendar: bool) -> None:
@@ -178,3 +180,10 @@ def test_a_span_next_to_a_written_date_is_counted_from_that_date(text: str, star
     assert found is not None and found.calendar
     assert (found.start.date().isoformat(), found.end.date().isoformat()) == (start, end)
     assert query_time_range("the week before", now=NOW) is not None  # alone: still the week before now
+
+
+def test_a_written_date_that_cannot_be_read_is_not_taken_for_a_span_before_now() -> None:
+    """ "the week before 31 February 2023" must not become the week before now (it named another time)."""
+    for text in ("the week before 31 February 2023", "the week before November 16", "the week before the 3rd"):
+        found = named_time_range(text, now=NOW)
+        assert found is None or found.start.year != NOW.year, (text, found)

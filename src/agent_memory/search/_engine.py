@@ -135,11 +135,13 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         fraction of a second from a snapshot, seconds from the rows). A caller that stops waiting,
         such as a recall round past its time limit, must not throw that work away: the task goes on,
         and the next search finds the index built or joins the same task instead of starting over,
-        so a round that timed out does not time out again for the same reason. The search still reads
-        the revision again under the user's lock, so a write made meanwhile is seen.
+        so a round that timed out does not time out again for the same reason (unless the cache cap
+        dropped the user meanwhile, or the task belongs to another event loop: then a new build).
+        The search still reads the revision again under the user's lock, so a write made meanwhile
+        is seen.
         """
         task = state.building
-        if task is None or task.done():
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
             task = state.building = asyncio.ensure_future(self._refresh_state(uid, state))
             task.add_done_callback(_settled)
         await asyncio.shield(task)
@@ -147,6 +149,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     async def _refresh_state(self, uid: str, state: _UserState) -> None:
         async with state.lock:
             await self._refresh_locked(uid, state)
+        self._touch(uid, state)  # counted against the cache cap even when its caller gave up
 
     def _state(self, uid: str) -> _UserState:
         state = self._users.get(uid)

@@ -40,7 +40,7 @@ class _UserState:
     applied_since_snapshot: int = 0
     snapshot_tried: bool = False
     approx_bytes: int = 0
-    #: the first build of the index, running in a task of its own (see ``HybridMemorySearch._catch_up``)
+    #: the first build of the index, running in a task of its own (see ``HybridMemorySearch._build_first``)
     building: asyncio.Task[None] | None = None
 
 

@@ -107,7 +107,7 @@ def _en_around_date(m: re.Match[str], now: datetime) -> Span | None:
         else:
             saturday = date + timedelta(days=(5 - date.weekday()) % 7 or 7)
         return saturday, saturday + timedelta(days=2)
-    days = {"day": 1, "week": 7, "month": 30}[unit]
+    days = {"day": 1, "week": 7, "month": 30}[unit]  # "the month before": the 30 days before
     if before:
         return date - timedelta(days=days), date
     return date + timedelta(days=1), date + timedelta(days=1 + days)
@@ -118,12 +118,16 @@ def _en_my(m: re.Match[str], now: datetime) -> Span:
     return _month(int(m["y"]), _MONTHS[m["mon"]], now)
 
 
-@_rule(rf"\b(?:in|during|since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", calendar=True)
+#: "in June" and "during 2023" name a time; "by June", "of May" and "a group of 2000" as often name a
+#: person or a number: they still name the span (re-ordering by distance) but are not calendar dates.
+@_rule(rf"\b(?:in|during)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", calendar=True)
+@_rule(rf"\b(?:since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)")
 def _en_in_month(m: re.Match[str], now: datetime) -> Span:
     return _past_month(_MONTHS[m["mon"]], now)
 
 
-@_rule(r"\b(?:in|during|since|of)\s+(?P<y>(?:19|20)\d{2})\b", calendar=True)
+@_rule(r"\b(?:in|during)\s+(?P<y>(?:19|20)\d{2})\b", calendar=True)
+@_rule(r"\b(?:since|of)\s+(?P<y>(?:19|20)\d{2})\b")
 def _en_in_year(m: re.Match[str], now: datetime) -> Span:
     return _year(int(m["y"]), now)
 
@@ -170,7 +174,7 @@ def _en_this_weekend(m: re.Match[str], now: datetime) -> Span:
     return monday + timedelta(days=5), monday + timedelta(days=7)
 
 
-@_rule(r"\blast week\b|\bthe previous week\b|\bthe week before\b")
+@_rule(rf"\blast week\b|\bthe previous week\b|\bthe week before\b(?!\s+(?:the\s+)?(?:\d|(?:{_MONTH_NAMES})\b))")
 def _en_last_week(m: re.Match[str], now: datetime) -> Span:
     return _week(now, 1)
 
