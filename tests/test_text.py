@@ -171,11 +171,15 @@ def test_a_date_written_out_is_told_from_a_span_counted_from_now(text: str, cale
         ("last weekend before April 10, 2023", "2023-04-08", "2023-04-10"),  # a Monday
         ("the weekend before 12 November 2023", "2023-11-04", "2023-11-06"),  # a Sunday: the weekend before it
         ("the weekend after 11 November 2023", "2023-11-18", "2023-11-20"),  # a Saturday
-        ("the month before 1 March 2024", "2024-01-31", "2024-03-01"),
+        ("the month before 1 March 2024", "2024-01-31", "2024-03-01"),  # a month: the 30 days before
+        ("2023年11月16日前一周在哪", "2023-11-09", "2023-11-16"),
+        ("3月4日的前一天", "2024-03-03", "2024-03-04"),
+        ("11月16日后两天", "2023-11-17", "2023-11-19"),  # no year: the latest 16 November
+        ("3月4号前三天", "2024-03-01", "2024-03-04"),
     ],
 )
 def test_a_span_next_to_a_written_date_is_counted_from_that_date(text: str, start: str, end: str) -> None:
-    """ "the week before 16 November 2023" is the week before that date, not the week before now."""
+    """ "the week before 16 November 2023" / "11月16日前一周" is the week before that date, not before now."""
     found = named_time_range(text, now=NOW)
     assert found is not None and found.calendar
     assert (found.start.date().isoformat(), found.end.date().isoformat()) == (start, end)
@@ -184,6 +188,7 @@ def test_a_span_next_to_a_written_date_is_counted_from_that_date(text: str, star
 
 def test_a_written_date_that_cannot_be_read_is_not_taken_for_a_span_before_now() -> None:
     """ "the week before 31 February 2023" must not become the week before now (it named another time)."""
-    for text in ("the week before 31 February 2023", "the week before November 16", "the week before the 3rd"):
+    for text in ("the week before 31 February 2023", "the week before November 16", "the week before the 3rd",
+                 "2月30日前一天", "13月4日前一天"):  # fmt: skip
         found = named_time_range(text, now=NOW)
         assert found is None or found.start.year != NOW.year, (text, found)

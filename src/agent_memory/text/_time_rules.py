@@ -53,6 +53,11 @@ def _past_month(month: int, now: datetime) -> tuple[datetime, datetime]:
     return _month(year, month, now)
 
 
+def _latest_year(month: int, day: int, now: datetime) -> int:
+    """The year of the latest (month, day) that has begun: this year's, else last year's."""
+    return now.year if (month, day) <= (now.month, now.day) else now.year - 1
+
+
 def _safe_day(year: int, month: int, day: int, like: datetime) -> datetime | None:
     try:
         return like.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from ._time_rules import (
     Span,
     _day,
+    _latest_year,
     _month,
     _month_start,
     _past_month,
@@ -77,6 +78,27 @@ _UP = "(?<!上)上{1,9}"
 
 
 # Chinese: explicit dates first (longest patterns win on overlap).
+@_rule(
+    rf"(?:(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年|(?<![0-9年]))(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]"
+    rf"的?(?P<dir>前|后)(?P<n>{_ZH_NUM})?个?(?P<unit>天|周|星期|礼拜|月)",
+    calendar=True,
+)
+def _zh_around_date(m: re.Match[str], now: datetime) -> Span | None:
+    """ "11月16日前一周", "2023年3月4日的后两天": a span next to a date (a month: 30 days)."""
+    month, day_n = zh_number(m["m"]), zh_number(m["d"])
+    if not 1 <= month <= 12:
+        return None
+    year = zh_number(m["y"]) if m["y"] else _latest_year(month, day_n, now)  # no year: as "3月4日" alone
+    date = _safe_day(year, month, day_n, now)
+    if date is None:
+        return None
+    count = zh_number(m["n"]) if m["n"] else 1
+    length = timedelta(days=count * {"天": 1, "月": 30}.get(m["unit"], 7))
+    if m["dir"] == "前":
+        return date - length, date
+    return date + timedelta(days=1), date + timedelta(days=1) + length
+
+
 @_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]", calendar=True)
 def _zh_ymd(m: re.Match[str], now: datetime) -> Span | None:
     day = _safe_day(zh_number(m["y"]), zh_number(m["m"]), zh_number(m["d"]), now)
@@ -94,8 +116,7 @@ def _zh_md(m: re.Match[str], now: datetime) -> Span | None:
     month, day_n = zh_number(m["m"]), zh_number(m["d"])
     if not 1 <= month <= 12:
         return None
-    year = now.year if (month, day_n) <= (now.month, now.day) else now.year - 1
-    day = _safe_day(year, month, day_n, now)
+    day = _safe_day(_latest_year(month, day_n, now), month, day_n, now)
     return (day, day + timedelta(days=1)) if day else None
 
 
@@ -225,7 +246,7 @@ def _zh_years_ago(m: re.Match[str], now: datetime) -> Span:
     return _year(now.year - zh_number(m["n"]), now)
 
 
-@_rule(rf"(?:最近|近|过去|前)(?P<n>{_ZH_NUM})(?P<unit>天|日|周|个?星期|个月|年)")
+@_rule(rf"(?:最近|近|过去|(?<![日号的])前)(?P<n>{_ZH_NUM})(?P<unit>天|日|周|个?星期|个月|年)")
 def _zh_last_n(m: re.Match[str], now: datetime) -> Span:
     n = zh_number(m["n"])
     unit = m["unit"]
