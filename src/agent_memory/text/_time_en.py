@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from ._time_rules import (
     Span,
+    _beside,
     _day,
     _month,
     _month_start,
@@ -107,10 +108,7 @@ def _en_around_date(m: re.Match[str], now: datetime) -> Span | None:
         else:
             saturday = date + timedelta(days=(5 - date.weekday()) % 7 or 7)
         return saturday, saturday + timedelta(days=2)
-    days = {"day": 1, "week": 7, "month": 30}[unit]  # "the month before": the 30 days before
-    if before:
-        return date - timedelta(days=days), date
-    return date + timedelta(days=1), date + timedelta(days=1 + days)
+    return _beside(date, {"day": 1, "week": 7, "month": 30}[unit], before=before)
 
 
 @_rule(rf"\b(?P<mon>{_MONTH_NAMES})\.?,?\s+(?:of\s+)?(?P<y>\d{{4}})\b", calendar=True)
@@ -118,18 +116,30 @@ def _en_my(m: re.Match[str], now: datetime) -> Span:
     return _month(int(m["y"]), _MONTHS[m["mon"]], now)
 
 
-#: "in June" and "during 2023" name a time; "by June", "of May" and "a group of 2000" as often name a
-#: person or a number: they still name the span (re-ordering by distance) but are not calendar dates.
+#: "in June" and "during 2023" name a time. "since May" runs from then to now. "by June", "of May" and "a
+#: group of 2000" as often name a person, a deadline or a number: a vague guess (a filter with
+#: ``use_time_expressions``), never a time the question is about.
 @_rule(rf"\b(?:in|during)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", calendar=True)
-@_rule(rf"\b(?:since|of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)")
+@_rule(rf"\b(?:of|by)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", precise=False)
 def _en_in_month(m: re.Match[str], now: datetime) -> Span:
     return _past_month(_MONTHS[m["mon"]], now)
 
 
+@_rule(rf"\bsince\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)")
+def _en_since_month(m: re.Match[str], now: datetime) -> Span:
+    return _past_month(_MONTHS[m["mon"]], now)[0], now + timedelta(seconds=1)
+
+
 @_rule(r"\b(?:in|during)\s+(?P<y>(?:19|20)\d{2})\b", calendar=True)
-@_rule(r"\b(?:since|of)\s+(?P<y>(?:19|20)\d{2})\b")
+@_rule(r"\bof\s+(?P<y>(?:19|20)\d{2})\b", precise=False)
 def _en_in_year(m: re.Match[str], now: datetime) -> Span:
     return _year(int(m["y"]), now)
+
+
+@_rule(r"\bsince\s+(?P<y>(?:19|20)\d{2})\b")
+def _en_since_year(m: re.Match[str], now: datetime) -> Span | None:
+    start = _year(int(m["y"]), now)[0]
+    return (start, now + timedelta(seconds=1)) if start <= now else None
 
 
 @_rule(r"\bthe day before yesterday\b")

@@ -53,6 +53,14 @@ def _past_month(month: int, now: datetime) -> tuple[datetime, datetime]:
     return _month(year, month, now)
 
 
+def _beside(date: datetime, days: int, *, before: bool) -> tuple[datetime, datetime]:
+    """The ``days`` before a date (up to it), or after it (from the next day): "the week before 16
+    November", "11月16日后两天"; a month counts as 30 days."""
+    if before:
+        return date - timedelta(days=days), date
+    return date + timedelta(days=1), date + timedelta(days=1 + days)
+
+
 def _latest_year(month: int, day: int, now: datetime) -> int:
     """The year of the latest (month, day) that has begun: this year's, else last year's."""
     return now.year if (month, day) <= (now.month, now.day) else now.year - 1

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from ._time_rules import (
     Span,
+    _beside,
     _day,
     _latest_year,
     _month,
@@ -93,10 +94,7 @@ def _zh_around_date(m: re.Match[str], now: datetime) -> Span | None:
     if date is None:
         return None
     count = zh_number(m["n"]) if m["n"] else 1
-    length = timedelta(days=count * {"天": 1, "月": 30}.get(m["unit"], 7))
-    if m["dir"] == "前":
-        return date - length, date
-    return date + timedelta(days=1), date + timedelta(days=1) + length
+    return _beside(date, count * {"天": 1, "月": 30}.get(m["unit"], 7), before=m["dir"] == "前")
 
 
 @_rule(rf"(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})年(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]", calendar=True)
