@@ -10,7 +10,7 @@ import pytest
 from autogen_agentchat.messages import HandoffMessage, ToolCallExecutionEvent
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task
+from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task, recent_days_told
 from agent_memory.search import HybridMemorySearch
 from agent_memory.tools import ToolLimits
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
@@ -196,6 +196,61 @@ async def test_the_expanded_round_follows_what_the_first_hit_names(layer: AgentF
     vague = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "我住的小区环境怎么样？")])
     assert not vague.ledger.searches[0].output.results  # no strong first hit: nothing to follow
     assert all(s.arguments.query == "我住的小区环境怎么样？" for s in vague.ledger.searches)
+
+
+@pytest.mark.parametrize(
+    ("message", "told"),
+    [
+        ("最近睡眠不好，有点焦虑", "最近"),
+        ("这几天好累，什么都不想做", "这几天"),  # 什么都: no question
+        ("最近怎么都睡不着", "最近"),
+        ("最近不知道为什么总是很烦", "最近"),  # 不知道为什么 tells
+        ("这周一直在加班", "这周"),  # 一直: not Monday
+        ("今天好开心", "今天"),
+        ("I've been feeling down lately", "lately"),
+        ("最近有什么好看的电影？", None),  # a request for suggestions
+        ("这几天有什么新闻", None),  # a question
+        ("What have I been doing lately?", None),
+        ("上周去爬山了", None),  # a closed week: an event, not the last days
+        ("这个月压力很大", None),  # longer than two weeks
+        ("你好呀", None),
+        ("今天天气真好，我想问一下我朋友的生日是哪天？", None),
+    ],
+)
+def test_what_tells_of_the_users_last_days(message: str, told: str | None) -> None:
+    assert recent_days_told(message) == told
+
+
+async def test_a_message_about_the_last_days_reads_those_days(layer: AgentFusionDataLayer) -> None:
+    """ "这几天好累，什么都不想做" shares no word with what the user told of those days: the first round lists
+    this friend's events of the last days by the time words alone, the word rounds still run (the listed
+    events, all of score ~1, neither end them early nor lend their words to the next query), and the
+    word matches rank first. An event of another friend or from before those days is not listed."""
+    engine = make_engine(layer.memory)
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("move", "周二搬家，搬了一整天", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=1)),
+            NewMemory("exam", "周一考完试，复习到半夜", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=2)),
+            NewMemory("tired", "用户说一累就什么都不想做，只想躺着", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=30)),
+            NewMemory("other", "加班到凌晨", memory_type="event", friend_id="mentor",
+                      created_at=NOW - timedelta(days=1)),
+            NewMemory("long-ago", "去年夏天去海边", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=200)),
+        ],
+    )  # fmt: skip
+    recall = MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu"))
+    result = await recall.recall([("user", "这几天好累，什么都不想做")])
+    searches = result.ledger.searches
+    assert searches[0].arguments.query == "这几天" and searches[0].arguments.memory_types == ["event"]
+    assert [r.memory_key for r in searches[0].output.results] == ["move", "exam"]
+    assert len(searches) == 3 and all(s.arguments.query == "这几天好累，什么都不想做" for s in searches[1:])
+    assert result.ranked_keys[:3] == ["tired", "move", "exam"]
+    asked = await MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu")).recall([("user", "这几天有什么新闻？")])
+    assert asked.ledger.searches[0].arguments.query == "这几天有什么新闻？"  # a question: no listing
 
 
 async def test_a_round_that_runs_out_of_time_is_searched_again(

@@ -200,6 +200,23 @@ async def test_a_date_no_memory_is_from_is_what_they_are_about(layer: AgentFusio
     assert alone["birthday"] > 0.95 > 0.85 > beside["birthday"]  # relevance about halved: 52 days from a one-day span
 
 
+async def test_a_query_of_nothing_but_a_time_lists_the_memories_of_that_time(layer: AgentFusionDataLayer) -> None:
+    """ "最近" or "上周" alone has no word to match: it asks for what was said then. Every memory of that
+    time is found (newest first, whatever its words), none from another time; a word beside the time
+    ("最近的吉他课") makes it an ordinary search again."""
+    engine = make_engine(layer.memory)
+    for key, text, days in (("flu", "感冒了，在家休息", 1), ("hike", "周六去爬山了", 3), ("guitar", "开始学吉他", 5),
+                            ("trip", "去北京出差", 10), ("old", "搬到了上海", 40)):  # fmt: skip
+        await layer.memory.add(user_id="joy", memory_key=key, content=text, created_at=NOW - timedelta(days=days))
+    assert await keys(engine, "最近", user_id="joy") == ["flu", "hike", "guitar"]  # the last 7 days
+    assert await keys(engine, "recently", user_id="joy") == ["flu", "hike", "guitar"]
+    assert await keys(engine, "上周的", user_id="joy") == ["trip"]  # Mon 16 - Sun 22 Feb 2026 (NOW is a Sunday)
+    assert await keys(engine, "最近", user_id="joy", memory_types=["fact"]) == []  # filters still apply
+    hits = await engine.search("这几天", user_id="joy", now=NOW)
+    assert [h.memory_key for h in hits] == ["flu", "hike"] and hits[1].score > 0.9 and hits.expanded == ()
+    assert await keys(engine, "最近的吉他课", user_id="joy") == ["guitar"]  # words to match: a search
+
+
 async def test_a_named_time_is_read_in_the_callers_time_zone(layer: AgentFusionDataLayer) -> None:
     """ "昨天" at one instant is another day in UTC than in +08:00: each gets its own order, and the
     recent-search cache never answers one with the other's."""

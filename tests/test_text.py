@@ -69,6 +69,21 @@ def test_this_week_runs_from_monday_to_now() -> None:
     assert NOW < found.end <= datetime(2024, 5, 20, tzinfo=UTC)  # memories lie in the past
 
 
+@pytest.mark.parametrize(
+    ("text", "expression", "start"),
+    [
+        ("这周一直在加班", "这周", datetime(2024, 5, 13, tzinfo=UTC)),  # 一直: all week, not Monday
+        ("上周一起去爬山", "上周", datetime(2024, 5, 6, tzinfo=UTC)),  # 一起: together
+        ("上周一开会", "上周一", datetime(2024, 5, 6, tzinfo=UTC)),
+        ("周一下午开会", "周一", datetime(2024, 5, 13, tzinfo=UTC)),
+        ("从周一直到周三都在出差", "周一", datetime(2024, 5, 13, tzinfo=UTC)),  # 直到: Monday until
+    ],
+)
+def test_a_weekday_one_is_not_the_start_of_a_word(text: str, expression: str, start: datetime) -> None:
+    found = query_time_range(text, now=NOW)
+    assert found is not None and (found.expression, found.start) == (expression, start)
+
+
 def test_vague_time_expressions_end_now() -> None:
     for text in ("最近在忙什么", "上次说的那个项目"):
         found = query_time_range(text, now=NOW)

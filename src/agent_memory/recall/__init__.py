@@ -24,7 +24,7 @@ from ._evidence_models import (
     ViewItem,
 )
 from ._evidence_planner import EvidenceRecallPlanner
-from ._intent import Intent, classify_intent, needs_memory
+from ._intent import Intent, classify_intent, needs_memory, recent_days_told
 from ._memory_view import (
     EventItem,
     ProfileItem,
@@ -78,5 +78,6 @@ __all__ = [
     "parse_task",
     "recall_memory_output",
     "recall_prompt",
+    "recent_days_told",
     "synthesize",
 ]

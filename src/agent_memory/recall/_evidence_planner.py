@@ -6,8 +6,9 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
 1. Observe: a time window from the question's time words ("最近" = the last 7 days), else the time it
    names ("上周", "on 7 July, 2023"); ``role=user`` for a question about the user themself; greetings
    and small talk hand off at once;
-2. ``search_memories`` (profile and this friend's gists), ``lexical_search`` and ``semantic_search``
-   over the chat with that filter;
+2. ``search_memories`` (profile and this friend's gists; for a message telling how the user's last days
+   went, "最近睡眠不好", first the events of those days by the time words alone), ``lexical_search`` and
+   ``semantic_search`` over the chat with that filter;
 3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
    searches once more without it;
 4. ``neighbors`` of the best anchors; then ``handoff``. Synthesis happens in code afterwards.
@@ -29,7 +30,7 @@ from autogen_core.models import (
 )
 
 from ..text import named_time_range
-from ._intent import needs_memory
+from ._intent import needs_memory, recent_days_told
 from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
 
@@ -94,10 +95,17 @@ class EvidenceRecallPlanner(PlannerClient):
         filters = {"role": role, "time_range": window or None}
         filtered = {k: v for k, v in filters.items() if v is not None}
         size = int(meta.get("page_size", 10))
-        names = [c for c, _ in calls]
-        if "search_memories" not in names:
-            return "search_memories", {"query": question[:1000], "search_mode": "hybrid", "limit": 10,
-                                       "min_relevance_score": float(meta.get("memory_min_score", 0.0))}  # fmt: skip
+        searched = [str(a.get("query")) for c, a in calls if c == "search_memories"]
+        told = recent_days_told(question)
+        memory_search = {
+            "search_mode": "hybrid",
+            "limit": 10,
+            "min_relevance_score": float(meta.get("memory_min_score", 0.0)),
+        }
+        if told is not None and not searched:  # the events of the days the message tells of, ranked after the rest
+            return "search_memories", {"query": told, "memory_types": ["event"], **memory_search}
+        if question[:1000] not in searched:
+            return "search_memories", {"query": question[:1000], **memory_search}
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]
         plan = [("lexical_search", {"query_text": question[:1000], "page_size": size}),
                 ("semantic_search", {"query_text": question[:1000], "top_k": size,

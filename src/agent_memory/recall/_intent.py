@@ -11,9 +11,11 @@ reference to the past, a preference question, a task) is searched.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from ..archiving._topics import TOPIC_CUES, topic_label
+from ..text import parse_time_expressions
 
 Intent = Literal["greeting", "chitchat", "past_reference", "preference", "task"]
 
@@ -46,6 +48,17 @@ _SUGGESTION = re.compile(
     r"|\b(recommend\w*|suggest\w*|any ideas|what should i|where should i|what (to|can i) (eat|do|watch|read|play))\b",
     re.IGNORECASE,
 )
+#: A question: it asks about something rather than telling how the user is. A question word before 都/也
+#: ("什么都不想做", "怎么都睡不着") or after 知道 ("不知道为什么") tells, it does not ask.
+_KNOWING = re.compile(r"知道(是)?(为什么|怎么|什么)")
+_QUESTION = re.compile(
+    r"[?？]|[吗呢么]\s*[。.!！~～]*$"
+    r"|(什么|怎么|为什么|哪|谁|多少|几点|几号|是不是|有没有|能不能|要不要)(?![都也])"
+    r"|^(what|when|where|who|whom|which|why|how|do|does|did|is|are|was|were|can|could|should|would|will|have|has)\b",
+    re.IGNORECASE,
+)
+#: The longest span counted back from now that still means "the user's last days".
+RECENT_DAYS = 14
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TOPIC_CUES = {topic: re.compile(cues, re.IGNORECASE) for topic, cues in TOPIC_CUES.items()}
 
@@ -87,6 +100,32 @@ def topic_terms(text: str) -> str:
     """
     lang = "zh" if _CJK.search(text[:500]) else "en"
     return " ".join(topic_label(topic, lang) for topic in preference_topics(text))
+
+
+def recent_days_told(text: str) -> str | None:
+    """The time words of a message that tells how the user's last days went ("最近睡眠不好，有点焦虑",
+    "这两天好累", "I've been so tired lately"), else ``None``.
+
+    How someone is now is explained by what they said in the days before, in whatever words: "最近
+    睡眠不好" and "这几天一直在熬夜" share none. The recall then reads those days (a search of the time
+    words alone lists the memories of that time, see ``SearchQuery.time_alone``) besides searching the
+    words. Only a statement counts, naming a span that runs up to now and lasts at most
+    :data:`RECENT_DAYS` days: "最近有什么好看的电影？" asks about films, "上周的会" names a closed
+    week, greetings and requests for suggestions are not about the user's days.
+
+    >>> recent_days_told("最近睡眠不好，有点焦虑"), recent_days_told("I've been so tired lately")
+    ('最近', 'lately')
+    >>> recent_days_told("最近有什么新闻？"), recent_days_told("上周去爬山了"), recent_days_told("推荐个电影吧")
+    (None, None, None)
+    """
+    head = " ".join(str(text)[:500].split())
+    if classify_intent(head) not in ("task", "past_reference") or _QUESTION.search(_KNOWING.sub("", head)):
+        return None
+    now = datetime.now(UTC)
+    for span in parse_time_expressions(head, now=now):
+        if span.end >= now and span.end - span.start <= timedelta(days=RECENT_DAYS):
+            return span.expression
+    return None
 
 
 def needs_memory(text: str) -> bool:

@@ -13,7 +13,10 @@ task and the tool results so far, as a model would) and returns the next tool ca
    second round also follows a strong first hit, adding the keywords it names, "金色家园" for
    "我住的小区"); two results >= 0.85 end the refinement (the last planned round still runs once, so
    the ranked list is complete); from the third round on, two rounds in a row with nothing new stop
-   the search;
+   the search. A message telling how the user's last days went ("最近睡眠不好，有点焦虑") spends the
+   first round on those days instead: its time words alone ("最近") list the events of that time,
+   whatever their words ("这几天一直在熬夜"); they rank after what the later rounds match by words,
+   and are neither followed nor counted as strong results;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
 3. ``expand_context_window`` when nothing was found, the message points at earlier conversation
    ("之前", "上次", "as I said" ...) and iterations remain;
@@ -40,7 +43,7 @@ from pydantic import ValidationError
 
 from ..text import TYPE_KEYWORDS, Tokenizer
 from ..tools import EARLY_STOP_SCORE, TIMED_OUT, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
-from ._intent import classify_intent, needs_memory, topic_terms
+from ._intent import classify_intent, needs_memory, recent_days_told, topic_terms
 from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
 
@@ -63,6 +66,8 @@ class _Seen:
 
     task: RecallTask
     searches: list[list[MemorySearchResultItem]] = field(default_factory=list)
+    #: the arguments of each successful search, in the order of ``searches``
+    searched: list[dict[str, Any]] = field(default_factory=list)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     details: set[str] = field(default_factory=set)
     expansion_refused: bool = False
@@ -98,7 +103,9 @@ class OfflineRecallPlanner(PlannerClient):
             return "handoff", _no_memory_needed(task, classify_intent(task.current))
         rounds = len(self.limits.plan)
         found = rank_found(seen.searches)
-        high = [r for r in found if r.relevance_score >= EARLY_STOP_SCORE]
+        told = recent_days_told(task.current)
+        matched = [b for b, args in zip(seen.searches, seen.searched, strict=True) if not _lists_days(args, told)]
+        high = [r for r in rank_found(matched) if r.relevance_score >= EARLY_STOP_SCORE]
         stalled = (
             done >= 3
             and not _new(seen.searches[-1], seen.searches[:-1])
@@ -110,12 +117,14 @@ class OfflineRecallPlanner(PlannerClient):
             # enough strong results: skip the refinement, but run the last planned round once so the
             # ranked list the main model gets is complete
             last = self.limits.round(rounds)
-            query = _query(task, last, rounds, seen.searches)
+            query = _query(task, last, rounds, matched)
             searching = not any(_is_round(args, last, self.semantic, query) for args in seen.rounds)
             number = rounds
         if searching:
             config = self.limits.round(number)
-            query = _query(task, config, number, seen.searches)
+            if number == 1 and told is not None:
+                return "search_memories", _days_round(told, config, self.semantic)
+            query = _query(task, config, number, matched)
             return "search_memories", {
                 "query": query,
                 "search_mode": _mode(config, self.semantic),
@@ -150,11 +159,12 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
     task_text = next((m.content for m in messages if isinstance(m, UserMessage) and isinstance(m.content, str)), "")
     seen = _Seen(parse_task(task_text))
     names: dict[str, str] = {}
+    calls: dict[str, dict[str, Any]] = {}
     for message in messages:
         if isinstance(message, AssistantMessage) and isinstance(message.content, list):
             for call in message.content:
                 names[call.id] = call.name
-                args = _json(call.arguments)
+                args = calls[call.id] = _json(call.arguments)
                 if call.name == "get_memory_detail":
                     seen.details.add(str(args.get("memory_key", "")))
                 elif call.name == "search_memories":
@@ -166,6 +176,7 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
                 if name == "search_memories":
                     if data.get("success"):
                         seen.searches.append(_items(data.get("results")))
+                        seen.searched.append(calls.get(result.call_id, {}))
                     elif TIMED_OUT not in str(data.get("message") or ""):
                         seen.search_blocked = True  # a timed-out round is searched again, in the next one's time
                 elif name == "expand_context_window" and not data.get("approved", False):
@@ -191,6 +202,23 @@ def _is_round(args: Mapping[str, Any], config: RoundConfig, semantic: bool, quer
         and args.get("limit") == config.max_results
         and args.get("min_relevance_score") == config.min_score
     )
+
+
+def _days_round(told: str, config: RoundConfig, semantic: bool) -> dict[str, Any]:
+    """The first round of a message telling of the user's last days: the events of those days, listed
+    by their time words alone (a query of nothing but a time, see ``SearchQuery.time_alone``)."""
+    return {
+        "query": told,
+        "search_mode": _mode(config, semantic),
+        "memory_types": ["event"],
+        "limit": config.max_results,
+        "min_relevance_score": config.min_score,
+    }
+
+
+def _lists_days(args: Mapping[str, Any], told: str | None) -> bool:
+    """Whether a search's arguments are those of :func:`_days_round` (its hits match by time, not words)."""
+    return told is not None and args.get("query") == told and args.get("memory_types") == ["event"]
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
     candidates -> lexical -> semantic -> fuse -> feedback -> time -> threshold -> rank -> coverage
 
 - ``candidates``: slots the query may return (active, in the scope, type, time and keyword filters;
-  the keyword rule is in :class:`SearchQuery`);
+  the keyword rule is in :class:`SearchQuery`); a query of nothing but a time ("上周", "最近") relates
+  every candidate of that time fully and skips the word stages (:meth:`SearchQuery.time_alone`);
 - ``lexical``: the keyword tiers (exact 1.0, prefix 0.8, synonym 0.7 x similarity) and the text score
   (BM25F over a memory and its conversation neighbours, averaged with the tf-idf cosine);
 - ``semantic``: embedding similarity (semantic mode, or its share of the text score in hybrid);
@@ -120,7 +121,7 @@ class Pipeline:
 
     async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> SearchResults:
         """The hits of ``query``, best first; ``synonyms`` maps query terms to synonym terms."""
-        terms = c.query_terms(self.engine.analyzer.tokenizer.tokens(query.text))
+        terms = self._terms(query.text)
         self.expanded = expanded_terms(terms, synonyms if query.mode != "semantic" else {})
         return SearchResults(await self._hits(query, terms, synonyms), expanded=self.expanded)
 
@@ -133,12 +134,17 @@ class Pipeline:
         if not mask.any():
             return []
         idf = self.index.bm25_idf(terms)  # terms found in the index only
-        lexical = query.mode != "semantic" and bool(terms)
-        if lexical:
-            self.lexical(query, terms, idf, synonyms)
-        if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
-            await self.semantic(query)
-        rel = np.where(mask, self.fuse(query), 0.0)
+        alone = query.time_alone(self._terms)
+        lexical = query.mode != "semantic" and bool(terms) and alone is None
+        if alone is not None:  # a time alone: every memory of that time matches it fully
+            self.expanded = ()
+            rel = np.where(mask & self.index.mask(start=alone.start, end=alone.end), 1.0, 0.0)
+        else:
+            if lexical:
+                self.lexical(query, terms, idf, synonyms)
+            if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
+                await self.semantic(query)
+            rel = np.where(mask, self.fuse(query), 0.0)
         if lexical:
             rel = c.propagate(self.index, rel, terms, mask)
         scores = self.threshold(query, self.time(query, rel))
@@ -150,6 +156,9 @@ class Pipeline:
         if lexical:
             ordered = self.coverage(rank, idf, ordered)
         return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
+
+    def _terms(self, text: str) -> dict[str, int]:
+        return c.query_terms(self.engine.analyzer.tokenizer.tokens(text))
 
     # -- stages ------------------------------------------------------------------------------------
 

@@ -16,14 +16,14 @@ to it instead of the age, and it narrows the range only when ``use_time_expressi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope
 
-from ..text import TimeRange, fold, named_time_range, query_time_range
+from ..text import TimeRange, fold, named_time_range, parse_time_expressions, query_time_range
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -133,6 +133,33 @@ class SearchQuery:
             now=when,
             named=named,
         )
+
+    def time_alone(self, terms: Callable[[str], Collection[str]]) -> TimeRange | None:
+        """The time a query of nothing but a time names ("最近", "上周", "in May 2023"), else ``None``.
+
+        Such a query asks for the memories of that time ("上周聊了什么" has a word to match, "上周"
+        has none): every memory said inside it matches it fully, and the time decay orders them. A
+        recall uses it to read the days a message speaks of when the words of those days differ from
+        the message's ("最近睡眠不好" and "这几天一直在熬夜"). ``terms`` gives the search terms of a
+        text (the engine's tokenizer, stop words left out); the query is a time alone when its text
+        without its time expressions has none. A vague word counts here ("最近": the last days), as
+        it does for the ``use_time_expressions`` filter.
+
+        >>> q = SearchQuery.build("最近", scope=Scope.of("u1"), now=datetime(2026, 1, 6, tzinfo=UTC))
+        >>> q.time_alone(str.split).start.date().isoformat()
+        '2025-12-30'
+        >>> SearchQuery.build("最近的项目", scope=Scope.of("u1")).time_alone(str.split) is None
+        True
+        """
+        spans = parse_time_expressions(self.text, now=self.at)
+        if not spans:
+            return None
+        rest = fold(self.text)
+        for span in spans:
+            rest = rest.replace(span.expression, " ")
+        if terms(rest):
+            return None
+        return ([s for s in spans if s.precise] or spans)[0]
 
     @property
     def at(self) -> datetime:

@@ -40,6 +40,11 @@ _ZH_DIGITS = {
     "八": 8,
     "九": 9,
 }
+#: A weekday after 周/星期/礼拜; 一 is no Monday where it starts a word ("这周一直在加班": all this week,
+#: "这周一起吃饭": together this week), except in "周一直到周五" (Monday until Friday).
+_MONDAY = r"一(?!直(?!到)|[起样些点共定般切])"
+_WD = rf"(?P<wd>{_MONDAY}|[二三四五六日天])"
+_NOT_WD = rf"(?!{_MONDAY}|[二三四五六日天末])"
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "末": 5}
 
 
@@ -152,14 +157,14 @@ def _zh_today(m: re.Match[str], now: datetime) -> Span:
     return _day(now), _day(now, 1)
 
 
-@_rule(rf"{_UP}(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+@_rule(rf"{_UP}(?:个)?(?:周|星期|礼拜){_WD}")
 def _zh_last_week_day(m: re.Match[str], now: datetime) -> Span:
     back = m.group(0).count("上")
     day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], back)
     return day, day + timedelta(days=1)
 
 
-@_rule(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+@_rule(rf"(?:这|本)(?:个)?(?:周|星期|礼拜){_WD}")
 def _zh_this_week_day(m: re.Match[str], now: datetime) -> Span:
     day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], 0)
     return day, day + timedelta(days=1)
@@ -177,18 +182,18 @@ def _zh_this_weekend(m: re.Match[str], now: datetime) -> Span:
     return monday + timedelta(days=5), monday + timedelta(days=7)
 
 
-@_rule(r"(?<![上这本下])(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")
+@_rule(rf"(?<![上这本下])(?:周|星期|礼拜){_WD}")
 def _zh_weekday(m: re.Match[str], now: datetime) -> Span:
     day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], None)
     return day, day + timedelta(days=1)
 
 
-@_rule(rf"(?P<up>{_UP})(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+@_rule(rf"(?P<up>{_UP})(?:个)?(?:周|星期|礼拜){_NOT_WD}")
 def _zh_last_week(m: re.Match[str], now: datetime) -> Span:
     return _week(now, len(m["up"]))
 
 
-@_rule(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+@_rule(rf"(?:这|本)(?:个)?(?:周|星期|礼拜){_NOT_WD}")
 def _zh_this_week(m: re.Match[str], now: datetime) -> Span:
     return _week(now, 0)[0], now + timedelta(seconds=1)
 
