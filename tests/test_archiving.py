@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from agent_memory.archiving import split_sessions
+from agent_memory.archiving import make_gists, split_sessions
 from agent_memory.system import MemorySystem
+from agent_memory.text import Tokenizer
 from data_layer import InvalidInputError, MessageRecord, NewMessage
 
 T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
@@ -36,6 +37,15 @@ def test_sessions_end_at_idle_gaps_and_size() -> None:
     assert not sessions[1].is_over(now=T0 + timedelta(hours=2, minutes=5), idle=timedelta(minutes=30), max_messages=40)
 
 
+def test_an_english_gist_quotes_the_user() -> None:
+    records = [
+        MessageRecord(id=i, user_id="u", friend_id="f", thread_id=None, role=role, content=text, created_at=T0)
+        for i, (role, text) in enumerate([("user", "I broke up with my girlfriend."), ("assistant", "I'm sorry.")], 1)
+    ]
+    [gist] = make_gists(records, tokenizer=Tokenizer())
+    assert (gist.content, gist.source_ids) == ('2026-01-02: the user said "I broke up with my girlfriend"', (1,))
+
+
 async def test_a_chat_becomes_gists_and_a_shared_profile(system: MemorySystem) -> None:
     stored = await store(
         system,
@@ -53,6 +63,10 @@ async def test_a_chat_becomes_gists_and_a_shared_profile(system: MemorySystem) -
     assert all(g.friend_id == "xiaozhu" for g in gists)
     first = next(g for g in gists if g.metadata["source_message_ids"] == [stored[0].id])
     assert "项目汇报" in first.content and first.metadata["date"] == "2026-01-02"
+    second = next(g for g in gists if g.metadata["source_message_ids"] == [stored[2].id])
+    # the user's own words in quotation marks: "我" stays the user, never reads as the assistant
+    assert second.content == "2026-01-03：用户说：“我是产品经理，我喜欢科幻电影，不喜欢恐怖片”"
+    assert "听起来很辛苦" not in first.content  # the assistant's words are no part of what the user said
     assert profiles["profile-occupation"].friend_id is None  # shared with every friend
     assert profiles["profile-occupation"].metadata["value"] == "产品经理"
     assert profiles["profile-interest-恐怖片"].metadata["polarity"] == "negative"

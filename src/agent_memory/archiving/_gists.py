@@ -2,7 +2,7 @@
 
 A session is cut into topic chunks (a new chunk when a user turn shares no content word with the
 chunk so far, or the chunk is long); each chunk's most informative user sentences, in order, become
-one gist: "2026-01-02：用户提到工作压力大；下周要做项目汇报". Only the messages whose sentences are
+one gist: "2026-01-02：用户说：“工作压力大”；“下周要做项目汇报”". Only the messages whose sentences are
 quoted are its sources, so citing a gist cites exactly what it was drawn from. Greetings and
 one-word replies carry nothing and are skipped. Offline and deterministic: the same session always
 gives the same gists (and the same keys, so re-archiving writes nothing new).
@@ -82,12 +82,19 @@ def make_gists(messages: Sequence[MessageRecord], *, tokenizer: Tokenizer) -> li
         best.sort(key=lambda c: (c[3].created_at, c[3].id, c[1]))
         quoted = [_clip(c[2]) for c in best]
         day = chunk[0].created_at
-        chinese = has_cjk("".join(quoted))
-        lead = f"{day:%Y-%m-%d}：用户提到" if chinese else f"{day:%Y-%m-%d}: the user said "
-        content = lead + ("；" if chinese else "; ").join(quoted)
+        content = _quote(day, quoted)
         sources = tuple(dict.fromkeys(c[3].id for c in best))
         gists.append(GistDraft(day, content, sources))
     return gists
+
+
+def _quote(day: datetime, sentences: Sequence[str]) -> str:
+    """The gist's text: its date and the user's own sentences in quotation marks. Quoted, "我" stays the
+    user: "用户提到我和女朋友分手了" would read as if the assistant had. The gist is extractive, so its
+    words are the user's, as the source messages it cites show."""
+    if has_cjk("".join(sentences)):
+        return f"{day:%Y-%m-%d}：用户说：" + "；".join(f"“{s}”" for s in sentences)
+    return f"{day:%Y-%m-%d}: the user said " + "; ".join(f'"{s}"' for s in sentences)
 
 
 def _clip(sentence: str) -> str:
