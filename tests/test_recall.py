@@ -247,6 +247,7 @@ async def test_a_message_about_the_last_days_reads_those_days(layer: AgentFusion
     searches = result.ledger.searches
     assert searches[0].arguments.query == "这几天" and searches[0].arguments.memory_types == ["event"]
     assert [r.memory_key for r in searches[0].output.results] == ["move", "exam"]
+    assert "按时间列出" in (searches[0].output.message or "")  # a model reading it knows why they are there
     assert len(searches) == 3 and all(s.arguments.query == "这几天好累，什么都不想做" for s in searches[1:])
     assert result.ranked_keys[:3] == ["tired", "move", "exam"]
     asked = await MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu")).recall([("user", "这几天有什么新闻？")])

@@ -214,7 +214,9 @@ async def test_a_query_of_nothing_but_a_time_lists_the_memories_of_that_time(lay
     assert await keys(engine, "最近", user_id="joy", memory_types=["fact"]) == []  # filters still apply
     hits = await engine.search("这几天", user_id="joy", now=NOW)
     assert [h.memory_key for h in hits] == ["flu", "hike"] and hits[1].score > 0.9 and hits.expanded == ()
+    assert hits.period is not None and hits.period.expression == "这几天"  # listed by time, and it says so
     assert await keys(engine, "最近的吉他课", user_id="joy") == ["guitar"]  # words to match: a search
+    assert (await engine.search("最近的吉他课", user_id="joy", now=NOW)).period is None
 
 
 async def test_a_named_time_is_read_in_the_callers_time_zone(layer: AgentFusionDataLayer) -> None:

@@ -320,7 +320,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             hits = await Pipeline(self, index).run(query, synonyms)
             # a last check on every result, with the one visibility rule
             hits = SearchResults(
-                [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)], expanded=hits.expanded
+                [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)],
+                expanded=hits.expanded,
+                period=hits.period,
             )
         self._touch(uid, state)
         self._recent[key] = hits

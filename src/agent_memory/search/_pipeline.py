@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from data_layer import MemoryRecord
 
+from ..text import TimeRange
 from . import _components as c
 from ._index import UserIndex
 from ._query import SearchQuery
@@ -81,18 +82,23 @@ class SearchResults(list[SearchHit]):
 
     ``expanded`` is recorded by the pipeline while it runs, so it is what the search used (folded and
     stemmed terms, e.g. ``('数据库', 'databas', '资料库')``), not a second analysis of the query.
-    Prefix matches are not listed (they depend on each memory's words).
+    Prefix matches are not listed (they depend on each memory's words). :attr:`period` is the time a
+    query of nothing but a time listed ("最近", :meth:`SearchQuery.time_alone`); then nothing was
+    matched by words and ``expanded`` is empty.
     """
 
-    __slots__ = ("expanded",)
+    __slots__ = ("expanded", "period")
 
-    def __init__(self, hits: Iterable[SearchHit] = (), *, expanded: Sequence[str] = ()) -> None:
+    def __init__(
+        self, hits: Iterable[SearchHit] = (), *, expanded: Sequence[str] = (), period: TimeRange | None = None
+    ) -> None:
         super().__init__(hits)
         self.expanded: tuple[str, ...] = tuple(expanded)
+        self.period = period
 
     def copy(self) -> SearchResults:
-        """A new list of the same hits with the same ``expanded`` terms."""
-        return SearchResults(self, expanded=self.expanded)
+        """A new list of the same hits with the same ``expanded`` terms and ``period``."""
+        return SearchResults(self, expanded=self.expanded, period=self.period)
 
 
 def expanded_terms(terms: Iterable[str], synonyms: Mapping[str, Mapping[str, float]]) -> tuple[str, ...]:
@@ -118,12 +124,14 @@ class Pipeline:
         self.semantic_: FloatArray = zeros
         self.fresh: FloatArray = zeros
         self.expanded: tuple[str, ...] = ()
+        self.period: TimeRange | None = None
 
     async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> SearchResults:
         """The hits of ``query``, best first; ``synonyms`` maps query terms to synonym terms."""
         terms = self._terms(query.text)
         self.expanded = expanded_terms(terms, synonyms if query.mode != "semantic" else {})
-        return SearchResults(await self._hits(query, terms, synonyms), expanded=self.expanded)
+        hits = await self._hits(query, terms, synonyms)
+        return SearchResults(hits, expanded=self.expanded, period=self.period)
 
     async def _hits(
         self, query: SearchQuery, terms: Mapping[str, int], synonyms: Mapping[str, Mapping[str, float]]
@@ -134,7 +142,7 @@ class Pipeline:
         if not mask.any():
             return []
         idf = self.index.bm25_idf(terms)  # terms found in the index only
-        alone = query.time_alone(self._terms)
+        alone = self.period = query.time_alone(self._terms)
         lexical = query.mode != "semantic" and bool(terms) and alone is None
         if alone is not None:  # a time alone: every memory of that time matches it fully
             self.expanded = ()
