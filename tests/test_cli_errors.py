@@ -195,7 +195,7 @@ def test_bench_retrieval_refuses_an_unknown_embedder() -> None:
         app, ["bench", "retrieval", "--dataset", "generic", "--data", str(folder), "--embedder", "bert"]
     )
     assert out.exit_code != 0
-    assert "--embedder must be hashing or minilm" in out.output
+    assert "--embedder must be hashing, wordvec-zh or minilm" in out.output
     assert "Traceback" not in out.output
 
 

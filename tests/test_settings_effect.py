@@ -20,6 +20,8 @@ CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
     "MEMORY_SEARCH_TEXT_SIMILARITY_WEIGHT": ("0.3", lambda s: s.search.weights.text, 0.3),
     "MEMORY_SEARCH_TIME_DECAY_WEIGHT": ("0.1", lambda s: s.search.weights.time, 0.1),
     "MEMORY_SEARCH_HALF_LIFE_DAYS": ("7", lambda s: s.search.half_life_days, 7.0),
+    "MEMORY_SEARCH_EMBEDDER": ("wordvec-zh", lambda s: s.search.embedder.name.startswith("wordvec-"), True),
+    "MEMORY_SEARCH_SEMANTIC_SHARE": ("0.3", lambda s: s.search.semantic_share, 0.3),
     "MEMORY_SEARCH_INDEX_CACHE_MB": ("64", lambda s: s.search.index_cache_mb, 64.0),
     "MEMORY_SEARCH_INDEX_SNAPSHOT_DIR": ("off", lambda s: s.search.snapshots is None, True),
     "MEMORY_EXTRACTION_MAX_KEYWORDS": ("3", lambda s: s.search.analyzer.extractor.max_keywords, 3),

@@ -65,7 +65,8 @@ async def retrieval_cmd(
     embedder: str = typer.Option(
         "hashing",
         "--embedder",
-        help="hashing (default, no model) or minilm (packaged all-MiniLM-L6-v2; the sentence-transformers extra)",
+        help="hashing (default, no model), wordvec-zh (packaged Chinese word vectors) or minilm (packaged "
+        "all-MiniLM-L6-v2; the sentence-transformers extra)",
     ),
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
@@ -84,13 +85,11 @@ async def retrieval_cmd(
     _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    if embedder not in ("hashing", "minilm"):
-        raise ValueError("--embedder must be hashing or minilm")
-    model = None
-    if embedder == "minilm":
-        from ..search import SentenceTransformerEmbedder
+    from ..search import EMBEDDERS, embedder_named
 
-        model = SentenceTransformerEmbedder.minilm()
+    if embedder not in EMBEDDERS:
+        raise ValueError(f"--embedder must be {', '.join(EMBEDDERS[:-1])} or {EMBEDDERS[-1]}")
+    model = embedder_named(embedder)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)

@@ -144,7 +144,8 @@ class MemRecallAgent:
         self.model_client = model_client or OfflineRecallPlanner(
             limits=self.limits,
             similarity_threshold=similarity_threshold,
-            semantic=search.analyzer.embedder is not None,
+            # a semantic round searches a model's vectors alone, unless hybrid already weighs them
+            semantic=search.analyzer.embedder is not None and search.semantic_share == 0,
         )
         self.keyword_client = keyword_client
         self.max_iterations = max_iterations

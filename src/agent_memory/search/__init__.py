@@ -7,7 +7,14 @@
 """
 
 from ._analyzer import SearchAnalyzer, memory_text
-from ._embeddings import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from ._embeddings import (
+    EMBEDDERS,
+    Embedder,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+    embedder_named,
+)
 from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
@@ -16,8 +23,10 @@ from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
+from ._word_vectors import WordVectorEmbedder, WordVectors, packaged_word_vectors
 
 __all__ = [
+    "EMBEDDERS",
     "MAX_QUERY_CHARS",
     "SEARCH_MODES",
     "CacheTTL",
@@ -40,6 +49,10 @@ __all__ = [
     "SnapshotError",
     "SnapshotStore",
     "UserIndex",
+    "WordVectorEmbedder",
+    "WordVectors",
+    "embedder_named",
     "memory_text",
+    "packaged_word_vectors",
     "snapshot_folder",
 ]

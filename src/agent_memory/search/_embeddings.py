@@ -196,3 +196,24 @@ class OpenAIEmbedder:
         if matrix.shape[1] != self._dim_value:
             raise ValueError(f"the endpoint returned {matrix.shape[1]}-dimensional vectors, expected {self._dim_value}")
         return l2_normalise(matrix)
+
+
+#: The names ``MEMORY_SEARCH_EMBEDDER`` and ``--embedder`` take.
+EMBEDDERS = ("hashing", "wordvec-zh", "minilm")
+
+
+def embedder_named(name: str) -> Embedder | None:
+    """The embedder a setting names (``MEMORY_SEARCH_EMBEDDER``): ``hashing`` is ``None`` (the engine's
+    own :class:`HashingEmbedder`, computed when needed, never stored), ``wordvec-zh`` the packaged
+    Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2. Raises ``ValueError`` for another
+    name; the packaged ones raise ``LookupError``/``ImportError`` with the install command when missing.
+    """
+    if name == "hashing":
+        return None
+    if name == "wordvec-zh":
+        from ._word_vectors import WordVectorEmbedder, packaged_word_vectors
+
+        return WordVectorEmbedder(packaged_word_vectors())
+    if name == "minilm":
+        return SentenceTransformerEmbedder.minilm()
+    raise ValueError(f"unknown embedder {name!r}: use one of {', '.join(EMBEDDERS)}")

@@ -212,12 +212,14 @@ class Pipeline:
             self.text = 0.5 * bm + 0.5 * np.minimum(1.0, c.tfidf_cosine(self.index, terms))
 
     async def semantic(self, query: SearchQuery) -> None:
-        """Embedding similarity; in hybrid mode it takes ``semantic_share`` of the text score."""
+        """Embedding similarity; in hybrid mode it takes ``semantic_share`` of the text score, unless the
+        embedder has no vector for the query (none of its words known): then it says nothing, and the
+        text score stays whole rather than shrinking for every memory alike."""
         engine = self.engine
         await engine._ensure_vectors(self.index)
         vector = (await engine.embedder.embed([query.text]))[0]
         self.semantic_ = c.semantic(self.index, vector)
-        if query.mode == "hybrid":
+        if query.mode == "hybrid" and vector.any():
             self.text = (1 - engine.semantic_share) * self.text + engine.semantic_share * self.semantic_
 
     def fuse(self, query: SearchQuery) -> FloatArray:

@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
+EmbedderName = Literal["hashing", "wordvec-zh", "minilm"]
 
 APP_NAME = "agent-fusion-memory"
 
@@ -53,6 +54,11 @@ class AgentMemorySettings(BaseSettings):
     memory_search_text_similarity_weight: float = Field(0.4, ge=0.0, le=1.0)
     memory_search_time_decay_weight: float = Field(0.2, ge=0.0, le=1.0)
     memory_search_half_life_days: int = Field(30, ge=1, le=3650)
+    #: What turns memories and queries into vectors: hashing (character n-grams, no model), wordvec-zh
+    #: (packaged Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
+    memory_search_embedder: EmbedderName = "hashing"
+    #: Part of the hybrid text score given to embedding similarity (0: words only).
+    memory_search_semantic_share: float = Field(0.0, ge=0.0, le=1.0)
     #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
     memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
     #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).

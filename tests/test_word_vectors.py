@@ -1,0 +1,82 @@
+"""Packaged Chinese word vectors as an embedder: a tiny table for the arithmetic, the packaged table
+(installed by ``make install``) for meaning, and the search leaving the semantic part out when the
+embedder knows no word of the query."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from agent_memory.search import HybridMemorySearch, SearchAnalyzer, WordVectorEmbedder, WordVectors
+from agent_memory.search._word_vectors import _WordList, packaged_word_vectors
+from agent_memory.settings import load_settings
+from agent_memory.system import MemorySystem
+from data_layer import AgentFusionDataLayer
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+TABLE = WordVectors(["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
+                    np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0, 0, 1], [0, 0.2, 1]]))  # fmt: skip
+
+
+async def test_a_text_is_the_weighted_mean_of_its_known_words() -> None:
+    embedder = WordVectorEmbedder(TABLE)
+    one, two, film, unknown = await embedder.embed(["睡眠不好", "一直熬夜", "看科幻电影", "hello world"])
+    assert float(one @ two) > 0.9 > 0.2 > float(one @ film)  # sleep and late nights, not films
+    assert not unknown.any()  # no known word: no vector
+    assert all(abs(float(np.linalg.norm(v)) - 1.0) < 1e-5 for v in (one, two, film))
+    # the most frequent word weighs least: "的" barely moves a text
+    alone, with_de = await embedder.embed(["睡眠", "睡眠的"])
+    assert float(alone @ with_de) > 0.999
+    assert embedder.name.startswith("wordvec-") and embedder.dim == 3
+
+
+def test_the_word_list_is_read_as_strings_only() -> None:
+    assert _WordList(io.BytesIO(pickle.dumps(["睡眠", "熬夜"]))).load() == ["睡眠", "熬夜"]
+    with pytest.raises(pickle.UnpicklingError, match="only strings"):
+        _WordList(io.BytesIO(pickle.dumps(os.getcwd))).load()  # a pickle that names a function
+
+
+def test_the_table_needs_a_row_per_word() -> None:
+    with pytest.raises(ValueError, match="one row per word"):
+        WordVectors(["a", "b"], np.zeros((3, 4)))
+
+
+async def test_a_query_the_embedder_cannot_read_keeps_its_word_scores(layer: AgentFusionDataLayer) -> None:
+    """With a semantic share, a query none of whose words the vectors know ("sqlite wal mode") gets no
+    vector; its word scores must not shrink for every memory alike (the order and scores stay those of
+    a search without vectors)."""
+    await layer.memory.add(user_id="u1", memory_key="wal", content="sqlite wal mode is on", created_at=NOW)
+    await layer.memory.add(user_id="u1", memory_key="film", content="科幻电影", created_at=NOW)
+    words = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer())
+    mixed = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
+                               semantic_share=0.5)  # fmt: skip
+    plain = [(h.memory_key, h.score) for h in await words.search("sqlite wal mode", user_id="u1", now=NOW)]
+    both = [(h.memory_key, h.score) for h in await mixed.search("sqlite wal mode", user_id="u1", now=NOW)]
+    assert both == plain and plain[0][0] == "wal"
+    films = await mixed.search("看科幻", user_id="u1", now=NOW)  # a known word: the vectors take part
+    assert [h.memory_key for h in films] == ["film"] and films[0].semantic > 0.9
+
+
+async def test_the_packaged_vectors_find_what_other_words_told(db_url: str) -> None:
+    """``MEMORY_SEARCH_EMBEDDER=wordvec-zh`` with a semantic share: "睡眠不好，晚上睡不着" finds the late
+    nights, which the words alone do not. Both backends; the vectors come from the installed
+    simplechinese package (make install)."""
+    assert len(packaged_word_vectors()) > 400_000
+    said = [("late", "这几天一直在熬夜改方案", 2), ("film", "周末看了一部科幻电影", 3), ("rent", "房租又涨了五百", 4)]
+    found: dict[str, list[str]] = {}
+    for embedder, share in (("hashing", 0.0), ("wordvec-zh", 0.3)):
+        settings = load_settings(memory_database_url=db_url, memory_search_embedder=embedder,
+                                 memory_search_semantic_share=share)  # fmt: skip
+        async with MemorySystem.from_settings(settings) as system:
+            for key, text, days in said:
+                await system.layer.memory.add(user_id=f"u-{embedder}", memory_key=key, content=text,
+                                              created_at=NOW - timedelta(days=days))  # fmt: skip
+            hits = await system.search.search("睡眠不好，晚上睡不着", user_id=f"u-{embedder}", now=NOW)
+            found[embedder] = [h.memory_key for h in hits]
+    assert "late" not in found["hashing"]
+    assert found["wordvec-zh"][0] == "late"
