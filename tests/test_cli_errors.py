@@ -189,11 +189,10 @@ def test_error_output_has_no_markup_applied(tmp_path: Path) -> None:
     _short_error(out, "[red]x[/red]")
 
 
-def test_bench_retrieval_refuses_an_unknown_embedder() -> None:
+@pytest.mark.parametrize("bench", ["retrieval", "recall"])
+def test_a_bench_refuses_an_unknown_embedder(bench: str) -> None:
     folder = Path(__file__).parent.parent / "benchmarks" / "zh_allusion"
-    out = runner.invoke(
-        app, ["bench", "retrieval", "--dataset", "generic", "--data", str(folder), "--embedder", "bert"]
-    )
+    out = runner.invoke(app, ["bench", bench, "--dataset", "generic", "--data", str(folder), "--embedder", "bert"])
     assert out.exit_code != 0
     assert "--embedder must be hashing, wordvec-zh or minilm" in out.output
     assert "Traceback" not in out.output

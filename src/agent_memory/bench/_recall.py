@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from data_layer import AgentFusionDataLayer, Scope, upgrade
 
 from ..recall import MemRecallAgent
-from ..search import HybridMemorySearch
+from ..search import Embedder, HybridMemorySearch
 from ._datasets import BenchDataset
 from ._retrieval import load_dataset_into, metrics, percentile
 from ._synthetic import synthetic_memories, synthetic_queries
@@ -28,11 +28,14 @@ class RecallRun:
     handoffs: int
 
 
-async def run_recall(dataset: BenchDataset, url: str, *, depth: int = 10) -> RecallRun:
-    """Load the dataset into ``url``; for every query run the recall agent and the engine."""
+async def run_recall(
+    dataset: BenchDataset, url: str, *, depth: int = 10, embedder: Embedder | None = None, semantic_share: float = 0.0
+) -> RecallRun:
+    """Load the dataset into ``url``; for every query run the recall agent and the engine (``embedder`` and
+    ``semantic_share`` as the composition root would pass them from the settings)."""
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory)
+        engine = HybridMemorySearch(layer.memory, embedder=embedder, semantic_share=semantic_share)
         layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, _ = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 
@@ -52,6 +52,24 @@ async def ingest_cmd(
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
+SEMANTIC_SHARE_OPTION = typer.Option(0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score")
+EMBEDDER_OPTION = typer.Option(
+    "hashing",
+    "--embedder",
+    help="hashing (default, no model), wordvec-zh (packaged Chinese word vectors) or minilm (packaged "
+    "all-MiniLM-L6-v2; the sentence-transformers extra)",
+)
+
+
+def _embedder(name: str) -> Any:
+    """The embedder ``--embedder`` names (``None`` for hashing), or a clear error for another name."""
+    from ..search import EMBEDDERS, embedder_named
+
+    if name not in EMBEDDERS:
+        raise ValueError(f"--embedder must be {', '.join(EMBEDDERS[:-1])} or {EMBEDDERS[-1]}")
+    return embedder_named(name)
+
+
 @app.command("retrieval")
 @run
 async def retrieval_cmd(
@@ -59,15 +77,8 @@ async def retrieval_cmd(
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
     backend: str = typer.Option("sqlite", "--backend", help="sqlite, postgresql or both (both: top-5 compared)"),
-    semantic_share: float = typer.Option(
-        0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score"
-    ),
-    embedder: str = typer.Option(
-        "hashing",
-        "--embedder",
-        help="hashing (default, no model), wordvec-zh (packaged Chinese word vectors) or minilm (packaged "
-        "all-MiniLM-L6-v2; the sentence-transformers extra)",
-    ),
+    semantic_share: float = SEMANTIC_SHARE_OPTION,
+    embedder: str = EMBEDDER_OPTION,
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
@@ -85,11 +96,7 @@ async def retrieval_cmd(
     _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    from ..search import EMBEDDERS, embedder_named
-
-    if embedder not in EMBEDDERS:
-        raise ValueError(f"--embedder must be {', '.join(EMBEDDERS[:-1])} or {EMBEDDERS[-1]}")
-    model = embedder_named(embedder)
+    model = _embedder(embedder)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
@@ -162,16 +169,21 @@ async def recall_cmd(
     latency_memories: int = typer.Option(
         10_000, "--latency-memories", min=0, max=200_000, help="Also time recalls over N synthetic memories (0: skip)"
     ),
+    semantic_share: float = SEMANTIC_SHARE_OPTION,
+    embedder: str = EMBEDDER_OPTION,
 ) -> None:
     """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
     from ..bench import bm25_baseline, load_dataset, temporary_sqlite
     from ..bench._recall import recall_latency, recall_report, run_recall
 
+    model = _embedder(embedder)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     async with temporary_sqlite() as url:
-        result = recall_report(ds, await run_recall(ds, url, depth=depth), baseline)
+        recalled = await run_recall(ds, url, depth=depth, embedder=model, semantic_share=semantic_share)
+        result = recall_report(ds, recalled, baseline)
+    result["embedder"], result["semantic_share"] = embedder, semantic_share
     if latency_memories:
         async with temporary_sqlite() as url:
             result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories)

@@ -48,16 +48,20 @@ _lock = threading.Lock()
 class WordVectors:
     """A word list and its vectors (one row per word, in the list's order, most frequent word first).
 
-    Rows are L2-normalised; each word's weight is ``a / (a + p(w))`` with ``p`` estimated from its
+    Rows are L2-normalised and kept as float16 (the packaged table's own precision: 56 MB rather than
+    111 MB in float32); each word's weight is ``a / (a + p(w))`` with ``p`` estimated from its
     frequency rank (Zipf's law), so the table needs no counts.
     """
 
     def __init__(self, words: Sequence[str], matrix: npt.ArrayLike) -> None:
-        m = np.asarray(matrix, dtype=np.float32)
+        m = np.asarray(matrix)
         if m.ndim != 2 or m.shape[0] != len(words):
             raise ValueError("the matrix needs one row per word")
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        self.matrix = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+        self.matrix = np.empty(m.shape, dtype=np.float16)
+        for start in range(0, m.shape[0], 65_536):  # normalised in float32, a slice at a time
+            part = m[start : start + 65_536].astype(np.float32)
+            norms = np.linalg.norm(part, axis=1, keepdims=True)
+            self.matrix[start : start + 65_536] = np.divide(part, norms, out=np.zeros_like(part), where=norms > 0)
         self.index = {w: i for i, w in enumerate(words)}
         harmonic = math.log(max(len(words), 2)) + 0.5772
         ranks = np.arange(1, len(words) + 1, dtype=np.float64)
@@ -106,7 +110,7 @@ class WordVectorEmbedder:
             ids = [i for i in (table.index.get(w) for w in self._tokenizer.tokens(str(text)[:20_000])) if i is not None]
             if not ids:
                 continue  # no known word: no vector, and the search leaves the semantic part out
-            vector = (table.matrix[ids] * table.weights[ids, None]).sum(axis=0)
+            vector = (table.matrix[ids].astype(np.float32) * table.weights[ids, None]).sum(axis=0)
             norm = float(np.linalg.norm(vector))
             if norm > 0:
                 out[row] = vector / norm
