@@ -10,7 +10,14 @@ import pytest
 from autogen_agentchat.messages import HandoffMessage, ToolCallExecutionEvent
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from agent_memory.recall import MemRecallAgent, OfflineRecallPlanner, format_task, parse_task, recent_days_told
+from agent_memory.recall import (
+    MemRecallAgent,
+    OfflineRecallPlanner,
+    days_to_read,
+    format_task,
+    parse_task,
+    recent_days_told,
+)
 from agent_memory.search import HybridMemorySearch
 from agent_memory.tools import ToolLimits
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
@@ -221,6 +228,25 @@ def test_what_tells_of_the_users_last_days(message: str, told: str | None) -> No
     assert recent_days_told(message) == told
 
 
+@pytest.mark.parametrize(
+    ("message", "days"),
+    [
+        ("我们上周聊了什么？", "上周"),
+        ("我最近都在忙什么", "最近"),
+        ("昨天发生了什么事", "昨天"),
+        ("What did we talk about last week?", "last week"),
+        ("What have I been up to lately?", "lately"),
+        ("最近睡眠不好，有点焦虑", "最近"),  # a statement about the last days counts too
+        ("上周说的那个方案呢？", None),  # names something: searched by its words
+        ("最近有什么好看的电影？", None),
+        ("去年发生了什么", None),  # a year is too long to read newest first
+        ("聊了什么", None),  # no time
+    ],
+)
+def test_what_makes_the_recall_read_the_days_first(message: str, days: str | None) -> None:
+    assert days_to_read(message) == days
+
+
 async def test_a_message_about_the_last_days_reads_those_days(layer: AgentFusionDataLayer) -> None:
     """ "这几天好累，什么都不想做" shares no word with what the user told of those days: the first round lists
     this friend's events of the last days by the time words alone, the word rounds still run (the listed
@@ -252,6 +278,9 @@ async def test_a_message_about_the_last_days_reads_those_days(layer: AgentFusion
     assert result.ranked_keys[:3] == ["tired", "move", "exam"]
     asked = await MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu")).recall([("user", "这几天有什么新闻？")])
     assert asked.ledger.searches[0].arguments.query == "这几天有什么新闻？"  # a question: no listing
+    talked = await MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu")).recall([("user", "我们这几天聊了什么？")])
+    assert talked.ledger.searches[0].arguments.query == "这几天"  # asks only what was said then
+    assert {"move", "exam"} <= set(talked.ranked_keys) and "other" not in talked.ranked_keys
 
 
 async def test_a_round_that_runs_out_of_time_is_searched_again(

@@ -77,9 +77,11 @@ def test_this_week_runs_from_monday_to_now() -> None:
         ("上周一开会", "上周一", datetime(2024, 5, 6, tzinfo=UTC)),
         ("周一下午开会", "周一", datetime(2024, 5, 13, tzinfo=UTC)),
         ("从周一直到周三都在出差", "周一", datetime(2024, 5, 13, tzinfo=UTC)),  # 直到: Monday until
+        ("这周天气好", "这周", datetime(2024, 5, 13, tzinfo=UTC)),  # 天气: the weather, not Sunday
+        ("上周天去爬山", "上周天", datetime(2024, 5, 12, tzinfo=UTC)),  # Sunday of last week
     ],
 )
-def test_a_weekday_one_is_not_the_start_of_a_word(text: str, expression: str, start: datetime) -> None:
+def test_a_weekday_is_not_the_start_of_a_word(text: str, expression: str, start: datetime) -> None:
     found = query_time_range(text, now=NOW)
     assert found is not None and (found.expression, found.start) == (expression, start)
 

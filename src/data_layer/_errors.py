@@ -52,6 +52,11 @@ class NotFoundError(AgentMemoryError, LookupError):
     """An operation names something (a memory key, a message id) the user does not have."""
 
 
+class MissingPackageError(AgentMemoryError, LookupError):
+    """A packaged resource a setting asks for (the word vectors, the thesaurus) is not installed; the
+    message names the command that installs it."""
+
+
 class DuplicateError(AgentMemoryError):
     """An operation would create something the user already has."""
 

@@ -24,7 +24,7 @@ from ._evidence_models import (
     ViewItem,
 )
 from ._evidence_planner import EvidenceRecallPlanner
-from ._intent import Intent, classify_intent, needs_memory, recent_days_told
+from ._intent import Intent, classify_intent, days_asked_about, days_to_read, needs_memory, recent_days_told
 from ._memory_view import (
     EventItem,
     ProfileItem,
@@ -70,6 +70,8 @@ __all__ = [
     "ViewItem",
     "WindowExpandedEvent",
     "classify_intent",
+    "days_asked_about",
+    "days_to_read",
     "format_task",
     "load_skill",
     "merge_streams",

@@ -7,7 +7,8 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
    names ("上周", "on 7 July, 2023"); ``role=user`` for a question about the user themself; greetings
    and small talk hand off at once;
 2. ``search_memories`` (profile and this friend's gists; for a message telling how the user's last days
-   went, "最近睡眠不好", first the events of those days by the time words alone), ``lexical_search`` and
+   went, "最近睡眠不好", or asking only what happened in a time, "我们上周聊了什么", first the events of
+   those days by the time words alone), ``lexical_search`` and
    ``semantic_search`` over the chat with that filter;
 3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
    searches once more without it;
@@ -30,7 +31,7 @@ from autogen_core.models import (
 )
 
 from ..text import named_time_range
-from ._intent import needs_memory, recent_days_told
+from ._intent import days_to_read, needs_memory
 from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
 
@@ -96,14 +97,14 @@ class EvidenceRecallPlanner(PlannerClient):
         filtered = {k: v for k, v in filters.items() if v is not None}
         size = int(meta.get("page_size", 10))
         searched = [str(a.get("query")) for c, a in calls if c == "search_memories"]
-        told = recent_days_told(question)
+        days = days_to_read(question)
         memory_search = {
             "search_mode": "hybrid",
             "limit": 10,
             "min_relevance_score": float(meta.get("memory_min_score", 0.0)),
         }
-        if told is not None and not searched:  # the events of the days the message tells of, ranked after the rest
-            return "search_memories", {"query": told, "memory_types": ["event"], **memory_search}
+        if days is not None and not searched:  # the events of the days to read, ranked after the rest
+            return "search_memories", {"query": days, "memory_types": ["event"], **memory_search}
         if question[:1000] not in searched:
             return "search_memories", {"query": question[:1000], **memory_search}
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from ..archiving._topics import TOPIC_CUES, topic_label
-from ..text import parse_time_expressions
+from ..text import fold, parse_time_expressions
 
 Intent = Literal["greeting", "chitchat", "past_reference", "preference", "task"]
 
@@ -126,6 +126,49 @@ def recent_days_told(text: str) -> str | None:
         if span.end >= now and span.end - span.start <= timedelta(days=RECENT_DAYS):
             return span.expression
     return None
+
+
+#: Words that ask what happened and name nothing in particular ("我们上周聊了什么", "what did we talk about").
+_WHAT_HAPPENED = re.compile(
+    r"我们|咱们|咱|我|你|都|在|了|过|的|又|还|一起|聊天|聊|说|谈|讲|做|干|忙|发生|事情|事|经历|什么|啥|哪些|些"
+    r"|怎么样|如何|吗|呢|吧|呀|啊"
+    r"|\b(what|did|do|does|we|i|you|have|has|had|been|talk(ed)?|about|chat(ted)?|discuss(ed)?|say|said"
+    r"|happen(ed)?|up|to|doing|done|busy|go|went|on|the|was|were|is|are)\b",
+    re.IGNORECASE,
+)
+#: The longest span a question about what happened may name and still be read in full, newest first.
+ASKED_DAYS = 31
+
+
+def days_asked_about(text: str) -> str | None:
+    """The time words of a question that asks only what happened then ("我们上周聊了什么？", "我最近都在忙
+    什么", "What did we talk about last week?"), else ``None``.
+
+    Its other words name nothing to match: the answer is what was said in those days, so the recall
+    reads them (as for :func:`recent_days_told`). A question that names something ("上周说的那个方案")
+    is searched by its words; a span longer than :data:`ASKED_DAYS` days is too long to read this way.
+
+    >>> days_asked_about("我们上周聊了什么？"), days_asked_about("What did we talk about last week?")
+    ('上周', 'last week')
+    >>> days_asked_about("上周说的那个方案呢？"), days_asked_about("去年发生了什么")
+    (None, None)
+    """
+    head = " ".join(str(text)[:500].split())
+    if classify_intent(head) in ("greeting", "chitchat"):
+        return None
+    spans = parse_time_expressions(head, now=datetime.now(UTC))
+    if not spans or spans[0].end - spans[0].start > timedelta(days=ASKED_DAYS):
+        return None
+    rest = fold(head)
+    for span in spans:
+        rest = rest.replace(span.expression, " ")
+    return None if re.search(r"\w", _WHAT_HAPPENED.sub(" ", rest)) else spans[0].expression
+
+
+def days_to_read(text: str) -> str | None:
+    """The time words whose days a recall reads first: :func:`recent_days_told` or
+    :func:`days_asked_about` (``None`` for any other message). The one rule both recalls follow."""
+    return recent_days_told(text) or days_asked_about(text)
 
 
 def needs_memory(text: str) -> bool:

@@ -13,8 +13,9 @@ task and the tool results so far, as a model would) and returns the next tool ca
    second round also follows a strong first hit, adding the keywords it names, "金色家园" for
    "我住的小区"); two results >= 0.85 end the refinement (the last planned round still runs once, so
    the ranked list is complete); from the third round on, two rounds in a row with nothing new stop
-   the search. A message telling how the user's last days went ("最近睡眠不好，有点焦虑") spends the
-   first round on those days instead: its time words alone ("最近") list the events of that time,
+   the search. A message telling how the user's last days went ("最近睡眠不好，有点焦虑") or asking
+   only what happened in a time ("我们上周聊了什么") spends the first round on those days instead
+   (:func:`~._intent.days_to_read`): its time words alone ("最近") list the events of that time,
    whatever their words ("这几天一直在熬夜"); they rank after what the later rounds match by words,
    and are neither followed nor counted as strong results;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
@@ -43,7 +44,7 @@ from pydantic import ValidationError
 
 from ..text import TYPE_KEYWORDS, Tokenizer
 from ..tools import EARLY_STOP_SCORE, TIMED_OUT, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
-from ._intent import classify_intent, needs_memory, recent_days_told, topic_terms
+from ._intent import classify_intent, days_to_read, needs_memory, topic_terms
 from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
 
@@ -103,8 +104,8 @@ class OfflineRecallPlanner(PlannerClient):
             return "handoff", _no_memory_needed(task, classify_intent(task.current))
         rounds = len(self.limits.plan)
         found = rank_found(seen.searches)
-        told = recent_days_told(task.current)
-        matched = [b for b, args in zip(seen.searches, seen.searched, strict=True) if not _lists_days(args, told)]
+        days = days_to_read(task.current)
+        matched = [b for b, args in zip(seen.searches, seen.searched, strict=True) if not _lists_days(args, days)]
         high = [r for r in rank_found(matched) if r.relevance_score >= EARLY_STOP_SCORE]
         stalled = (
             done >= 3
@@ -122,8 +123,8 @@ class OfflineRecallPlanner(PlannerClient):
             number = rounds
         if searching:
             config = self.limits.round(number)
-            if number == 1 and told is not None:
-                return "search_memories", _days_round(told, config, self.semantic)
+            if number == 1 and days is not None:
+                return "search_memories", _days_round(days, config, self.semantic)
             query = _query(task, config, number, matched)
             return "search_memories", {
                 "query": query,
@@ -204,11 +205,12 @@ def _is_round(args: Mapping[str, Any], config: RoundConfig, semantic: bool, quer
     )
 
 
-def _days_round(told: str, config: RoundConfig, semantic: bool) -> dict[str, Any]:
-    """The first round of a message telling of the user's last days: the events of those days, listed
-    by their time words alone (a query of nothing but a time, see ``SearchQuery.time_alone``)."""
+def _days_round(days: str, config: RoundConfig, semantic: bool) -> dict[str, Any]:
+    """The first round of a message whose days are to be read (:func:`~._intent.days_to_read`): the events
+    of those days, listed by their time words alone (a query of nothing but a time, see
+    ``SearchQuery.time_alone``)."""
     return {
-        "query": told,
+        "query": days,
         "search_mode": _mode(config, semantic),
         "memory_types": ["event"],
         "limit": config.max_results,
@@ -216,9 +218,9 @@ def _days_round(told: str, config: RoundConfig, semantic: bool) -> dict[str, Any
     }
 
 
-def _lists_days(args: Mapping[str, Any], told: str | None) -> bool:
+def _lists_days(args: Mapping[str, Any], days: str | None) -> bool:
     """Whether a search's arguments are those of :func:`_days_round` (its hits match by time, not words)."""
-    return told is not None and args.get("query") == told and args.get("memory_types") == ["event"]
+    return days is not None and args.get("query") == days and args.get("memory_types") == ["event"]
 
 
 def _json(text: str) -> dict[str, Any]:

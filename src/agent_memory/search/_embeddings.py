@@ -206,7 +206,8 @@ def embedder_named(name: str) -> Embedder | None:
     """The embedder a setting names (``MEMORY_SEARCH_EMBEDDER``): ``hashing`` is ``None`` (the engine's
     own :class:`HashingEmbedder`, computed when needed, never stored), ``wordvec-zh`` the packaged
     Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2. Raises ``ValueError`` for another
-    name; the packaged ones raise ``LookupError``/``ImportError`` with the install command when missing.
+    name; the packaged ones raise ``data_layer.MissingPackageError``/``ImportError`` with the install command
+    when missing.
     """
     if name == "hashing":
         return None

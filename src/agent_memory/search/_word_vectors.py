@@ -33,6 +33,8 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from data_layer import MissingPackageError
+
 from ..text import Tokenizer
 
 #: The package whose data files hold the vectors, and the version they were measured with.
@@ -126,17 +128,18 @@ class _WordList(pickle.Unpickler):
 
 @lru_cache(maxsize=1)
 def packaged_word_vectors() -> WordVectors:
-    """The vectors of the installed ``simplechinese`` package. Raises ``LookupError`` with the install
-    command when it is missing or its files are not what this code reads."""
+    """The vectors of the installed ``simplechinese`` package. Raises :class:`data_layer.MissingPackageError`
+    (a ``LookupError``) with the install command when it is missing or its files are not what this code
+    reads."""
     with _lock:
         try:
             files = {f.name: f for f in importlib.metadata.files(PACKAGE) or []}
         except importlib.metadata.PackageNotFoundError:
-            raise LookupError(f"the Chinese word vectors are not installed: {INSTALL_HINT}") from None
+            raise MissingPackageError(f"the Chinese word vectors are not installed: {INSTALL_HINT}") from None
         if "all_words.pickle" not in files or "all_weights_64.npy" not in files:
-            raise LookupError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
+            raise MissingPackageError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
         words = _WordList(io.BytesIO(files["all_words.pickle"].locate().read_bytes())).load()
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-            raise LookupError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
+            raise MissingPackageError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
         matrix = np.load(str(files["all_weights_64.npy"].locate()), allow_pickle=False)
         return WordVectors(words, matrix)

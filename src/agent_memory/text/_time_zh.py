@@ -41,10 +41,12 @@ _ZH_DIGITS = {
     "九": 9,
 }
 #: A weekday after 周/星期/礼拜; 一 is no Monday where it starts a word ("这周一直在加班": all this week,
-#: "这周一起吃饭": together this week), except in "周一直到周五" (Monday until Friday).
+#: "这周一起吃饭": together this week), except in "周一直到周五" (Monday until Friday), and 天 is no
+#: Sunday in 天气/天空/天然 ("这周天气好": the weather this week).
 _MONDAY = r"一(?!直(?!到)|[起样些点共定般切])"
-_WD = rf"(?P<wd>{_MONDAY}|[二三四五六日天])"
-_NOT_WD = rf"(?!{_MONDAY}|[二三四五六日天末])"
+_SUNDAY = r"天(?![气空然])"
+_WD = rf"(?P<wd>{_MONDAY}|{_SUNDAY}|[二三四五六日])"
+_NOT_WD = rf"(?!{_MONDAY}|{_SUNDAY}|[二三四五六日末])"
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "末": 5}
 
 
