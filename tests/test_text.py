@@ -78,6 +78,7 @@ def test_this_week_runs_from_monday_to_now() -> None:
         ("周一下午开会", "周一", datetime(2024, 5, 13, tzinfo=UTC)),
         ("从周一直到周三都在出差", "周一", datetime(2024, 5, 13, tzinfo=UTC)),  # 直到: Monday until
         ("这周天气好", "这周", datetime(2024, 5, 13, tzinfo=UTC)),  # 天气: the weather, not Sunday
+        ("周一直接去公司", "周一", datetime(2024, 5, 13, tzinfo=UTC)),  # 直接: straight, on Monday
         ("上周天去爬山", "上周天", datetime(2024, 5, 12, tzinfo=UTC)),  # Sunday of last week
     ],
 )

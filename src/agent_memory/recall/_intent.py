@@ -10,11 +10,12 @@ reference to the past, a preference question, a task) is searched.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..archiving._topics import TOPIC_CUES, topic_label
+from ..archiving._topics import QUESTION_ZH, TOPIC_CUES, topic_label
 from ..text import fold, parse_time_expressions
 
 Intent = Literal["greeting", "chitchat", "past_reference", "preference", "task"]
@@ -48,12 +49,12 @@ _SUGGESTION = re.compile(
     r"|\b(recommend\w*|suggest\w*|any ideas|what should i|where should i|what (to|can i) (eat|do|watch|read|play))\b",
     re.IGNORECASE,
 )
-#: A question: it asks about something rather than telling how the user is. A question word before 都/也
-#: ("什么都不想做", "怎么都睡不着") or after 知道 ("不知道为什么") tells, it does not ask.
+#: A question: it asks about something rather than telling how the user is. The archiver's yes/no
+#: question forms (吗, 是不是, A不A ...) plus question marks and question words; a question word before
+#: 都/也 ("什么都不想做", "怎么都睡不着") or after 知道 ("不知道为什么") tells, it does not ask.
 _KNOWING = re.compile(r"知道(是)?(为什么|怎么|什么)")
 _QUESTION = re.compile(
-    r"[?？]|[吗呢么]\s*[。.!！~～]*$"
-    r"|(什么|怎么|为什么|哪|谁|多少|几点|几号|是不是|有没有|能不能|要不要)(?![都也])"
+    QUESTION_ZH.pattern + r"|[?？]|呢\s*[。.!！~～]*$|(?:什么|怎么|为什么|哪|谁|多少|几点|几号|要不要)(?![都也])"
     r"|^(what|when|where|who|whom|which|why|how|do|does|did|is|are|was|were|can|could|should|would|will|have|has)\b",
     re.IGNORECASE,
 )
@@ -109,9 +110,10 @@ def recent_days_told(text: str) -> str | None:
     How someone is now is explained by what they said in the days before, in whatever words: "最近
     睡眠不好" and "这几天一直在熬夜" share none. The recall then reads those days (a search of the time
     words alone lists the memories of that time, see ``SearchQuery.time_alone``) besides searching the
-    words. Only a statement counts, naming a span that runs up to now and lasts at most
-    :data:`RECENT_DAYS` days: "最近有什么好看的电影？" asks about films, "上周的会" names a closed
-    week, greetings and requests for suggestions are not about the user's days.
+    words. Only a statement counts, naming a span that runs up to now and lasts more than a day and at
+    most :data:`RECENT_DAYS` days: "最近有什么好看的电影？" asks about films, "上周的会" names a closed
+    week, "今天天气真好" is small talk about a day whose messages the chat window holds anyway,
+    greetings and requests for suggestions are not about the user's days.
 
     >>> recent_days_told("最近睡眠不好，有点焦虑"), recent_days_told("I've been so tired lately")
     ('最近', 'lately')
@@ -123,7 +125,7 @@ def recent_days_told(text: str) -> str | None:
         return None
     now = datetime.now(UTC)
     for span in parse_time_expressions(head, now=now):
-        if span.end >= now and span.end - span.start <= timedelta(days=RECENT_DAYS):
+        if span.end >= now and timedelta(days=1) < span.end - span.start <= timedelta(days=RECENT_DAYS):
             return span.expression
     return None
 
@@ -167,8 +169,16 @@ def days_asked_about(text: str) -> str | None:
 
 def days_to_read(text: str) -> str | None:
     """The time words whose days a recall reads first: :func:`recent_days_told` or
-    :func:`days_asked_about` (``None`` for any other message). The one rule both recalls follow."""
-    return recent_days_told(text) or days_asked_about(text)
+    :func:`days_asked_about` (``None`` for any other message). The one rule both recalls follow; a
+    planner asks at every step of one recall, so the answer is kept per text (it depends on the text
+    alone: the spans are counted from the real now only to tell their length and whether they end now).
+    """
+    return _days_to_read(" ".join(str(text)[:500].split()))
+
+
+@functools.lru_cache(maxsize=256)
+def _days_to_read(head: str) -> str | None:
+    return recent_days_told(head) or days_asked_about(head)
 
 
 def needs_memory(text: str) -> bool:

@@ -20,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.feature_extraction.text import HashingVectorizer
 
+from data_layer import MissingPackageError
+
 from ..text import fold
 
 Vectors = npt.NDArray[np.float32]
@@ -206,8 +208,7 @@ def embedder_named(name: str) -> Embedder | None:
     """The embedder a setting names (``MEMORY_SEARCH_EMBEDDER``): ``hashing`` is ``None`` (the engine's
     own :class:`HashingEmbedder`, computed when needed, never stored), ``wordvec-zh`` the packaged
     Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2. Raises ``ValueError`` for another
-    name; the packaged ones raise ``data_layer.MissingPackageError``/``ImportError`` with the install command
-    when missing.
+    name; the packaged ones raise ``data_layer.MissingPackageError`` with the install command when missing.
     """
     if name == "hashing":
         return None
@@ -216,5 +217,10 @@ def embedder_named(name: str) -> Embedder | None:
 
         return WordVectorEmbedder(packaged_word_vectors())
     if name == "minilm":
-        return SentenceTransformerEmbedder.minilm()
-    raise ValueError(f"unknown embedder {name!r}: use one of {', '.join(EMBEDDERS)}")
+        try:
+            return SentenceTransformerEmbedder.minilm()
+        except ImportError as exc:
+            raise MissingPackageError(
+                f"minilm is not installed ({exc}): pip install '.[sentence-transformers]'"
+            ) from None
+    raise ValueError(f"unknown embedder {name!r}: use {', '.join(EMBEDDERS[:-1])} or {EMBEDDERS[-1]}")

@@ -128,7 +128,7 @@ class Pipeline:
 
     async def run(self, query: SearchQuery, synonyms: Mapping[str, Mapping[str, float]]) -> SearchResults:
         """The hits of ``query``, best first; ``synonyms`` maps query terms to synonym terms."""
-        terms = self._terms(query.text)
+        terms = c.query_terms(self.engine.analyzer.tokenizer.tokens(query.text))
         self.expanded = expanded_terms(terms, synonyms if query.mode != "semantic" else {})
         hits = await self._hits(query, terms, synonyms)
         return SearchResults(hits, expanded=self.expanded, period=self.period)
@@ -141,9 +141,9 @@ class Pipeline:
         mask = self.candidates(query)
         if not mask.any():
             return []
-        idf = self.index.bm25_idf(terms)  # terms found in the index only
-        alone = self.period = query.time_alone(self._terms)
+        alone = self.period = query.time_alone()
         lexical = query.mode != "semantic" and bool(terms) and alone is None
+        idf = self.index.bm25_idf(terms) if lexical else {}  # terms found in the index only
         if alone is not None:  # a time alone: every memory of that time matches it fully
             self.expanded = ()
             rel = np.where(mask & self.index.mask(start=alone.start, end=alone.end), 1.0, 0.0)
@@ -164,9 +164,6 @@ class Pipeline:
         if lexical:
             ordered = self.coverage(rank, idf, ordered)
         return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
-
-    def _terms(self, text: str) -> dict[str, int]:
-        return c.query_terms(self.engine.analyzer.tokenizer.tokens(text))
 
     # -- stages ------------------------------------------------------------------------------------
 

@@ -16,14 +16,15 @@ to it instead of the age, and it narrows the range only when ``use_time_expressi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope
 
-from ..text import TimeRange, fold, named_time_range, parse_time_expressions, query_time_range
+from ..text import TimeRange, asked_range, fold, named_range, parse_time_expressions
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
@@ -35,6 +36,10 @@ MAX_LIMIT = 100
 MAX_RANGE_DAYS = 36_500
 #: The most filter keywords one search takes.
 MAX_KEYWORDS = 20
+#: The widest time a query of nothing but a time lists (see :meth:`SearchQuery.time_alone`).
+LISTED_DAYS = 31
+#: What may stand beside a time in a query of nothing but a time: punctuation and joining words.
+_JOINERS = re.compile(r"[\W_]+|\b(?:in|on|at|during|the|over|from|within)\b|[的了呢吧啊呀里内中]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,8 @@ class SearchQuery:
     #: distance to it instead of to now, and a date written out weighs the relevance too (a filter only
     #: with ``use_time_expressions``)
     named: TimeRange | None = None
+    #: every time expression of the text, in reading order (read once by :meth:`build`)
+    spans: tuple[TimeRange, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def build(
@@ -114,9 +121,10 @@ class SearchQuery:
                 raise InvalidInputError(f"time_range_days must be a whole number of days from 1 to {MAX_RANGE_DAYS}")
             since = when - timedelta(days=time_range_days)
             lo = max(lo, since) if lo else since
-        named = named_time_range(text, now=when)
+        spans = tuple(parse_time_expressions(text, now=when))  # read once: named, the filter, time_alone
+        named = named_range(spans)
         if use_time_expressions:  # the filter takes a vague word too ("最近": the last days)
-            asked = named or query_time_range(text, now=when)
+            asked = asked_range(spans)
             if asked is not None:
                 lo = max(lo, asked.start) if lo else asked.start
                 hi = min(hi, asked.end) if hi else asked.end
@@ -132,34 +140,36 @@ class SearchQuery:
             min_score=float(score),
             now=when,
             named=named,
+            spans=spans,
         )
 
-    def time_alone(self, terms: Callable[[str], Collection[str]]) -> TimeRange | None:
+    def time_alone(self) -> TimeRange | None:
         """The time a query of nothing but a time names ("最近", "上周", "in May 2023"), else ``None``.
 
         Such a query asks for the memories of that time ("上周聊了什么" has a word to match, "上周"
         has none): every memory said inside it matches it fully, and the time decay orders them. A
         recall uses it to read the days a message speaks of when the words of those days differ from
-        the message's ("最近睡眠不好" and "这几天一直在熬夜"). ``terms`` gives the search terms of a
-        text (the engine's tokenizer, stop words left out); the query is a time alone when its text
-        without its time expressions has none. A vague word counts here ("最近": the last days), as
-        it does for the ``use_time_expressions`` filter.
+        the message's ("最近睡眠不好" and "这几天一直在熬夜"). The query is a time alone when, without
+        its time expressions, only punctuation and joining words are left ("上周的", "in May 2023"):
+        "五月天" (a band) and "最近好吗" leave words. A vague word counts ("最近": the last days), as for
+        the ``use_time_expressions`` filter; a span longer than :data:`LISTED_DAYS` days is too wide to
+        call everything in it a match ("2026年", "since 1900").
 
         >>> q = SearchQuery.build("最近", scope=Scope.of("u1"), now=datetime(2026, 1, 6, tzinfo=UTC))
-        >>> q.time_alone(str.split).start.date().isoformat()
+        >>> q.time_alone().start.date().isoformat()
         '2025-12-30'
-        >>> SearchQuery.build("最近的项目", scope=Scope.of("u1")).time_alone(str.split) is None
-        True
+        >>> [SearchQuery.build(t, scope=Scope.of("u1")).time_alone() for t in ("最近的项目", "五月天", "2026年")]
+        [None, None, None]
         """
-        spans = parse_time_expressions(self.text, now=self.at)
-        if not spans:
+        if not self.spans:
             return None
         rest = fold(self.text)
-        for span in spans:
+        for span in self.spans:
             rest = rest.replace(span.expression, " ")
-        if terms(rest):
+        span = asked_range(self.spans)
+        if _JOINERS.sub("", rest) or span is None or span.end - span.start > timedelta(days=LISTED_DAYS):
             return None
-        return ([s for s in spans if s.precise] or spans)[0]
+        return span
 
     @property
     def at(self) -> datetime:

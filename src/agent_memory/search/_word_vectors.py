@@ -103,9 +103,11 @@ class WordVectorEmbedder:
 
     @property
     def dim(self) -> int:
-        return self.table.dim if self._table is not None else 64
+        return self.table.dim
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if isinstance(texts, str | bytes) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a list of strings, e.g. embed(['最近睡眠不好'])")
         table = self.table
         out = np.zeros((len(texts), table.dim), dtype=np.float32)
         for row, text in enumerate(texts):

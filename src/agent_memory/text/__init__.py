@@ -11,7 +11,15 @@ from ._scan import ScanBudget
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
 from ._thesaurus import Thesaurus, cilin_thesaurus
-from ._time_expressions import TimeRange, named_time_range, parse_time_expressions, query_time_range, zh_number
+from ._time_expressions import (
+    TimeRange,
+    asked_range,
+    named_range,
+    named_time_range,
+    parse_time_expressions,
+    query_time_range,
+    zh_number,
+)
 from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
 
 __all__ = [
@@ -27,12 +35,14 @@ __all__ = [
     "Thesaurus",
     "TimeRange",
     "Tokenizer",
+    "asked_range",
     "cilin_thesaurus",
     "ensure_jieba",
     "fold",
     "has_cjk",
     "is_cjk",
     "is_cjk_word",
+    "named_range",
     "named_time_range",
     "parse_time_expressions",
     "query_time_range",

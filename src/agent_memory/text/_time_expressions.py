@@ -15,6 +15,7 @@ should only be used as a soft preference, never as a hard filter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -73,11 +74,21 @@ def parse_time_expressions(text: str, *, now: datetime) -> list[TimeRange]:
     return [rng for _, _, rng in kept]
 
 
+def asked_range(ranges: Sequence[TimeRange]) -> TimeRange | None:
+    """The one range of a query's expressions it asks about: the first precise one, else the first."""
+    precise = [r for r in ranges if r.precise]
+    return (precise or list(ranges) or [None])[0]
+
+
+def named_range(ranges: Sequence[TimeRange]) -> TimeRange | None:
+    """:func:`asked_range` when it is precise, else ``None`` (see :func:`named_time_range`)."""
+    found = asked_range(ranges)
+    return found if found is not None and found.precise else None
+
+
 def query_time_range(text: str, *, now: datetime) -> TimeRange | None:
     """The one range a query asks about: the first precise expression, else the first vague one."""
-    ranges = parse_time_expressions(text, now=now)
-    precise = [r for r in ranges if r.precise]
-    return (precise or ranges or [None])[0]
+    return asked_range(parse_time_expressions(text, now=now))
 
 
 def named_time_range(text: str, *, now: datetime) -> TimeRange | None:
@@ -87,5 +98,4 @@ def named_time_range(text: str, *, now: datetime) -> TimeRange | None:
     The one rule for "the time a question is about", used by the search's time decay and by the
     evidence recall's message window.
     """
-    found = query_time_range(text, now=now)
-    return found if found is not None and found.precise else None
+    return named_range(parse_time_expressions(text, now=now))

@@ -41,9 +41,9 @@ _ZH_DIGITS = {
     "九": 9,
 }
 #: A weekday after 周/星期/礼拜; 一 is no Monday where it starts a word ("这周一直在加班": all this week,
-#: "这周一起吃饭": together this week), except in "周一直到周五" (Monday until Friday), and 天 is no
+#: "这周一起吃饭": together this week), except in "周一直到周五" and "周一直接去" (Monday), and 天 is no
 #: Sunday in 天气/天空/天然 ("这周天气好": the weather this week).
-_MONDAY = r"一(?!直(?!到)|[起样些点共定般切])"
+_MONDAY = r"一(?!直(?![到接])|[起样些点共定般切])"
 _SUNDAY = r"天(?![气空然])"
 _WD = rf"(?P<wd>{_MONDAY}|{_SUNDAY}|[二三四五六日])"
 _NOT_WD = rf"(?!{_MONDAY}|{_SUNDAY}|[二三四五六日末])"

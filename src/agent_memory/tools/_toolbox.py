@@ -16,7 +16,7 @@ import asyncio
 import json
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from autogen_core.models import ChatCompletionClient, UserMessage
@@ -221,10 +221,11 @@ class MemoryToolbox:
             if reaches(self.scope, h.record, allow_sensitive=self.allow_sensitive)
         ]
         message = None
-        if hits.period is not None:  # a time alone: listed by time, not matched by words
+        if hits.period is not None and results:  # a time alone: listed by time, not matched by words
             span = hits.period
-            message = (f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {span.end:%Y-%m-%d}）"
-                       f"的记忆，新的在前；它们与消息不一定有相同的词")  # fmt: skip
+            last = span.end - timedelta(microseconds=1)  # the span's end is exclusive
+            message = (f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
+                       f"的记忆；它们与消息不一定有相同的词")  # fmt: skip
         elif not results and query.keywords is not None:
             message = (
                 f"没有找到包含 keywords {list(query.keywords)} 中任一词且足够相关的记忆。"
