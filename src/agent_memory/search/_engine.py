@@ -127,7 +127,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._touch(uid, current)
         return index
 
-    async def _build_first(self, uid: str, state: _UserState) -> None:
+    async def _build_first(self, uid: str, state: _UserState) -> bool:
         """Build a cold index (load the snapshot, apply the rows changed since) in a task of its own,
         and wait for it.
 
@@ -137,14 +137,20 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         and the next search finds the index built or joins the same task instead of starting over,
         so a round that timed out does not time out again for the same reason (unless the cache cap
         dropped the user meanwhile, or the task belongs to another event loop: then a new build).
-        The search still reads the revision again under the user's lock, so a write made meanwhile
-        is seen.
+
+        Returns whether this call started the build. A search that joined an earlier caller's build
+        reads the revision again under the user's lock, so a write made since that build began is
+        seen; one that started it uses the index as built (a write made during its own build is
+        concurrent with it), which spares the first search of every user a second round trip.
         """
         task = state.building
-        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+        started = task is None or task.done() or task.get_loop() is not asyncio.get_running_loop()
+        if started:
             task = state.building = asyncio.ensure_future(self._refresh_state(uid, state))
             task.add_done_callback(_settled)
+        assert task is not None
         await asyncio.shield(task)
+        return started
 
     async def _refresh_state(self, uid: str, state: _UserState) -> None:
         async with state.lock:
@@ -305,12 +311,13 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
         uid = query.scope.user_id
         state = self._state(uid)
+        built = False
         if state.revision < 0:  # a cold index: built in a task a caller's time limit cannot cancel
-            await self._build_first(uid, state)
+            built = await self._build_first(uid, state)
         # the whole search holds the user's lock: a concurrent refresh must not move slots (a freed
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
-            index = await self._refresh_locked(uid, state)
+            index = state.index if built and state.revision >= 0 else await self._refresh_locked(uid, state)
             key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key())
             cached = self._recent.get(key)
             if cached is not None:
