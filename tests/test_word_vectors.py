@@ -134,3 +134,65 @@ def test_the_embedder_names_agree_with_the_setting_and_a_missing_model_says_what
     monkeypatch.setattr(SentenceTransformerEmbedder, "minilm", staticmethod(missing))
     with pytest.raises(MissingPackageError, match=r"sentence-transformers"):
         embedder_named("minilm")
+
+
+async def test_an_embedder_without_a_share_takes_part_and_a_set_share_wins(tmp_path: Path) -> None:
+    """Naming a stored embedder is enough for hybrid search to use it (0.3 of the text score): before,
+    its vectors were stored with every memory and then weighed 0 unless a share was set too."""
+    from agent_memory.search import DEFAULT_SEMANTIC_SHARE, semantic_share_for
+
+    shares = {}
+    for embedder, share in (("wordvec-zh", None), ("wordvec-zh", 0.5), ("hashing", None), ("hashing", 0.2)):
+        settings = load_settings(memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}",
+                                 memory_search_embedder=embedder, memory_search_semantic_share=share)  # fmt: skip
+        async with MemorySystem.from_settings(settings) as system:
+            shares[(embedder, share)] = system.search.semantic_share
+    assert shares == {
+        ("wordvec-zh", None): DEFAULT_SEMANTIC_SHARE,
+        ("wordvec-zh", 0.5): 0.5,
+        ("hashing", None): 0.0,  # the hashing embedder's n-grams repeat what the words say
+        ("hashing", 0.2): 0.2,
+    }
+    assert semantic_share_for(WordVectorEmbedder(TABLE)) == DEFAULT_SEMANTIC_SHARE == 0.3
+
+
+async def test_a_faint_likeness_lists_nothing_in_hybrid_search(layer: AgentFusionDataLayer) -> None:
+    """睡眠 and 科幻 share a sliver of direction in the table (cosine 0.02): hybrid search does not list a
+    memory for that (a plain search would otherwise end in every such memory); semantic mode, which
+    orders by meaning alone, still does."""
+    await layer.memory.add(user_id="u1", memory_key="film", content="科幻", created_at=NOW)
+    await layer.memory.add(user_id="u1", memory_key="late", content="熬夜", created_at=NOW)
+    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
+                                semantic_share=0.5)  # fmt: skip
+    hybrid = [h.memory_key for h in await engine.search("睡眠", user_id="u1", now=NOW)]
+    meaning = [h.memory_key for h in await engine.search("睡眠", user_id="u1", now=NOW, mode="semantic")]
+    assert hybrid == ["late"]  # cosine 0.95: found without a shared word
+    assert meaning == ["late", "film"]
+
+
+async def test_only_the_nearest_candidates_keep_their_likeness(
+    layer: AgentFusionDataLayer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a depth of 2 (1,000 in use), the two candidates nearest in meaning keep their similarity and a
+    third, less alike and sharing no word, drops out; ties at the cut stay together; a memory the friend
+    may not see does not use up the depth; a word match keeps its memory whatever its likeness."""
+    from agent_memory.search import _pipeline
+
+    monkeypatch.setattr(_pipeline, "SEMANTIC_DEPTH", 2)
+    table = WordVectors(["</s>", "的", "睡眠", "熬夜", "通宵", "失眠", "电影"],
+                        np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0.9, 0.3, 0], [0.6, 0.8, 0],
+                                  [0, 0, 1]]))  # fmt: skip
+    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(table)),
+                                semantic_share=0.5)  # fmt: skip
+    said = [("f2", "other-friend", "睡眠"), ("f1", "sleep", "睡眠"), ("f1", "late", "熬夜"), ("f1", "insomnia", "失眠")]
+    for friend, key, text in said:
+        await layer.memory.add(user_id="u1", memory_key=key, content=text, friend_id=friend, created_at=NOW)
+
+    async def found(query: str) -> set[str]:
+        return {h.memory_key for h in await engine.search(query, user_id="u1", friend_id="f1", now=NOW)}
+
+    # cosines with 睡眠: sleep 1.0, late 0.98, insomnia 0.68 (f2's 1.0 is not f1's to see)
+    assert await found("睡眠") == {"sleep", "late"}
+    assert await found("睡眠 失眠") == {"sleep", "late", "insomnia"}  # its own word keeps it
+    await layer.memory.add(user_id="u1", memory_key="all-nighter", content="通宵", friend_id="f1", created_at=NOW)
+    assert await found("睡眠") == {"sleep", "late", "all-nighter"}  # 熬夜 and 通宵 tie at the cut: both kept

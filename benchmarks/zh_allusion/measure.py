@@ -2,7 +2,7 @@
 
 Run from the repository root (one sqlite run, about 10 s)::
 
-    .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.0]
+    .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.3]
                                                        [--embedder hashing|wordvec-zh|minilm]
 
 It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent_memory.bench import bm25_baseline, load_dataset, run_engine, temporary_sqlite
 from agent_memory.bench._retrieval import metrics
-from agent_memory.search import EMBEDDERS, embedder_named
+from agent_memory.search import EMBEDDERS, embedder_named, semantic_share_for
 
 KS = (3, 5, 10)
 KEEP = ("recall@3", "recall@5", "recall@10", "ndcg@10", "mrr")
@@ -31,13 +31,16 @@ def _number(query_id: str) -> int:
     return int(re.search(r"(\d+)$", query_id).group(1))  # type: ignore[union-attr]
 
 
-async def main(mode: str, share: float, embedder: str) -> None:
+async def main(mode: str, share: float | None, embedder: str) -> None:
     ds = load_dataset("generic", Path(__file__).parent)
     base = bm25_baseline(ds, 10)
     async with temporary_sqlite() as url:
+        model = embedder_named(embedder)
+        share = semantic_share_for(model, share)  # as the library: 0.3 with a stored embedder, else 0
         run = await run_engine(ds, url, mode=mode, depth=10, semantic_share=share,  # type: ignore[arg-type]
-                               embedder=embedder_named(embedder))  # fmt: skip
-    out: dict[str, object] = {"mode": mode, "semantic_share": share, "embedder": embedder, "documents": len(ds.docs)}
+                               embedder=model)  # fmt: skip
+    label = model.name if model is not None else "hashing"
+    out: dict[str, object] = {"mode": mode, "semantic_share": share, "embedder": label, "documents": len(ds.docs)}
     out["queries_without_hits"] = sum(not r for r in run.ranked)
     for name, pick in SPLITS.items():
         idx = [i for i, q in enumerate(ds.queries) if pick(_number(q.id))]
@@ -60,7 +63,7 @@ async def main(mode: str, share: float, embedder: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "keyword", "semantic"))
-    parser.add_argument("--semantic-share", type=float, default=0.0)
+    parser.add_argument("--semantic-share", type=float, default=None)
     parser.add_argument("--embedder", default="hashing", choices=EMBEDDERS)
     args = parser.parse_args()
     asyncio.run(main(args.mode, args.semantic_share, args.embedder))

@@ -52,7 +52,14 @@ async def ingest_cmd(
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
-SEMANTIC_SHARE_OPTION = typer.Option(0.0, "--semantic-share", min=0.0, max=1.0, help="Embedding part of text score")
+SEMANTIC_SHARE_OPTION = typer.Option(
+    None,
+    "--semantic-share",
+    min=0.0,
+    max=1.0,
+    help="Embedding part of the text score (default: 0.3 with a "
+    "stored embedder, 0 with hashing, as the library when MEMORY_SEARCH_SEMANTIC_SHARE is not set)",
+)
 EMBEDDER_OPTION = typer.Option(
     "hashing",
     "--embedder",
@@ -61,11 +68,13 @@ EMBEDDER_OPTION = typer.Option(
 )
 
 
-def _embedder(name: str) -> Any:
-    """The embedder ``--embedder`` names (``None`` for hashing); ``embedder_named`` refuses another name."""
-    from ..search import embedder_named
+def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
+    """The embedder ``--embedder`` names (``None`` for hashing; ``embedder_named`` refuses another name),
+    the semantic share in effect and the name the report shows."""
+    from ..search import embedder_named, semantic_share_for
 
-    return embedder_named(name)
+    model = embedder_named(name)
+    return model, semantic_share_for(model, share), model.name if model is not None else "hashing"
 
 
 @app.command("retrieval")
@@ -75,7 +84,7 @@ async def retrieval_cmd(
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
     backend: str = typer.Option("sqlite", "--backend", help="sqlite, postgresql or both (both: top-5 compared)"),
-    semantic_share: float = SEMANTIC_SHARE_OPTION,
+    semantic_share: float | None = SEMANTIC_SHARE_OPTION,
     embedder: str = EMBEDDER_OPTION,
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
@@ -94,12 +103,12 @@ async def retrieval_cmd(
     _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    model = _embedder(embedder)
+    model, share, label = _embedder(embedder, semantic_share)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
-    options = {"mode": mode, "depth": depth, "semantic_share": semantic_share, "embedder": model}
+    options = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
             runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
@@ -107,7 +116,7 @@ async def retrieval_cmd(
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
             runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
     result = report(ds, mode, runs[0], baseline)
-    result["embedder"] = embedder
+    result["embedder"], result["semantic_share"] = label, share
     if len(runs) == 2:
         result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
         result["backends_top5"] = top_k_agreement(runs[0], runs[1], 5)
@@ -167,21 +176,21 @@ async def recall_cmd(
     latency_memories: int = typer.Option(
         10_000, "--latency-memories", min=0, max=200_000, help="Also time recalls over N synthetic memories (0: skip)"
     ),
-    semantic_share: float = SEMANTIC_SHARE_OPTION,
+    semantic_share: float | None = SEMANTIC_SHARE_OPTION,
     embedder: str = EMBEDDER_OPTION,
 ) -> None:
     """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
     from ..bench import bm25_baseline, load_dataset, temporary_sqlite
     from ..bench._recall import recall_latency, recall_report, run_recall
 
-    model = _embedder(embedder)
+    model, share, label = _embedder(embedder, semantic_share)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     async with temporary_sqlite() as url:
-        recalled = await run_recall(ds, url, depth=depth, embedder=model, semantic_share=semantic_share)
+        recalled = await run_recall(ds, url, depth=depth, embedder=model, semantic_share=share)
         result = recall_report(ds, recalled, baseline)
-    result["embedder"], result["semantic_share"] = embedder, semantic_share
+    result["embedder"], result["semantic_share"] = label, share
     if latency_memories:
         async with temporary_sqlite() as url:
             result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories)

@@ -8,12 +8,14 @@
 
 from ._analyzer import SearchAnalyzer, memory_text
 from ._embeddings import (
+    DEFAULT_SEMANTIC_SHARE,
     EMBEDDERS,
     Embedder,
     HashingEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     embedder_named,
+    semantic_share_for,
 )
 from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
@@ -26,6 +28,7 @@ from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
 from ._word_vectors import WordVectorEmbedder, WordVectors, packaged_word_vectors
 
 __all__ = [
+    "DEFAULT_SEMANTIC_SHARE",
     "EMBEDDERS",
     "MAX_QUERY_CHARS",
     "SEARCH_MODES",
@@ -54,5 +57,6 @@ __all__ = [
     "embedder_named",
     "memory_text",
     "packaged_word_vectors",
+    "semantic_share_for",
     "snapshot_folder",
 ]

@@ -57,8 +57,9 @@ class AgentMemorySettings(BaseSettings):
     #: What turns memories and queries into vectors: hashing (character n-grams, no model), wordvec-zh
     #: (packaged Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
     memory_search_embedder: EmbedderName = "hashing"
-    #: Part of the hybrid text score given to embedding similarity (0: words only).
-    memory_search_semantic_share: float = Field(0.0, ge=0.0, le=1.0)
+    #: Part of the hybrid text score given to embedding similarity (0: words only; unset: 0.3 with a
+    #: stored embedder, 0 with hashing).
+    memory_search_semantic_share: float | None = Field(None, ge=0.0, le=1.0)
     #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
     memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
     #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).

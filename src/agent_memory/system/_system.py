@@ -53,6 +53,7 @@ from ..search import (
     SearchAnalyzer,
     SnapshotStore,
     embedder_named,
+    semantic_share_for,
     snapshot_folder,
 )
 from ..settings import AgentMemorySettings, load_settings
@@ -91,7 +92,7 @@ class MemorySystem:
         self.search = HybridMemorySearch(
             layer.memory,
             analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder),
-            semantic_share=s.memory_search_semantic_share,
+            semantic_share=semantic_share_for(embedder, s.memory_search_semantic_share),
             weights=FusionWeights(
                 keyword=s.memory_search_keyword_weight,
                 text=s.memory_search_text_similarity_weight,
