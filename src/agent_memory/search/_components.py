@@ -181,8 +181,8 @@ def semantic(
     A query shares some meaning with every memory, so without ``depth`` every memory is related and
     every later stage works on the whole index (at 100,000 memories that doubled a search's time). The
     memories past the nearest ``depth`` (ties at the cut are kept, so the set does not depend on slot
-    order) could only reach the results through their words, which they keep; an index of at most
-    ``depth`` candidates is unchanged.
+    order) can reach the results of a hybrid search only through their words, which they keep, and are
+    left out of a semantic one; an index of at most ``depth`` candidates is unchanged.
     """
     matrix = index.embeddings()
     if matrix is None or query_vector is None:
