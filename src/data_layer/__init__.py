@@ -8,6 +8,7 @@
 
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
+from ._chat_locks import ChatLocks
 from ._engine import Backend, Database, normalize_url
 from ._errors import (
     AgentMemoryError,
@@ -66,6 +67,7 @@ __all__ = [
     "ArchiveStateRepository",
     "Backend",
     "ChangeListener",
+    "ChatLocks",
     "ChatSettings",
     "DataLayerError",
     "Database",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from data_layer import SESSION_FIELD, AgentFusionDataLayer, MessageRecord, NewMemory, Scope
+from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRecord, NewMemory, Scope
 
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
@@ -71,7 +71,8 @@ class SessionArchiver:
 
     ``idle`` ends a session after that long without a message; ``max_messages`` ends a long one;
     ``extractor`` finds statements and gists (default offline rules; ``ModelExtractor`` for any
-    AutoGen model client).
+    AutoGen model client); ``locks``: one run per chat at a time (``"archive"`` locks; shared ones
+    also order the worker processes of a server, so deleting a friend can wait for another process's run).
     """
 
     def __init__(
@@ -82,14 +83,15 @@ class SessionArchiver:
         max_messages: int = 40,
         extractor: Extractor | None = None,
         tokenizer: Tokenizer | None = None,
+        locks: ChatLocks | None = None,
     ) -> None:
         self.layer = layer
         self.idle = idle
         self.max_messages = max_messages
         self.extractor: Extractor = extractor or OfflineExtractor(tokenizer=tokenizer or Tokenizer(stem=False))
         self.profiles = ProfileWriter(layer)
+        self.locks = locks or ChatLocks()
         self._tasks: dict[tuple[str, str | None], asyncio.Task[Any]] = {}
-        self._locks: dict[tuple[str, str | None], asyncio.Lock] = {}
         self._open: OrderedDict[tuple[str, str | None], _OpenSession] = OrderedDict()
 
     # -- batch ---------------------------------------------------------------------------------------
@@ -114,8 +116,7 @@ class SessionArchiver:
         report = ArchiveReport()
         friends = await self.friends(user_id=scope.user_id) if all_friends else [scope.friend_id]
         for friend in friends:
-            key = (scope.user_id, friend)
-            async with self._locks.setdefault(key, asyncio.Lock()):
+            async with self.locks.hold("archive", scope.user_id, friend):
                 await self._run_chat(scope.user_id, friend, when, end_open, report)
         return report
 

@@ -41,6 +41,7 @@ class ServeFigures:
     """What ``bench serve`` measured (times in milliseconds)."""
 
     backend: str
+    workers: int
     streams: int
     turns_per_stream: int
     think_ms: int
@@ -63,7 +64,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _start_server(database_url: str, port: int) -> asyncio.subprocess.Process:
+async def _start_server(database_url: str, port: int, workers: int = 1) -> asyncio.subprocess.Process:
     import httpx
 
     env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_CHAT_MODEL_CLIENT": ""}
@@ -79,6 +80,8 @@ async def _start_server(database_url: str, port: int) -> asyncio.subprocess.Proc
         "127.0.0.1",
         "--port",
         str(port),
+        "--workers",
+        str(workers),
         env=env,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
@@ -161,19 +164,22 @@ async def _stream(
 
 
 async def bench_serve(
-    *, streams: int = 50, turns: int = 4, think_ms: int = 0, max_seconds: float = 120.0
+    *, streams: int = 50, turns: int = 4, think_ms: int = 0, max_seconds: float = 120.0, workers: int = 1
 ) -> ServeFigures:
-    """Run ``streams`` concurrent chats of ``turns`` timed turns each on a new SQLite file."""
+    """Run ``streams`` concurrent chats of ``turns`` timed turns each on a new SQLite file, against a
+    server of ``workers`` processes."""
     if not 1 <= streams <= MAX_STREAMS:
         raise ValueError(f"streams must be 1-{MAX_STREAMS}")
     if not 1 <= turns <= MAX_TURNS:
         raise ValueError(f"turns must be 1-{MAX_TURNS}")
     if not 0 <= think_ms <= 60_000:
         raise ValueError("think_ms must be 0-60000")
+    if not 1 <= workers <= 32:
+        raise ValueError("workers must be 1-32")
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
         url = f"sqlite+aiosqlite:///{Path(folder) / 'serve.db'}"
         port = _free_port()
-        proc = await _start_server(url, port)
+        proc = await _start_server(url, port, workers)
         try:
             out: dict[str, Any] = {"totals": [], "firsts": [], "ordered": [], "errors": [], "streams": streams}
             ready = asyncio.Barrier(streams + 1)
@@ -196,6 +202,7 @@ async def bench_serve(
     totals, firsts = out["totals"], out["firsts"]
     return ServeFigures(
         backend="sqlite",
+        workers=workers,
         streams=streams,
         turns_per_stream=turns,
         think_ms=think_ms,

@@ -319,10 +319,12 @@ async def serve_cmd(
     turns: int = typer.Option(4, "--turns", min=1, max=100, help="Timed turns per stream"),
     think_ms: int = typer.Option(0, "--think-ms", min=0, max=60_000, help="A user's pause between turns (0: none)"),
     max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, max=600.0, help="No turn starts after this"),
+    workers: int = typer.Option(1, "--workers", min=1, max=32, help="Worker processes of the server"),
 ) -> None:
     """N concurrent chat streams against `agent-memory serve` (offline responder) over loopback on a new
     SQLite file: turns/s and p50/p95 turn latency (one JSON object)."""
     from ..bench._serve import bench_serve
 
-    figures = await bench_serve(streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds)
+    figures = await bench_serve(streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds,
+                                workers=workers)  # fmt: skip
     emit_json({"bench": "serve", **dataclasses.asdict(figures)})

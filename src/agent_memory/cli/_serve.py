@@ -17,6 +17,9 @@ async def serve_cmd(
     port: int = typer.Option(8766, "--port", min=1, max=65535, help="Port to listen on"),
     db: str | None = typer.Option(None, "--db", help=f"SQLite file or {URL_HELP}"),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level: warning, info, debug"),
+    workers: int = typer.Option(
+        1, "--workers", min=1, max=32, help="Worker processes sharing the port (one per core; 1: one process)"
+    ),
 ) -> None:
     """Start the web chat: sign in with a user name, make AI friends, chat with memory recall.
 
@@ -38,4 +41,4 @@ async def serve_cmd(
             f"web chat on [bold]{address}[/bold] (database: {esc(url.split('@')[-1])}); Ctrl-C stops it", soft_wrap=True
         )
 
-    await serve(host=host, port=port, database_url=url, log_level=log_level, on_ready=ready)
+    await serve(host=host, port=port, database_url=url, log_level=log_level, workers=workers, on_ready=ready)

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from data_layer import (
     AgentFusionDataLayer,
+    ChatLocks,
     InvalidInputError,
     MemoryRecallSettings,
     Scope,
@@ -79,6 +80,7 @@ class MemorySystem:
         settings: AgentMemorySettings,
         recall_client: ChatCompletionClient | None = None,
         embedder: Embedder | None = None,
+        locks: ChatLocks | None = None,
     ) -> None:
         self.layer = layer
         self.settings = settings
@@ -119,8 +121,12 @@ class MemorySystem:
         self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
                                            embedder=self.search.embedder)  # fmt: skip
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
+        #: One turn and one archiving run per chat at a time (shared with the other worker processes of
+        #: a web server when built with their lock file).
+        self.locks = locks or ChatLocks()
         self.session_archiver = SessionArchiver(
             layer,
+            locks=self.locks,
             idle=timedelta(minutes=s.memory_sessions_idle_minutes),
             max_messages=s.memory_sessions_max_messages,
         )
@@ -148,16 +154,18 @@ class MemorySystem:
         database_url: str | None = None,
         recall_client: ChatCompletionClient | None = None,
         embedder: Embedder | None = None,
+        locks: ChatLocks | None = None,
     ) -> MemorySystem:
         """A system from ``settings`` (default: the environment and ``.env``, read now).
 
         ``database_url`` overrides ``MEMORY_DATABASE_URL``; ``recall_client`` overrides
-        ``MEMORY_RECALL_MODEL_CLIENT``. Raises ``SettingsError`` naming a bad variable.
+        ``MEMORY_RECALL_MODEL_CLIENT``; ``locks`` (default: this process only) orders the chat turns and
+        archiving runs of several processes. Raises ``SettingsError`` naming a bad variable.
         """
         s = settings or load_settings()
         layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
         client = recall_client if recall_client is not None else s.recall_model_client()
-        return cls(layer=layer, settings=s, recall_client=client, embedder=embedder)
+        return cls(layer=layer, settings=s, recall_client=client, embedder=embedder, locks=locks)
 
     @classmethod
     def open(cls, database_url: str | None = None, **settings: Any) -> MemorySystem:

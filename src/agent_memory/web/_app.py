@@ -134,13 +134,15 @@ async def serve(
     port: int = 8766,
     database_url: str | None = None,
     log_level: str = "warning",
+    workers: int = 1,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Run the web chat until interrupted (Ctrl-C): what ``agent-memory serve`` runs.
 
     ``host`` defaults to ``MEMORY_SERVER_HOST`` (127.0.0.1); any non-loopback address needs
-    ``MEMORY_SERVER_TOKEN`` (raises ``InvalidInputError`` before binding otherwise). ``on_ready``
-    is called with the page's URL once the server listens.
+    ``MEMORY_SERVER_TOKEN`` (raises ``InvalidInputError`` before binding otherwise). ``workers``
+    processes share the port (see :func:`worker_app`). ``on_ready`` is called with the page's URL once
+    the server listens.
     """
     import uvicorn
 
@@ -151,12 +153,21 @@ async def serve(
     check_bind(bind, token=settings.memory_server_token)
     if not 0 < port < 65536:
         raise InvalidInputError(f"port must be 1-65535, got {port}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InvalidInputError(f"workers must be 1-{MAX_WORKERS}, got {workers}")
     system = MemorySystem.from_settings(settings, database_url=database_url)
     try:
         await system.ensure_schema()  # a database behind the code is refused here, with advice, not in the server
     except BaseException:
         await system.close()
         raise
+    if workers > 1:
+        url = system.layer.url.render_as_string(hide_password=False)
+        await system.close()
+        # with a token the key derives from it (sessions outlive a restart); else one random key for all
+        secret = None if settings.memory_server_token else secrets.token_hex(32)
+        _serve_workers(url, bind, port, log_level, workers, secret, on_ready)  # blocks: uvicorn's supervisor
+        return
     app = create_app(system, close_system=True)
     server = uvicorn.Server(uvicorn.Config(app, host=bind, port=port, log_level=log_level,
                                            timeout_graceful_shutdown=5))  # fmt: skip
@@ -170,3 +181,61 @@ async def serve(
         shown = f"[{bind}]" if ":" in bind else bind
         on_ready(f"http://{shown}:{port}/")
     await task
+
+
+#: Most worker processes ``serve`` starts.
+MAX_WORKERS = 32
+#: How ``serve`` tells its worker processes their database, lock file and session key.
+WORKER_ENV = "AGENT_MEMORY_SERVE_WORKER"
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process of ``agent-memory serve --workers N`` (uvicorn calls it in each).
+
+    Each worker is a whole system on the same database. What must agree across them comes from the
+    parent through :data:`WORKER_ENV`: the session key (a cookie signed by one worker is valid in all)
+    and the lock file of :class:`data_layer.ChatLocks` (a chat's turns and archiving runs are ordered
+    across the workers, as they are within one). A worker's search index reads the database's change
+    counter before every search, so it sees the other workers' writes.
+    """
+    import json
+    import os
+
+    from data_layer import ChatLocks
+
+    from ..settings import load_settings
+
+    spec = json.loads(os.environ[WORKER_ENV])
+    system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
+                                        locks=ChatLocks(spec["lock_file"]))  # fmt: skip
+    return create_app(system, session_secret=spec["session_secret"], close_system=True)
+
+
+def _serve_workers(
+    url: str,
+    bind: str,
+    port: int,
+    log_level: str,
+    workers: int,
+    secret: str | None,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    """Run ``workers`` processes of :func:`worker_app` on one socket until interrupted (blocking, in the
+    main thread: uvicorn's supervisor handles the signals)."""
+    import json
+    import os
+    import tempfile
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
+        spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret}
+        os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
+        config = uvicorn.Config("agent_memory.web._app:worker_app", factory=True, host=bind, port=port,
+                                workers=workers, log_level=log_level, timeout_graceful_shutdown=5)  # fmt: skip
+        sock = config.bind_socket()
+        if on_ready is not None:
+            shown = f"[{bind}]" if ":" in bind else bind
+            on_ready(f"http://{shown}:{port}/")
+        Multiprocess(config, sockets=[sock]).run()

@@ -32,7 +32,7 @@ from autogen_agentchat.messages import (
 from autogen_core.models import ChatCompletionClient
 
 from builders import AgentBuilder
-from data_layer import FriendDeletion, FriendRecord, InvalidInputError, UserSettings, storable_text
+from data_layer import FriendDeletion, FriendRecord, InvalidInputError, Scope, UserSettings, storable_text
 
 from ..context import MemoryContext
 from ..recall import (
@@ -119,7 +119,6 @@ class ChatService:
         self.system = system
         self.model_client = model_client
         self.builder = AgentBuilder(system)
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     async def history(self, *, user_id: str, friend_id: str, limit: int = 200) -> list[dict[str, Any]]:
         """The stored chat with the friend, oldest first, ``<think>`` parts shown per the settings."""
@@ -147,8 +146,9 @@ class ChatService:
     ) -> AsyncIterator[dict[str, Any]]:
         """Run one turn; yields the page's events. ``friend``: the friend's record when the caller read
         it already (checking it exists before the stream starts), else it is read here."""
-        lock = self._locks.setdefault((user_id, friend_id), asyncio.Lock())
-        async with lock:  # turns of one chat run one at a time, so the stored history stays in order
+        # turns of one chat run one at a time (in every worker process), so the stored history stays in order
+        scope = Scope.of(user_id, friend_id)
+        async with self.system.locks.hold("turn", scope.user_id, scope.friend_id):
             if friend is None or (friend.user_id, friend.friend_id) != (user_id, friend_id):
                 friend = await self.system.layer.friends.get(user_id=user_id, friend_id=friend_id)
             async for event in self._turn(friend, text):
@@ -156,13 +156,13 @@ class ChatService:
 
     async def delete_friend(self, *, user_id: str, friend_id: str) -> FriendDeletion:
         """Delete the friend (its chat and event memories) once a turn in progress has ended and the
-        background archiving has finished, so neither writes for the friend after it is gone."""
-        lock = self._locks.setdefault((user_id, friend_id), asyncio.Lock())
-        async with lock:
+        archiving of its chat has finished (in any worker process), so neither writes for the friend
+        after it is gone."""
+        locks, scope = self.system.locks, Scope.of(user_id, friend_id)  # the keys the archiver locks
+        async with locks.hold("turn", scope.user_id, scope.friend_id):
             await self.system.session_archiver.drain()
-            gone = await self.system.layer.friends.delete(user_id=user_id, friend_id=friend_id)
-        self._locks.pop((user_id, friend_id), None)
-        return gone
+            async with locks.hold("archive", scope.user_id, scope.friend_id):
+                return await self.system.layer.friends.delete(user_id=user_id, friend_id=friend_id)
 
     async def _agent(
         self, user_id: str, friend_id: str, system_prompt: str, queue: asyncio.Queue[Any]
