@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from test_web_server import AGENT_MEMORY, free_port
 
@@ -74,3 +75,11 @@ async def test_two_workers_share_sign_ins_and_order_a_chats_turns(tmp_path: Path
         proc.terminate()
         proc.wait(timeout=30)
     assert proc.returncode is not None
+
+
+def test_a_worker_app_outside_serve_says_how_it_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.web._app import WORKER_ENV, worker_app
+
+    monkeypatch.delenv(WORKER_ENV, raising=False)
+    with pytest.raises(RuntimeError, match="agent-memory serve --workers N"):
+        worker_app()

@@ -7,7 +7,8 @@ One page (``static/index.html``, plain HTML and JavaScript) talks to the JSON AP
 session is a signed cookie (``SessionMiddleware``) holding the user name given at sign-in; its key
 derives from ``MEMORY_SERVER_TOKEN`` when one is set (sessions survive a restart), else it is random
 per process. The cookie is ``SameSite=Strict`` and every write needs a JSON body, so another site
-cannot send requests with it.
+cannot send requests with it. ``serve(workers=N)`` runs N processes of :func:`worker_app` on one port
+(uvicorn's supervisor): they share the session key and order each chat's turns through one lock file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import json
+import os
 import secrets
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -198,13 +202,12 @@ def worker_app() -> Starlette:
     across the workers, as they are within one). A worker's search index reads the database's change
     counter before every search, so it sees the other workers' writes.
     """
-    import json
-    import os
-
     from data_layer import ChatLocks
 
     from ..settings import load_settings
 
+    if WORKER_ENV not in os.environ:
+        raise RuntimeError("worker_app is started by `agent-memory serve --workers N`, which sets " + WORKER_ENV)
     spec = json.loads(os.environ[WORKER_ENV])
     system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
                                         locks=ChatLocks(spec["lock_file"]))  # fmt: skip
@@ -222,10 +225,6 @@ def _serve_workers(
 ) -> None:
     """Run ``workers`` processes of :func:`worker_app` on one socket until interrupted (blocking, in the
     main thread: uvicorn's supervisor handles the signals)."""
-    import json
-    import os
-    import tempfile
-
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
