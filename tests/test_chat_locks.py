@@ -41,6 +41,13 @@ async def _holder(path: Path) -> asyncio.subprocess.Process:
     return child
 
 
+async def _stop(child: asyncio.subprocess.Process) -> None:
+    """End the holder whatever state the test left it in (a failed assertion must not hang the run)."""
+    if child.returncode is None:
+        child.kill()
+    await asyncio.wait_for(child.wait(), 30)
+
+
 async def _enter(locks: ChatLocks, *key: str) -> None:
     async with locks.hold(*key):
         pass
@@ -79,8 +86,7 @@ async def test_another_process_holding_a_chat_makes_this_one_wait(tmp_path: Path
         assert (await asyncio.wait_for(child.stdout.readline(), 10)).strip() == b"released"
         await asyncio.wait_for(waiting, 5)
     finally:
-        child.stdin.write(b"\n")
-        await child.wait()
+        await _stop(child)
         locks.close()
 
 
@@ -90,9 +96,10 @@ async def test_a_killed_holder_leaves_nothing_locked(tmp_path: Path) -> None:
     locks = ChatLocks(path)
     try:
         child.send_signal(signal.SIGKILL)
-        await child.wait()
+        await asyncio.wait_for(child.wait(), 30)
         await asyncio.wait_for(_enter(locks, "turn", "alice", "f-1"), 5)  # the kernel dropped its lock
     finally:
+        await _stop(child)
         locks.close()
 
 
@@ -112,8 +119,7 @@ async def test_a_cancelled_waiter_does_not_keep_the_lock(tmp_path: Path) -> None
         assert (await asyncio.wait_for(child.stdout.readline(), 10)).strip() == b"released"
         await asyncio.wait_for(_enter(locks, "turn", "alice", "f-1"), 5)
     finally:
-        child.stdin.write(b"\n")
-        await child.wait()
+        await _stop(child)
         locks.close()
 
 

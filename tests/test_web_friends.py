@@ -66,3 +66,27 @@ async def test_delete_takes_chat_and_memories_but_not_the_profile(system: Any) -
     assert "gist-helper" not in after and "gist-mentor" in after  # the search index saw the delete
     with pytest.raises(NotFoundError):
         await layer.friends.get(user_id=alice, friend_id="helper")
+
+
+async def test_a_turn_that_waited_for_its_friends_deletion_stores_nothing(system: Any) -> None:
+    """The chat's turn lock is held (a deletion in progress); a turn queued behind it finds the friend
+    gone once it gets the lock, and no message is stored for the deleted friend."""
+    import asyncio
+
+    from agent_memory.web import ChatService, OfflineResponder
+
+    user = f"carol-{uuid.uuid4().hex[:6]}"
+    friend = await system.layer.friends.create(user_id=user, name="小明")
+    service = ChatService(system, model_client=OfflineResponder())
+
+    async def turn() -> list[dict[str, Any]]:
+        return [e async for e in service.turn(user_id=user, friend_id=friend.friend_id, text="我下周去北京")]
+
+    async with system.locks.hold("turn", user, friend.friend_id):
+        queued = asyncio.create_task(turn())
+        await asyncio.sleep(0.05)
+        assert not queued.done()
+        await system.layer.friends.delete(user_id=user, friend_id=friend.friend_id)
+    with pytest.raises(NotFoundError):
+        await queued
+    assert await system.layer.messages.count(user_id=user) == 0

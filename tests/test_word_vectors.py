@@ -196,3 +196,47 @@ async def test_only_the_nearest_candidates_keep_their_likeness(
     assert await found("睡眠 失眠") == {"sleep", "late", "insomnia"}  # its own word keeps it
     await layer.memory.add(user_id="u1", memory_key="all-nighter", content="通宵", friend_id="f1", created_at=NOW)
     assert await found("睡眠") == {"sleep", "late", "all-nighter"}  # 熬夜 and 通宵 tie at the cut: both kept
+
+
+class _FailingEmbedder(WordVectorEmbedder):
+    """The tiny table's vectors until ``down`` (an embedding endpoint that stopped answering)."""
+
+    down = False
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        if self.down:
+            raise ConnectionError("the embedding endpoint is down")
+        return await super().embed(texts)
+
+
+async def test_a_failing_embedder_leaves_hybrid_search_to_the_words(
+    layer: AgentFusionDataLayer, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = _FailingEmbedder(TABLE)
+    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=embedder), semantic_share=0.5)
+    layer.memory.set_analyzer(engine.analyzer)  # vectors stored with the memories, as the system does
+    for user in ("u1", "u2"):  # u2: the same memories for a search without vectors
+        await layer.memory.add(user_id=user, memory_key="late", content="一直熬夜", created_at=NOW)
+        await layer.memory.add(user_id=user, memory_key="film", content="科幻电影", created_at=NOW)
+    await engine.search("熬夜", user_id="u1", now=NOW)  # u1's index is built while the endpoint answers
+    words = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer())
+    plain = [(h.memory_key, h.score) for h in await words.search("熬夜 电影", user_id="u2", now=NOW)]
+    embedder.down = True
+    hits = [(h.memory_key, h.score) for h in await engine.search("熬夜 电影", user_id="u1", now=NOW)]
+    assert hits == plain and {k for k, _ in hits} == {"late", "film"}  # the words' scores, not shrunk
+    assert "matches words only" in caplog.text
+    with pytest.raises(ConnectionError):
+        await engine.search("熬夜", user_id="u1", now=NOW, mode="semantic")
+
+
+async def test_no_candidate_alike_in_meaning_leaves_the_word_scores_whole(layer: AgentFusionDataLayer) -> None:
+    """The query has a vector (电影) but no memory is alike in meaning (睡眠: cosine 0, under the floor):
+    the word scores are those of a search without vectors, not half of them."""
+    for user in ("u1", "u2"):
+        await layer.memory.add(user_id=user, memory_key="sleep", content="睡眠 zephyr", created_at=NOW)
+    mixed = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
+                               semantic_share=0.5)  # fmt: skip
+    words = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer())
+    both = [(h.memory_key, h.score, h.semantic) for h in await mixed.search("电影 zephyr", user_id="u1", now=NOW)]
+    plain = [(h.memory_key, h.score) for h in await words.search("电影 zephyr", user_id="u2", now=NOW)]
+    assert [(k, s) for k, s, _ in both] == plain and both[0][2] == 0.0

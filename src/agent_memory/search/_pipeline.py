@@ -25,6 +25,7 @@ Every stage but ``rank`` is pure over the index; ``rank`` reads the records (cac
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,6 +43,8 @@ from ._scoring import bm25_idf, calibrate, normalize_bm25, recency, relevance, t
 
 if TYPE_CHECKING:
     from ._engine import HybridMemorySearch
+
+logger = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float64]
 #: How many of the best candidates are fetched, ranked and re-ordered for coverage.
@@ -215,9 +218,11 @@ class Pipeline:
 
     async def semantic(self, query: SearchQuery, mask: npt.NDArray[np.bool_]) -> None:
         """Embedding similarity of the :data:`SEMANTIC_DEPTH` nearest candidates; in hybrid mode it takes
-        ``semantic_share`` of the text score, unless the embedder has no vector for the query (none of its
-        words known): then it says nothing, and the text score stays whole rather than shrinking for every
-        memory alike.
+        ``semantic_share`` of the text score, unless no candidate is alike in meaning (the embedder has no
+        vector for the query because none of its words are known, or no candidate reaches the floor): then
+        it says nothing, and the text score stays whole rather than shrinking for every memory alike. When
+        the embedder fails (an embedding endpoint that is down), a hybrid search matches words only and
+        logs a warning; a semantic search, which has nothing else to go on, raises.
 
         In hybrid mode a cosine under :data:`SEMANTIC_FLOOR` counts as 0. Two texts on different subjects
         still share some direction (with the packaged Chinese word vectors, "café" and "旅行计划改成去成都"
@@ -226,11 +231,17 @@ class Pipeline:
         0.3 cost MemDaily 0.006. Semantic mode, which asks for the order by meaning alone, keeps every
         cosine."""
         engine = self.engine
-        await engine._ensure_vectors(self.index)
-        vector = (await engine.embedder.embed([query.text]))[0]
+        try:
+            await engine._ensure_vectors(self.index)
+            vector = (await engine.embedder.embed([query.text]))[0]
+        except Exception:
+            if query.mode != "hybrid":
+                raise
+            logger.warning("embedding the query failed; this search matches words only", exc_info=True)
+            return
         floor = SEMANTIC_FLOOR if query.mode == "hybrid" else 0.0
         self.semantic_ = c.semantic(self.index, vector, among=mask, depth=SEMANTIC_DEPTH, floor=floor)
-        if query.mode == "hybrid" and vector.any():
+        if query.mode == "hybrid" and self.semantic_.any():
             self.text = (1 - engine.semantic_share) * self.text + engine.semantic_share * self.semantic_
 
     def fuse(self, query: SearchQuery) -> FloatArray:

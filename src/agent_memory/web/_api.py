@@ -201,7 +201,7 @@ async def chat(request: Request) -> Response:
     only_fields(data, {"message"})
     text = check_message(data.get("message"))
     fid = _path_id(request, "friend_id")
-    friend = await system_of(request).layer.friends.get(user_id=user, friend_id=fid)  # 404 before the stream
+    await system_of(request).layer.friends.get(user_id=user, friend_id=fid)  # 404 before the stream
     service = chat_of(request)
 
     # The turn runs in a task of its own: a browser that goes away mid-reply does not cancel it, so
@@ -210,7 +210,7 @@ async def chat(request: Request) -> Response:
 
     async def run_turn() -> None:
         try:
-            async for event in service.turn(user_id=user, friend_id=fid, text=text, friend=friend):
+            async for event in service.turn(user_id=user, friend_id=fid, text=text):
                 events.put_nowait(event)
         except Exception as exc:
             found = as_problem(exc)

@@ -21,6 +21,8 @@ import json
 import os
 import secrets
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -145,8 +147,9 @@ async def serve(
 
     ``host`` defaults to ``MEMORY_SERVER_HOST`` (127.0.0.1); any non-loopback address needs
     ``MEMORY_SERVER_TOKEN`` (raises ``InvalidInputError`` before binding otherwise). ``workers``
-    processes share the port (see :func:`worker_app`). ``on_ready`` is called with the page's URL once
-    the server listens.
+    processes share the port (see :func:`worker_app`; it blocks the event loop and takes over the
+    process's signals, as uvicorn's supervisor does). ``on_ready`` is called with the page's URL once the
+    server listens (with workers: once one answers ``/healthz``).
     """
     import uvicorn
 
@@ -223,18 +226,58 @@ def _serve_workers(
     secret: str | None,
     on_ready: Callable[[str], None] | None,
 ) -> None:
-    """Run ``workers`` processes of :func:`worker_app` on one socket until interrupted (blocking, in the
-    main thread: uvicorn's supervisor handles the signals)."""
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
+    """Run ``workers`` processes of :func:`worker_app` on one port until interrupted.
 
+    It blocks, in the main thread: uvicorn's supervisor takes over the process's signals (Ctrl-C stops
+    the workers) and does not give them back, so it is for a process that only serves, as the CLI's.
+    ``on_ready`` is called once a worker answers ``/healthz``; when none has within
+    :data:`READY_SECONDS`, the workers are stopped and ``RuntimeError`` says so.
+    """
+    import uvicorn
+
+    shown = f"[{bind}]" if ":" in bind else bind
+    address = f"http://{shown}:{port}/"
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
         spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret}
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
-        config = uvicorn.Config("agent_memory.web._app:worker_app", factory=True, host=bind, port=port,
-                                workers=workers, log_level=log_level, timeout_graceful_shutdown=5)  # fmt: skip
-        sock = config.bind_socket()
-        if on_ready is not None:
-            shown = f"[{bind}]" if ":" in bind else bind
-            on_ready(f"http://{shown}:{port}/")
-        Multiprocess(config, sockets=[sock]).run()
+        ready, stopped = threading.Event(), threading.Event()
+        watcher = threading.Thread(target=_watch, args=(address, ready, stopped, on_ready), daemon=True)
+        watcher.start()
+        try:
+            uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
+                        log_level=log_level, timeout_graceful_shutdown=5)  # fmt: skip
+        finally:
+            stopped.set()
+            os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
+            watcher.join(timeout=5)
+    if not ready.is_set():
+        raise RuntimeError(f"no worker answered on {address} within {READY_SECONDS} s; see the log above")
+
+
+#: How long ``serve --workers`` waits for a worker to answer before it stops them.
+READY_SECONDS = 120
+
+
+def _watch(
+    address: str, ready: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
+) -> None:
+    """Poll ``/healthz`` until a worker answers (then ``on_ready``), the server stops, or time is up (then
+    stop the supervisor, as Ctrl-C would)."""
+    import signal
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own port, never a proxy
+    deadline = time.monotonic() + READY_SECONDS
+    while not stopped.wait(0.2):
+        try:
+            with opener.open(address + "healthz", timeout=2) as response:
+                if response.status == 200:
+                    ready.set()
+                    if on_ready is not None:
+                        on_ready(address)
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return

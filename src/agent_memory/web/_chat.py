@@ -141,16 +141,14 @@ class ChatService:
             )
         return out
 
-    async def turn(
-        self, *, user_id: str, friend_id: str, text: str, friend: FriendRecord | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Run one turn; yields the page's events. ``friend``: the friend's record when the caller read
-        it already (checking it exists before the stream starts), else it is read here."""
+    async def turn(self, *, user_id: str, friend_id: str, text: str) -> AsyncIterator[dict[str, Any]]:
+        """Run one turn; yields the page's events. The friend is read once the chat's turn lock is held,
+        so a turn that waited for the friend's deletion finds it gone (``NotFoundError``) rather than
+        storing messages for it."""
         # turns of one chat run one at a time (in every worker process), so the stored history stays in order
         scope = Scope.of(user_id, friend_id)
         async with self.system.locks.hold("turn", scope.user_id, scope.friend_id):
-            if friend is None or (friend.user_id, friend.friend_id) != (user_id, friend_id):
-                friend = await self.system.layer.friends.get(user_id=user_id, friend_id=friend_id)
+            friend = await self.system.layer.friends.get(user_id=user_id, friend_id=friend_id)
             async for event in self._turn(friend, text):
                 yield event
 
