@@ -7,6 +7,8 @@ import asyncio
 import signal
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -32,20 +34,35 @@ HOLDER = textwrap.dedent(
 )
 
 
-async def _holder(path: Path) -> asyncio.subprocess.Process:
+class _Holder:
+    """Another process holding alice's chat with f-1, and this process's locks on the same file."""
+
+    def __init__(self, child: asyncio.subprocess.Process, locks: ChatLocks) -> None:
+        assert child.stdin is not None and child.stdout is not None
+        self.child, self.locks, self._stdin, self._stdout = child, locks, child.stdin, child.stdout
+
+    async def release(self) -> None:
+        self._stdin.write(b"\n")
+        await self._stdin.drain()
+        assert (await asyncio.wait_for(self._stdout.readline(), 10)).strip() == b"released"
+
+
+@asynccontextmanager
+async def _held(path: Path) -> AsyncIterator[_Holder]:
+    """Start the holder; end it however the test ends (a failed assertion must not hang the run)."""
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-c", HOLDER, str(path), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
-    assert child.stdout is not None
-    assert (await asyncio.wait_for(child.stdout.readline(), 30)).strip() == b"held"
-    return child
-
-
-async def _stop(child: asyncio.subprocess.Process) -> None:
-    """End the holder whatever state the test left it in (a failed assertion must not hang the run)."""
-    if child.returncode is None:
-        child.kill()
-    await asyncio.wait_for(child.wait(), 30)
+    locks = ChatLocks(path)
+    try:
+        assert child.stdout is not None
+        assert (await asyncio.wait_for(child.stdout.readline(), 30)).strip() == b"held"
+        yield _Holder(child, locks)
+    finally:
+        if child.returncode is None:
+            child.kill()
+        await asyncio.wait_for(child.wait(), 30)
+        locks.close()
 
 
 async def _enter(locks: ChatLocks, *key: str) -> None:
@@ -69,11 +86,8 @@ async def test_turns_of_one_chat_take_turns_within_a_process() -> None:
 
 
 async def test_another_process_holding_a_chat_makes_this_one_wait(tmp_path: Path) -> None:
-    path = tmp_path / "chats.lock"
-    child = await _holder(path)
-    assert child.stdin is not None and child.stdout is not None
-    locks = ChatLocks(path)
-    try:
+    async with _held(tmp_path / "chats.lock") as holder:
+        locks = holder.locks
         assert locks.shared
         assert ChatLocks.slot("turn", "alice", "f-2") != ChatLocks.slot("turn", "alice", "f-1")
         await asyncio.wait_for(_enter(locks, "turn", "alice", "f-2"), 5)  # another chat: at once
@@ -81,46 +95,26 @@ async def test_another_process_holding_a_chat_makes_this_one_wait(tmp_path: Path
         waiting = asyncio.create_task(_enter(locks, "turn", "alice", "f-1"))
         await asyncio.sleep(0.3)
         assert not waiting.done()  # the other process holds it
-        child.stdin.write(b"\n")
-        await child.stdin.drain()
-        assert (await asyncio.wait_for(child.stdout.readline(), 10)).strip() == b"released"
+        await holder.release()
         await asyncio.wait_for(waiting, 5)
-    finally:
-        await _stop(child)
-        locks.close()
 
 
 async def test_a_killed_holder_leaves_nothing_locked(tmp_path: Path) -> None:
-    path = tmp_path / "chats.lock"
-    child = await _holder(path)
-    locks = ChatLocks(path)
-    try:
-        child.send_signal(signal.SIGKILL)
-        await asyncio.wait_for(child.wait(), 30)
-        await asyncio.wait_for(_enter(locks, "turn", "alice", "f-1"), 5)  # the kernel dropped its lock
-    finally:
-        await _stop(child)
-        locks.close()
+    async with _held(tmp_path / "chats.lock") as holder:
+        holder.child.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(holder.child.wait(), 30)
+        await asyncio.wait_for(_enter(holder.locks, "turn", "alice", "f-1"), 5)  # the kernel dropped its lock
 
 
 async def test_a_cancelled_waiter_does_not_keep_the_lock(tmp_path: Path) -> None:
-    path = tmp_path / "chats.lock"
-    child = await _holder(path)
-    assert child.stdin is not None and child.stdout is not None
-    locks = ChatLocks(path)
-    try:
-        waiting = asyncio.create_task(_enter(locks, "turn", "alice", "f-1"))
+    async with _held(tmp_path / "chats.lock") as holder:
+        waiting = asyncio.create_task(_enter(holder.locks, "turn", "alice", "f-1"))
         await asyncio.sleep(0.1)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        child.stdin.write(b"\n")
-        await child.stdin.drain()
-        assert (await asyncio.wait_for(child.stdout.readline(), 10)).strip() == b"released"
-        await asyncio.wait_for(_enter(locks, "turn", "alice", "f-1"), 5)
-    finally:
-        await _stop(child)
-        locks.close()
+        await holder.release()
+        await asyncio.wait_for(_enter(holder.locks, "turn", "alice", "f-1"), 5)
 
 
 def test_an_unknown_kind_of_lock_is_refused() -> None:

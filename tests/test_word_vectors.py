@@ -240,3 +240,14 @@ async def test_no_candidate_alike_in_meaning_leaves_the_word_scores_whole(layer:
     both = [(h.memory_key, h.score, h.semantic) for h in await mixed.search("电影 zephyr", user_id="u1", now=NOW)]
     plain = [(h.memory_key, h.score) for h in await words.search("电影 zephyr", user_id="u2", now=NOW)]
     assert [(k, s) for k, s, _ in both] == plain and both[0][2] == 0.0
+
+
+def test_a_blank_share_is_unset_and_a_bad_one_says_what_is_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.settings import SettingsError
+
+    monkeypatch.setenv("MEMORY_SEARCH_SEMANTIC_SHARE", " ")
+    assert load_settings().memory_search_semantic_share is None
+    for bad in ("abc", "1.5"):
+        monkeypatch.setenv("MEMORY_SEARCH_SEMANTIC_SHARE", bad)
+        with pytest.raises(SettingsError, match=r"MEMORY_SEARCH_SEMANTIC_SHARE.*allowed: 0\.0 to 1\.0"):
+            load_settings()

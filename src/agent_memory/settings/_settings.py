@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import annotated_types
 from platformdirs import user_data_dir
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
@@ -128,6 +128,12 @@ class AgentMemorySettings(BaseSettings):
     memory_server_token: str = ""
     #: The main chat model of the web chat as AutoGen component JSON; empty = the offline responder.
     memory_chat_model_client: str = ""
+
+    @field_validator("memory_search_semantic_share", mode="before")
+    @classmethod
+    def _blank_share_is_unset(cls, value: object) -> object:
+        """``MEMORY_SEARCH_SEMANTIC_SHARE=`` (empty, as in a copied ``.env``) means unset, not an error."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> AgentMemorySettings:

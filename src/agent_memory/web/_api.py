@@ -201,18 +201,23 @@ async def chat(request: Request) -> Response:
     only_fields(data, {"message"})
     text = check_message(data.get("message"))
     fid = _path_id(request, "friend_id")
-    await system_of(request).layer.friends.get(user_id=user, friend_id=fid)  # 404 before the stream
     service = chat_of(request)
 
     # The turn runs in a task of its own: a browser that goes away mid-reply does not cancel it, so
-    # the message it already acknowledged and the reply are still stored.
-    events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    # the message it already acknowledged and the reply are still stored. What fails before the turn's
+    # first event (an unknown friend, read under the chat's turn lock) is the response's own error (404).
+    events: asyncio.Queue[dict[str, Any] | Exception | None] = asyncio.Queue()
 
     async def run_turn() -> None:
+        started = False
         try:
             async for event in service.turn(user_id=user, friend_id=fid, text=text):
+                started = True
                 events.put_nowait(event)
         except Exception as exc:
+            if not started:
+                events.put_nowait(exc)
+                return
             found = as_problem(exc)
             if found.status >= 500:
                 logging.getLogger(__name__).exception("chat turn failed")
@@ -223,10 +228,15 @@ async def chat(request: Request) -> Response:
     task = asyncio.create_task(run_turn(), name=f"chat turn {user}/{fid}")
     _RUNNING_TURNS.add(task)
     task.add_done_callback(_RUNNING_TURNS.discard)
+    first = await events.get()
+    if isinstance(first, Exception):
+        raise first
 
     async def stream() -> AsyncIterator[bytes]:
-        while (event := await events.get()) is not None:
+        event = first
+        while isinstance(event, dict):
             yield _sse(event)
+            event = await events.get()
 
     return StreamingResponse(
         stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
