@@ -22,6 +22,7 @@ CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
     "MEMORY_SEARCH_HALF_LIFE_DAYS": ("7", lambda s: s.search.half_life_days, 7.0),
     "MEMORY_SEARCH_EMBEDDER": ("wordvec-zh", lambda s: s.search.embedder.name.startswith("wordvec-"), True),
     "MEMORY_SEARCH_SEMANTIC_SHARE": ("0.3", lambda s: s.search.semantic_share, 0.3),
+    "MEMORY_SEARCH_WORD_NEIGHBOURS": ("false", lambda s: s.search.neighbours, None),
     "MEMORY_SEARCH_INDEX_CACHE_MB": ("64", lambda s: s.search.index_cache_mb, 64.0),
     "MEMORY_SEARCH_INDEX_SNAPSHOT_DIR": ("off", lambda s: s.search.snapshots is None, True),
     "MEMORY_EXTRACTION_MAX_KEYWORDS": ("3", lambda s: s.search.analyzer.extractor.max_keywords, 3),
@@ -107,6 +108,7 @@ async def test_rounds_beyond_three_really_run(system: MemorySystem) -> None:
                 for n, (key, part) in enumerate(spans.items())]  # fmt: skip
     memories.append(NewMemory("badminton", "上周 打 羽毛球 很开心", created_at=now - timedelta(days=20)))
     await system.layer.memory.add_many(user_id="u1", memories=memories)
+    system.search.neighbours = None  # the words are near in meaning: with neighbours round 3 finds all and ends
     events: list[Any] = []
     settings = system.settings.recall_settings().model_copy(update={"rounds": rounds})
     agent = system.recall_agent(system.scope("u1"), settings=settings, on_event=events.append)

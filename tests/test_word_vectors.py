@@ -75,7 +75,7 @@ async def test_the_packaged_vectors_find_what_other_words_told(db_url: str) -> N
     found: dict[str, list[str]] = {}
     for embedder, share in (("hashing", 0.0), ("wordvec-zh", 0.3)):
         settings = load_settings(memory_database_url=db_url, memory_search_embedder=embedder,
-                                 memory_search_semantic_share=share)  # fmt: skip
+                                 memory_search_semantic_share=share, memory_search_word_neighbours=False)  # fmt: skip
         async with MemorySystem.from_settings(settings) as system:
             for key, text, days in said:
                 await system.layer.memory.add(user_id=f"u-{embedder}", memory_key=key, content=text,
@@ -183,7 +183,7 @@ async def test_only_the_nearest_candidates_keep_their_likeness(
                         np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0.9, 0.3, 0], [0.6, 0.8, 0],
                                   [0, 0, 1]]))  # fmt: skip
     engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(table)),
-                                semantic_share=0.5)  # fmt: skip
+                                semantic_share=0.5, neighbours=None)  # fmt: skip  # the embedding stage alone
     said = [("f2", "other-friend", "睡眠"), ("f1", "sleep", "睡眠"), ("f1", "late", "熬夜"), ("f1", "insomnia", "失眠")]
     for friend, key, text in said:
         await layer.memory.add(user_id="u1", memory_key=key, content=text, friend_id=friend, created_at=NOW)

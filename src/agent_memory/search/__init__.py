@@ -25,6 +25,7 @@ from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
+from ._word_neighbours import WordNeighbours, packaged_neighbours
 from ._word_vectors import WordVectorEmbedder, WordVectors, packaged_word_vectors
 
 __all__ = [
@@ -52,10 +53,12 @@ __all__ = [
     "SnapshotError",
     "SnapshotStore",
     "UserIndex",
+    "WordNeighbours",
     "WordVectorEmbedder",
     "WordVectors",
     "embedder_named",
     "memory_text",
+    "packaged_neighbours",
     "packaged_word_vectors",
     "semantic_share_for",
     "snapshot_folder",

@@ -41,6 +41,7 @@ from ._query import SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotStore
+from ._word_neighbours import WordNeighbours, packaged_neighbours
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     it is installed on the repository), ``embedder`` for semantic mode when the analyzer has none,
     ``semantic_share`` (part of the text score given to embedding similarity in hybrid mode),
     ``synonym_expansion`` (use ``keyword_synonyms`` and ``thesaurus``: the packaged
-    同义词词林 by default, ``None`` for the table alone), ``ranker`` and ``cache_ttl``; ``snapshots``
+    同义词词林 by default, ``None`` for the table alone, and ``neighbours``: words near in meaning from the
+    packaged word vectors when installed, ``None`` for none), ``ranker`` and ``cache_ttl``; ``snapshots``
     (where built indexes are saved and loaded from) and ``index_cache_mb`` (cap of the loaded indexes,
     least recently used user dropped first; ``None``: no cap).
     """
@@ -76,6 +78,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         semantic_share: float = 0.0,
         synonym_expansion: bool = True,
         thesaurus: Thesaurus | Literal["cilin"] | None = "cilin",
+        neighbours: WordNeighbours | Literal["packaged"] | None = "packaged",
         ranker: SearchResultRanker | None = None,
         cache_ttl: CacheTTL | None = None,
         link_minutes: float = 30.0,
@@ -89,6 +92,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             raise ValueError("semantic_share must be between 0 and 1")
         if not (thesaurus is None or thesaurus == "cilin" or isinstance(thesaurus, Thesaurus)):
             raise ValueError('thesaurus must be "cilin" (the packaged 同义词词林), a Thesaurus or None')
+        if not (neighbours is None or neighbours == "packaged" or isinstance(neighbours, WordNeighbours)):
+            raise ValueError('neighbours must be "packaged" (the packaged word vectors), a WordNeighbours or None')
         if default_mode not in SEARCH_MODES:
             raise ValueError(f"default_mode must be one of {', '.join(SEARCH_MODES)}")
         if index_cache_mb is not None and not index_cache_mb > 0:
@@ -106,6 +111,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self.semantic_share = semantic_share
         self.synonym_expansion = synonym_expansion
         self.thesaurus = cilin_thesaurus() if thesaurus == "cilin" else thesaurus
+        self.neighbours = packaged_neighbours() if neighbours == "packaged" else neighbours
         self.ranker = ranker or SearchResultRanker(half_life_days=half_life_days)
         self.link_minutes = link_minutes
         self.default_mode: SearchMode = default_mode
@@ -223,9 +229,11 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return stale
 
     async def warm_up(self) -> None:
-        """Load the tokenizer's dictionaries (a few tenths of a second, once per process) before the first
-        search needs them; a server calls it at start."""
+        """Load the tokenizer's dictionaries and the word neighbours' vectors (together about a second, once
+        per process) before the first search needs them; a server calls it at start."""
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
+        if self.neighbours is not None:
+            await asyncio.to_thread(self.neighbours.prepare)
 
     def _keyword_terms(self, keywords: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
         """Stored keywords as search terms (a tag "machine learning" becomes "machin", "learn")."""
@@ -370,8 +378,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self, query: SearchQuery, index: UserIndex, state: _UserState
     ) -> dict[str, dict[str, float]]:
         """The query words' synonyms as search terms with their similarity: the ``keyword_synonyms``
-        table's rows, then the thesaurus's where the table has none for the pair; only words some
-        memory of the user holds (the others cannot match)."""
+        table's rows, then the thesaurus's where the table has none for the pair, then the nearest words
+        in meaning (``neighbours``) where neither gives one; only words some memory of the user holds
+        (the others cannot match)."""
         if query.mode == "semantic" or not self.synonym_expansion:
             return {}
         vocab = state.vocabulary_revision
@@ -393,6 +402,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         result: dict[str, dict[str, float]] = {}
         for term in terms:
             held = {w: sim for w, sim in self._synonyms.get((vocab, term), {}).items() if index.document_frequency(w)}
+            if self.neighbours is not None:
+                given = self._synonyms.get((vocab, term), {}).keys() | {term}
+                held |= self.neighbours.held(term, lambda w: index.document_frequency(w) > 0, besides=given)
             if held:
                 result[term] = held
         return result

@@ -60,6 +60,9 @@ class AgentMemorySettings(BaseSettings):
     #: Part of the hybrid text score given to embedding similarity (0: words only; unset: 0.3 with a
     #: stored embedder, 0 with hashing).
     memory_search_semantic_share: float | None = Field(None, ge=0.0, le=1.0)
+    #: Also expand Chinese query words with the words nearest in meaning in the packaged word vectors
+    #: (when installed), as the thesaurus's synonyms are.
+    memory_search_word_neighbours: bool = True
     #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
     memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
     #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).

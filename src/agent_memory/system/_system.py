@@ -102,6 +102,7 @@ class MemorySystem:
             ),
             half_life_days=float(s.memory_search_half_life_days),
             synonym_expansion=s.memory_extraction_enable_synonym_expansion,
+            neighbours="packaged" if s.memory_search_word_neighbours else None,
             default_mode=s.memory_search_default_mode,
             snapshots=_snapshot_store(s.memory_search_index_snapshot_dir, layer),
             index_cache_mb=s.memory_search_index_cache_mb,

