@@ -218,6 +218,9 @@ def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
     assert data["recall@1"] == 1.0 and data["mrr"] == 1.0
     assert data["baseline"]["name"] == "bm25" and "recall@10" in data["ratio"]
     assert set(data["latency_ms"]) == {"p50", "p95"}
+    assert data["word_neighbours"] is True  # as the library, with the packaged vectors installed
+    args = ["bench", "retrieval", "--dataset", "generic", "--data", str(folder), "--no-word-neighbours"]
+    assert json.loads(runner.invoke(app, args).output)["word_neighbours"] is False
 
 
 def test_bench_retrieval_missing_data_is_a_clear_error(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ Run from the repository root (one sqlite run, about 10 s)::
 
     .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.3]
                                                        [--embedder hashing|wordvec-zh|minilm]
+                                                       [--no-word-neighbours]
 
 It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,
 in-run BM25 baseline, metrics) and adds what that command does not report for this set: recall@3, the
@@ -31,16 +32,17 @@ def _number(query_id: str) -> int:
     return int(re.search(r"(\d+)$", query_id).group(1))  # type: ignore[union-attr]
 
 
-async def main(mode: str, share: float | None, embedder: str) -> None:
+async def main(mode: str, share: float | None, embedder: str, neighbours: bool) -> None:
     ds = load_dataset("generic", Path(__file__).parent)
     base = bm25_baseline(ds, 10)
     async with temporary_sqlite() as url:
         model = embedder_named(embedder)
         share = semantic_share_for(model, share)  # as the library: 0.3 with a stored embedder, else 0
         run = await run_engine(ds, url, mode=mode, depth=10, semantic_share=share,  # type: ignore[arg-type]
-                               embedder=model)  # fmt: skip
+                               embedder=model, word_neighbours=neighbours)  # fmt: skip
     label = model.name if model is not None else "hashing"
-    out: dict[str, object] = {"mode": mode, "semantic_share": share, "embedder": label, "documents": len(ds.docs)}
+    out: dict[str, object] = {"mode": mode, "semantic_share": share, "embedder": label,
+                              "word_neighbours": run.word_neighbours, "documents": len(ds.docs)}  # fmt: skip
     out["queries_without_hits"] = sum(not r for r in run.ranked)
     for name, pick in SPLITS.items():
         idx = [i for i, q in enumerate(ds.queries) if pick(_number(q.id))]
@@ -65,5 +67,6 @@ if __name__ == "__main__":
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "keyword", "semantic"))
     parser.add_argument("--semantic-share", type=float, default=None)
     parser.add_argument("--embedder", default="hashing", choices=EMBEDDERS)
+    parser.add_argument("--no-word-neighbours", dest="neighbours", action="store_false")
     args = parser.parse_args()
-    asyncio.run(main(args.mode, args.semantic_share, args.embedder))
+    asyncio.run(main(args.mode, args.semantic_share, args.embedder, args.neighbours))

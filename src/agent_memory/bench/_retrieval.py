@@ -92,6 +92,8 @@ class EngineRun:
     ranked: list[list[str]]
     latencies_ms: list[float]
     ingest_s: float
+    #: Whether query words were expanded with their neighbours in the word vectors (see ``run_engine``).
+    word_neighbours: bool = False
 
 
 async def load_dataset_into(
@@ -129,11 +131,14 @@ async def run_engine(
     depth: int,
     semantic_share: float = 0.0,
     embedder: Embedder | None = None,
+    word_neighbours: bool = True,
 ) -> EngineRun:
-    """Load the dataset into ``url`` through the write path and run every query through the engine."""
+    """Load the dataset into ``url`` through the write path and run every query through the engine
+    (``word_neighbours``: as the library, when the packaged word vectors are installed)."""
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share, embedder=embedder)
+        engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share, embedder=embedder,
+                                    neighbours="packaged" if word_neighbours else None)  # fmt: skip
         layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, ingest_s = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
@@ -146,7 +151,7 @@ async def run_engine(
             )
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked.append([key_to_doc[(q.user_id, h.memory_key)] for h in hits])
-        return EngineRun(layer.backend, ranked, latencies, ingest_s)
+        return EngineRun(layer.backend, ranked, latencies, ingest_s, engine.neighbours is not None)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

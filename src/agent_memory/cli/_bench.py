@@ -66,6 +66,11 @@ EMBEDDER_OPTION = typer.Option(
     help="hashing (default, no model), wordvec-zh (packaged Chinese word vectors) or minilm (packaged "
     "all-MiniLM-L6-v2; the sentence-transformers extra)",
 )
+WORD_NEIGHBOURS_OPTION = typer.Option(
+    True,
+    "--word-neighbours/--no-word-neighbours",
+    help="Expand Chinese query words with their nearest words in the packaged word vectors (as the library)",
+)
 
 
 def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
@@ -86,6 +91,7 @@ async def retrieval_cmd(
     backend: str = typer.Option("sqlite", "--backend", help="sqlite, postgresql or both (both: top-5 compared)"),
     semantic_share: float | None = SEMANTIC_SHARE_OPTION,
     embedder: str = EMBEDDER_OPTION,
+    word_neighbours: bool = WORD_NEIGHBOURS_OPTION,
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
@@ -108,7 +114,8 @@ async def retrieval_cmd(
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
-    options = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model}
+    options = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model,
+               "word_neighbours": word_neighbours}  # fmt: skip
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
             runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
@@ -117,6 +124,7 @@ async def retrieval_cmd(
             runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
     result = report(ds, mode, runs[0], baseline)
     result["embedder"], result["semantic_share"] = label, share
+    result["word_neighbours"] = runs[0].word_neighbours  # in effect: off when the vectors are not installed
     if len(runs) == 2:
         result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
         result["backends_top5"] = top_k_agreement(runs[0], runs[1], 5)

@@ -86,7 +86,7 @@ class SearchHit:
 class SearchResults(list[SearchHit]):
     """The hits of one search, best first (a plain list of :class:`SearchHit` to every caller), and
     :attr:`expanded`: the query terms the engine searched for, in query order, followed by the synonym
-    terms (``keyword_synonyms``) it also matched them with.
+    terms (``keyword_synonyms``, the thesaurus, the words near in meaning) it also matched them with.
 
     ``expanded`` is recorded by the pipeline while it runs, so it is what the search used (folded and
     stemmed terms, e.g. ``('数据库', 'databas', '资料库')``), not a second analysis of the query.

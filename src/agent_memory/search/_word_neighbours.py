@@ -14,9 +14,10 @@ the query, and the score stays on the scale of the word matches: a neighbour is 
 synonym (:data:`MAX_SIMILARITY`). Word vectors also place words that are merely related close (小区 and
 楼下, 早上 and 晚上), so a search lists more weak matches than with the thesaurus alone.
 
-Candidates are the :data:`VOCABULARY` most frequent words of the table that hold a Chinese character
-and have two characters or more (single characters are too ambiguous, as in the thesaurus); their
-vectors (25 MB in float32) are prepared once per process, and each word's neighbours are computed
+Only the :data:`VOCABULARY` most frequent words of the table have neighbours and are neighbours, and of
+them only words that hold a Chinese character and have two characters or more (single characters are
+too ambiguous, as in the thesaurus); their vectors (25 MB in float32, loaded in about 0.2 s) are
+prepared once per process, and each word's neighbours are computed
 once (0.5 ms) and kept (:data:`CACHED_WORDS`). A search uses the :data:`HELD` nearest that the user's
 memories hold.
 
@@ -36,6 +37,7 @@ import importlib.metadata
 import logging
 import threading
 from collections.abc import Callable, Container
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -48,17 +50,18 @@ from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_word_
 logger = logging.getLogger(__name__)
 
 #: Least cosine of a neighbour. Measured (allusion set recall@5 / @10, MemDaily recall@3): 0.5 gave
-#: 0.42 / 0.61 / 0.778, 0.55 0.41 / 0.60 / 0.777, 0.6 0.39 / 0.57 / 0.775. Under about 0.65 words that are
+#: 0.41 / 0.61 / 0.777, 0.55 0.40 / 0.60 / 0.776, 0.6 0.36 / 0.57 / 0.774. Under about 0.65 words that are
 #: only related come in too (小区 and 楼下 0.62, 停车场 and 门口 0.61); 0.55 keeps most of the recall.
 MIN_SIMILARITY = 0.55
 #: Most neighbours of one word (the nearest; a frequent word has hundreds over the cosine). 10, 30, 60
-#: and 150 gave the allusion set recall@5 0.33, 0.40, 0.42 and 0.44 (at 0.5).
+#: and 150 gave the allusion set recall@5 0.33, 0.40, 0.42 and 0.44 (at 0.5, in a first version).
 LIMIT = 150
 #: Most neighbours of one query word a search uses: the nearest the user's memories hold.
 HELD = 20
 #: A neighbour counts at most as a synonym the thesaurus lists.
 MAX_SIMILARITY = SYNONYM_SIMILARITY
-#: How many of the table's most frequent words may be neighbours.
+#: How many of the table's most frequent words have and are neighbours. 200,000 gave the allusion set
+#: recall@5 0.43 rather than 0.40 and MemDaily nothing more, but take twice as long to load (0.63 s).
 VOCABULARY = 100_000
 #: How many words' neighbours are kept.
 CACHED_WORDS = 50_000
@@ -72,7 +75,7 @@ class WordNeighbours:
     """A word's nearest words in a table of word vectors (see the module docs); the same ``related``
     as :class:`~agent_memory.text.Thesaurus`, so the search takes either.
 
-    ``table``: the vectors (default: the packaged ones, loaded on first use, about 3 s; a server loads
+    ``table``: the vectors (default: the packaged ones, loaded on first use, about 0.2 s; a server loads
     them at start, see :meth:`prepare`). Raises :class:`data_layer.MissingPackageError` from
     :meth:`prepare` (and the first :meth:`related`) when the packaged vectors are not installed.
     """
@@ -103,11 +106,10 @@ class WordNeighbours:
         with self._lock:
             if self._matrix is not None:
                 return
-            table = self._table if self._table is not None else packaged_word_vectors()
-            rows = sorted(i for w, i in table.index.items() if i < self.vocabulary and _candidate(w))
-            by_row = {i: w for w, i in table.index.items() if i < self.vocabulary}
+            table = self._table if self._table is not None else packaged_word_vectors(self.vocabulary)
+            rows = [i for i, w in enumerate(table.words[: self.vocabulary]) if _candidate(w)]
             self._table = table
-            self._words = [by_row[i] for i in rows]
+            self._words = [table.words[i] for i in rows]
             self._matrix = table.matrix[rows].astype(np.float32)
 
     def related(self, word: str) -> dict[str, float]:
@@ -159,6 +161,12 @@ def packaged_neighbours(package: str = PACKAGE) -> WordNeighbours | None:
             PACKAGE_VERSION,
         )
         return None
+    return _shared_neighbours()
+
+
+@lru_cache(maxsize=1)
+def _shared_neighbours() -> WordNeighbours:
+    """One per process: every search engine shares the vectors and the words' neighbours."""
     return WordNeighbours()
 
 
