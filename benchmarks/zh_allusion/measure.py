@@ -8,7 +8,8 @@ Run from the repository root (one sqlite run, about 10 s)::
 
 It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,
 in-run BM25 baseline, metrics) and adds what that command does not report for this set: recall@3, the
-dev/test split, and the expected recall of a random ranking of the docs the query's friend may see.
+dev/test split, the expected recall of a random ranking of the docs the query's friend may see, and
+what each query lists when searched in another user's memories (``other_users_memories``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,38 @@ import re
 from pathlib import Path
 
 from agent_memory.bench import bm25_baseline, load_dataset, run_engine, temporary_sqlite
-from agent_memory.bench._retrieval import metrics
-from agent_memory.search import EMBEDDERS, embedder_named, semantic_share_for
+from agent_memory.bench._datasets import BenchDataset
+from agent_memory.bench._retrieval import load_dataset_into, metrics
+from agent_memory.search import EMBEDDERS, Embedder, HybridMemorySearch, embedder_named, semantic_share_for
+from data_layer import AgentFusionDataLayer, upgrade
 
 KS = (3, 5, 10)
 KEEP = ("recall@3", "recall@5", "recall@10", "ndcg@10", "mrr")
 SPLITS = {"all": lambda n: True, "dev": lambda n: n % 2 == 0, "test": lambda n: n % 2 == 1}
+
+
+async def other_users(
+    ds: BenchDataset, url: str, model: Embedder | None, share: float, neighbours: bool
+) -> dict[str, int | float]:
+    """Each query searched in the next user's memories, where nothing is about it: how many searches
+    list anything, how many memories on average, and how many list one at the recall's 0.5 or more."""
+    await upgrade(url)
+    async with AgentFusionDataLayer(url) as layer:
+        engine = HybridMemorySearch(layer.memory, embedder=model, semantic_share=share,
+                                    neighbours="packaged" if neighbours else None)  # fmt: skip
+        layer.memory.set_analyzer(engine.analyzer)
+        await load_dataset_into(layer, ds)
+        users = sorted({d.user_id for d in ds.docs})
+        listed = []
+        for q in ds.queries:
+            other = users[(users.index(q.user_id) + 1) % len(users)]
+            listed.append([h.score for h in await engine.search(q.text, user_id=other, now=q.now, limit=10)])
+    return {
+        "searches": len(listed),
+        "listing_any": sum(bool(x) for x in listed),
+        "mean_listed": round(sum(map(len, listed)) / len(listed), 2),
+        "listing_one_at_0.5": sum(any(v >= 0.5 for v in x) for x in listed),
+    }
 
 
 def _number(query_id: str) -> int:
@@ -59,6 +86,8 @@ async def main(mode: str, share: float | None, embedder: str, neighbours: bool) 
             "bm25": {k: bm25[k] for k in KEEP},
             "random_in_friend_scope": rand,
         }
+    async with temporary_sqlite() as url:
+        out["other_users_memories"] = await other_users(ds, url, model, share, neighbours)
     print(json.dumps(out, ensure_ascii=False, indent=1))
 
 
