@@ -138,6 +138,8 @@ async def test_a_neighbour_finds_a_memory_more_weakly_than_the_word(layer: Agent
     assert [h.memory_key for h in await words_only.search("打坐", user_id="u1", now=NOW)] == ["sit"]
     no_synonyms = HybridMemorySearch(layer.memory, neighbours=WordNeighbours(TABLE), synonym_expansion=False)
     assert [h.memory_key for h in await no_synonyms.search("打坐", user_id="u1", now=NOW)] == ["sit"]  # off too
+    engine.synonym_expansion = False  # on a live engine too: the search made a moment ago is not reused
+    assert [h.memory_key for h in await engine.search("打坐", user_id="u1", now=NOW)] == ["sit"]
 
 
 async def test_the_packaged_neighbours_find_what_other_words_told(db_url: str) -> None:

@@ -328,7 +328,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
             index = state.index if built and state.revision >= 0 else await self._refresh_locked(uid, state)
-            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key())
+            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key(),
+                   *self._options_key())  # fmt: skip
             cached = self._recent.get(key)
             if cached is not None:
                 self._touch(uid, state)
@@ -375,6 +376,11 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                     found[missing[record.id]] = record
                     self._hot[(uid, record.id, revisions.get(record.id, -1))] = record
         return found
+
+    def _options_key(self) -> tuple[object, ...]:
+        """The engine's options that decide results, for the recent-search cache: an option changed on a
+        live engine must not be answered from a search made before."""
+        return (self.synonym_expansion, id(self.neighbours), id(self.thesaurus), self.semantic_share)
 
     async def _synonyms_for(
         self, query: SearchQuery, index: UserIndex, state: _UserState
