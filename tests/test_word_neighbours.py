@@ -13,6 +13,7 @@ import pytest
 
 from agent_memory.search import HybridMemorySearch, WordNeighbours, WordVectors, packaged_neighbours
 from agent_memory.search import _word_neighbours as wn
+from agent_memory.search._word_vectors import packaged_word_vectors_head
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
 from agent_memory.text import Thesaurus
@@ -73,10 +74,29 @@ def test_held_neighbours_are_the_users_words_the_thesaurus_did_not_give(monkeypa
     assert list(neighbours.held("打坐", {"冥想", "静坐", "练习"}.__contains__)) == ["冥想"]  # the nearest
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [({"min_similarity": 0}, "min_similarity"), ({"limit": 0}, "limit")])
-def test_bad_options_are_refused(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        WordNeighbours(TABLE, **kwargs)
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"min_similarity": 0}, ValueError, "min_similarity must be in"),
+        ({"min_similarity": "0.5"}, TypeError, "min_similarity must be a number"),
+        ({"limit": 0}, ValueError, "limit must be a whole number"),
+        ({"limit": 2.5}, ValueError, "limit must be a whole number"),
+        ({"vocabulary": -1}, ValueError, "vocabulary must be a whole number"),
+        ({"table": "simplechinese"}, TypeError, "table must be a WordVectors"),
+    ],
+)
+def test_bad_options_are_refused(kwargs: dict[str, Any], error: type[Exception], message: str) -> None:
+    options = {"table": TABLE, **kwargs}
+    with pytest.raises(error, match=message):
+        WordNeighbours(**options)
+
+
+def test_bad_words_and_rows_are_refused() -> None:
+    with pytest.raises(TypeError, match="word must be a str"):
+        WordNeighbours(TABLE).related(123)  # type: ignore[arg-type]
+    for rows in (0, -5, 1.5, None):
+        with pytest.raises(ValueError, match="rows must be a positive int"):
+            packaged_word_vectors_head(rows)  # type: ignore[arg-type]
 
 
 def test_without_the_package_the_search_uses_the_thesaurus_alone(caplog: pytest.LogCaptureFixture) -> None:
@@ -89,13 +109,13 @@ async def test_vectors_that_cannot_load_leave_the_thesaurus_working(
     layer: AgentFusionDataLayer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A damaged package: the first search logs it once and every search still answers (no neighbours)."""
-    calls: list[int | None] = []
+    calls: list[int] = []
 
-    def damaged(rows: int | None = None) -> WordVectors:
+    def damaged(rows: int) -> WordVectors:
         calls.append(rows)
         raise EOFError("Ran out of input")
 
-    monkeypatch.setattr(wn, "packaged_word_vectors", damaged)
+    monkeypatch.setattr(wn, "packaged_word_vectors_head", damaged)
     await layer.memory.add(user_id="u1", memory_key="sit", content="早上 打坐", created_at=NOW - timedelta(days=2))
     await layer.memory.add(
         user_id="u1", memory_key="husband", content="我丈夫喜欢钓鱼", created_at=NOW - timedelta(days=2)

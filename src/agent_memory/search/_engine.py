@@ -407,14 +407,15 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 for token in self.analyzer.tokenizer.unique_tokens(word)[:1]:
                     mapped[token] = max(mapped.get(token, 0.0), similarity)
             self._synonyms[(vocab, term)] = mapped
+        near = self.neighbours
+        if near is not None and not near.prepared:  # loads once (about 0.3 s), off the event loop
+            await asyncio.to_thread(near.prepare)
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = {w: sim for w, sim in self._synonyms.get((vocab, term), {}).items() if index.document_frequency(w)}
-            if self.neighbours is not None:
-                if not self.neighbours.prepared:  # loads once (about 0.4 s), off the event loop
-                    await asyncio.to_thread(self.neighbours.prepare)
-                given = self._synonyms.get((vocab, term), {}).keys() | {term}
-                held |= self.neighbours.held(term, lambda w: index.document_frequency(w) > 0, besides=given)
+            mapped = self._synonyms.get((vocab, term), {})
+            held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
+            if near is not None:
+                held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
             if held:
                 result[term] = held
         return result

@@ -46,7 +46,7 @@ from cachetools import LRUCache
 
 from ..text import fold, has_cjk
 from ..text._thesaurus import SYNONYM_SIMILARITY
-from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_word_vectors
+from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_word_vectors_head
 
 logger = logging.getLogger(__name__)
 
@@ -90,10 +90,15 @@ class WordNeighbours:
         limit: int = LIMIT,
         vocabulary: int = VOCABULARY,
     ) -> None:
+        if table is not None and not isinstance(table, WordVectors):
+            raise TypeError(f"table must be a WordVectors (or None for the packaged one), got {type(table).__name__}")
+        if isinstance(min_similarity, bool) or not isinstance(min_similarity, int | float):
+            raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
         if not 0.0 < min_similarity <= 1.0:
-            raise ValueError("min_similarity must be in (0, 1]")
-        if limit < 1 or vocabulary < 1:
-            raise ValueError("limit and vocabulary must be at least 1")
+            raise ValueError(f"min_similarity must be in (0, 1], got {min_similarity}")
+        for name, value in (("limit", limit), ("vocabulary", vocabulary)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
         self._table = table
         self.min_similarity = min_similarity
         self.limit = limit
@@ -116,7 +121,7 @@ class WordNeighbours:
             if self.prepared:
                 return
             try:
-                table = self._table if self._table is not None else packaged_word_vectors(self.vocabulary)
+                table = self._table if self._table is not None else packaged_word_vectors_head(self.vocabulary)
             except (LookupError, OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
                 self._failed = True
                 logger.warning("the word vectors cannot be loaded (%s): query words get no neighbours", exc)
@@ -129,7 +134,13 @@ class WordNeighbours:
     def related(self, word: str) -> dict[str, float]:
         """The words nearest to ``word`` with their similarity, most similar first (empty for a word not
         among the table's :data:`VOCABULARY` most frequent, a single character or a word without a
-        Chinese character). A new dict each call."""
+        Chinese character). A new dict each call. Raises ``TypeError`` for a word that is not a str."""
+        if not isinstance(word, str):
+            raise TypeError(f"word must be a str, got {type(word).__name__}")
+        return dict(self._cached(word))
+
+    def _cached(self, word: str) -> dict[str, float]:
+        """:meth:`related` without the copy (the cache's own dict: read it, never change it)."""
         if not _candidate(word):
             return {}
         with self._lock:
@@ -138,7 +149,7 @@ class WordNeighbours:
             found = self._nearest(word)
             with self._lock:
                 self._cache[word] = found
-        return dict(found)
+        return found
 
     def _nearest(self, word: str) -> dict[str, float]:
         self.prepare()
@@ -161,7 +172,7 @@ class WordNeighbours:
         """The :data:`HELD` nearest neighbours of ``word`` that ``holds`` (some memory of the user holds
         the word) and that are not in ``besides`` (words the thesaurus already gave)."""
         out: dict[str, float] = {}
-        for other, similarity in self.related(word).items():
+        for other, similarity in self._cached(word).items():
             if other not in besides and holds(other):
                 out[other] = similarity
                 if len(out) == HELD:

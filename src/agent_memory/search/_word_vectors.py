@@ -140,18 +140,28 @@ class _WordList(pickle.Unpickler):
         raise pickle.UnpicklingError(f"the word list may hold only strings, not {module}.{name}")
 
 
-#: The whole packaged table once loaded, which a table of its first rows then shares.
-_whole: list[WordVectors] = []
+@lru_cache(maxsize=1)
+def packaged_word_vectors() -> WordVectors:
+    """The vectors of the installed ``simplechinese`` package (all 435,729 words, about 0.5 s). Raises
+    :class:`data_layer.MissingPackageError` (a ``LookupError``) with the install command when it is
+    missing or its files are not what this code reads."""
+    return _read_packaged(None)
 
 
 @lru_cache(maxsize=4)
-def packaged_word_vectors(rows: int | None = None) -> WordVectors:
-    """The vectors of the installed ``simplechinese`` package; ``rows``: only the ``rows`` most frequent
-    words (what :class:`~agent_memory.search.WordNeighbours` uses: 100,000 load in about 0.15 s, all
-    435,729 in about 0.6 s). Raises :class:`data_layer.MissingPackageError` (a ``LookupError``) with the
-    install command when it is missing or its files are not what this code reads."""
-    if rows is not None and _whole:
-        return _whole[0].head(rows)
+def packaged_word_vectors_head(rows: int) -> WordVectors:
+    """The ``rows`` most frequent words of :func:`packaged_word_vectors` (what
+    :class:`~agent_memory.search.WordNeighbours` uses: 100,000 load in about 0.2 s), sharing the whole
+    table when it is loaded already. Raises ``ValueError`` unless ``rows`` is a positive int, and the
+    errors of :func:`packaged_word_vectors`."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ValueError(f"rows must be a positive int, got {rows!r}")
+    if packaged_word_vectors.cache_info().currsize:
+        return packaged_word_vectors().head(rows)
+    return _read_packaged(rows)
+
+
+def _read_packaged(rows: int | None) -> WordVectors:
     with _lock:
         try:
             files = {f.name: f for f in importlib.metadata.files(PACKAGE) or []}
@@ -163,7 +173,4 @@ def packaged_word_vectors(rows: int | None = None) -> WordVectors:
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             raise MissingPackageError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
         matrix = np.load(str(files["all_weights_64.npy"].locate()), allow_pickle=False, mmap_mode="r")
-        if rows is not None:
-            return WordVectors(words[:rows], matrix[:rows])
-        _whole[:] = [WordVectors(words, matrix)]
-        return _whole[0]
+        return WordVectors(words[:rows], matrix[:rows])
