@@ -191,7 +191,8 @@ def test_keywords_backfill_clears_the_flag(url: str) -> None:
     assert asyncio.run(pending()) == 0
 
 
-def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
+def _generic_set(tmp_path: Path) -> Path:
+    """A generic-format data set of two users: three queries of user u, each with one gold memory."""
     folder = tmp_path / "generic"
     folder.mkdir()
     docs = [
@@ -199,6 +200,7 @@ def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
         ("d2", "u", "喜欢喝手冲咖啡"),
         ("d3", "u", "The user runs a half marathon in May"),
         ("d4", "v", "MySQL is also here but for another user"),
+        ("d5", "v", "今天加班到很晚"),
     ]
     (folder / "corpus.jsonl").write_text(
         "\n".join(
@@ -206,11 +208,28 @@ def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    queries = [("q1", "u", "数据库端口"), ("q2", "u", "marathon"), ("q3", "u", "咖啡")]
+    queries = [("q1", "u", "数据库端口"), ("q2", "u", "marathon"), ("q3", "u", "今天想喝杯咖啡")]
     (folder / "queries.jsonl").write_text(
         "\n".join(json.dumps({"id": i, "user_id": u, "text": t}) for i, u, t in queries), encoding="utf-8"
     )
     (folder / "qrels.tsv").write_text("q1\td1\t1\nq2\td3\t1\nq3\td2\t1\n", encoding="utf-8")
+    return folder
+
+
+def test_bench_recall_reports_what_the_recall_block_holds(tmp_path: Path) -> None:
+    """Each message's block holds its gold memory; in the other user's memories, "今天想喝杯咖啡" shares only
+    今天 with "今天加班到很晚", and the block there stays empty."""
+    args = ["bench", "recall", "--dataset", "generic", "--data", str(_generic_set(tmp_path)), "--latency-memories", "0"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    block = json.loads(out.output)["recall_block"]
+    assert block["threshold"] == 0.5 and block["with_gold"] == 1.0
+    assert block["mean_size"] >= 1.0 and block["mean_other"] == 0.0
+    assert block["stranger_nonempty"] == 0.0 and block["stranger_mean_size"] == 0.0
+
+
+def test_bench_retrieval_generic_reports_ratio(tmp_path: Path) -> None:
+    folder = _generic_set(tmp_path)
     out = runner.invoke(app, ["bench", "retrieval", "--dataset", "generic", "--data", str(folder)])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from data_layer import SESSION_FIELD, NewMemory
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -48,3 +50,89 @@ async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(sy
     assert found[:1] == ["q1"]
     assert "a1" in found  # the answer, through its question in the same session
     assert not {"q2", "a2"} & set(found)  # the next session, a minute later, is not lifted
+
+
+# -- what a score means: the share of the message a memory covers ---------------------------------------
+
+EVERYDAY = {
+    "parents": "今天和爸妈视频，他们一直问我吃得好不好",
+    "income": "这个月的收入终于比支出多了",
+    "photos": "学校运动会我拍了好多照片",
+    "phone": "我用的手机是小米14，买了快一年",
+    "boss": "我上司身高一米八五，以前打过篮球",
+}
+
+
+async def _scores(system: Any, text: str) -> dict[str, float]:
+    """Scores by key of a search for ``text`` over :data:`EVERYDAY` (stored on the first call)."""
+    if not (await system.layer.memory.list_memories(user_id="u1")).items:
+        memories = [NewMemory(k, t, created_at=NOW - timedelta(days=2)) for k, t in EVERYDAY.items()]
+        await system.layer.memory.add_many(user_id="u1", memories=memories)
+    return {h.memory_key: h.score for h in await system.search.search(text, user_id="u1", now=NOW)}
+
+
+@pytest.mark.parametrize("message", ["主子今天胃口好多了，总算松了口气", "钱终于够了，明天就去下单任天堂的掌机"])
+async def test_a_memory_sharing_only_an_everyday_word_stays_under_the_recall_threshold(
+    system: Any, message: str
+) -> None:
+    """今天 and 终于 are all these messages share with the memories; counted over the words the memories
+    hold, such a memory covered "all" of the message and scored 0.58-0.82, over the recall's 0.5."""
+    scores = await _scores(system, message)
+    assert scores  # still listed, as a weak match
+    assert max(scores.values()) < 0.5
+
+
+@pytest.mark.parametrize("message", ["主子胃口好多了。今天好累。", "终于周五了！主子胃口好多了"])
+async def test_a_short_sentence_of_everyday_words_does_not_recall_a_memory_holding_them(
+    system: Any, message: str
+) -> None:
+    """A sentence is scored on its own only for the memories that hold one of its content words: 今天
+    and 终于 alone do not make "今天和爸妈视频……" or "这个月的收入终于……" about the cat."""
+    assert max((await _scores(system, message)).values()) < 0.5
+
+
+async def test_a_keyword_filter_is_searched_with_every_sentence_not_as_a_sentence_of_its_own(system: Any) -> None:
+    """The filter keywords are added to the searched text; after a "？" they would have been a sentence
+    of their own that every memory the filter lets through matches fully."""
+    memories = [NewMemory("port", "数据库端口改成了5433"), NewMemory("backup", "数据库每天凌晨备份")]
+    await system.layer.memory.add_many(user_id="u1", memories=memories)
+
+    async def scores(text: str) -> dict[str, float]:
+        hits = await system.search.search(text, user_id="u1", now=NOW, keywords=["数据库"])
+        return {h.memory_key: h.score for h in hits}
+
+    asked, plain = await scores("端口改成多少了？"), await scores("端口改成多少了")
+    assert asked == plain
+    assert max(asked, key=asked.get) == "port" and asked["backup"] < asked["port"] - 0.2
+
+
+async def test_a_question_keeps_its_memory_although_it_names_what_it_asks(system: Any) -> None:
+    """型号 and 多高 are what the questions ask; the memory holds the answer, not the word."""
+    assert (await _scores(system, "我的手机是什么型号来着？"))["phone"] >= 0.5
+    scores = await _scores(system, "我上司有多高来着？")
+    assert max(scores, key=scores.get) == "boss" and scores["boss"] >= 0.5
+
+
+async def test_the_last_sentence_of_a_long_message_finds_its_memory(system: Any) -> None:
+    """The question comes after two sentences of small talk: the memory answering it covers that sentence,
+    and is first; the small talk's 今天 does not lift the memory that merely says 今天 over it."""
+    message = "今天天气真好，阳光明媚，想去海边走走。昨天看的电视剧也挺好看的。对了，我上司有多高来着？"
+    scores = await _scores(system, message)
+    assert max(scores, key=scores.get) == "boss"
+    assert scores["boss"] >= 0.5 and scores.get("parents", 0.0) < 0.5
+
+
+async def test_the_recall_brings_nothing_for_a_message_about_something_else(system: Any) -> None:
+    """Seed 001's recall_memory at the default threshold: no profile or event for the cat's appetite."""
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("films", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile"),
+            NewMemory("video", "今天和爸妈视频，他们一直问我吃得好不好", memory_type="event", friend_id="xiaozhu"),
+        ],
+    )
+    request = {"query": "主子今天胃口好多了，总算松了口气", "friend_id": "xiaozhu"}
+    out = await system.recall_memory(user_id="u1", request=request)
+    assert out.profiles == [] and out.events == []
+    films = await system.recall_memory(user_id="u1", request={**request, "query": "推荐一部科幻电影吧"})
+    assert [p.content for p in films.profiles] == ["喜欢科幻电影，不喜欢恐怖片"]

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from data_layer import AgentFusionDataLayer, Scope, upgrade
+from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope, upgrade
 
 from ..recall import MemRecallAgent
 from ..search import Embedder, HybridMemorySearch
@@ -15,17 +15,25 @@ from ._datasets import BenchDataset
 from ._retrieval import load_dataset_into, metrics, percentile
 from ._synthetic import synthetic_memories, synthetic_queries
 
+#: The similarity threshold of the recall block: a user's default setting.
+BLOCK_THRESHOLD = MemoryRecallSettings().similarity_threshold
+
 
 @dataclass(frozen=True, slots=True)
 class RecallRun:
     """Ranked doc ids per query from the recall (handoff keys, then the other results) and from the
-    engine's own top results, with per-query latencies."""
+    engine's own top results, with per-query latencies; ``blocks``: the doc ids of the recall block (the
+    memories at or above :data:`BLOCK_THRESHOLD`, what the main model is given); ``stranger_blocks``:
+    how many memories the block holds when the same message is recalled in the next user's memories,
+    where none is about it."""
 
     recall_ranked: list[list[str]]
     engine_ranked: list[list[str]]
     recall_ms: list[float]
     engine_ms: list[float]
     handoffs: int
+    blocks: list[list[str]]
+    stranger_blocks: list[int]
 
 
 async def run_recall(
@@ -40,7 +48,9 @@ async def run_recall(
         key_to_doc, _ = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
             await engine.refresh(user_id=user)
+        users = sorted({d.user_id for d in dataset.docs})
         recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs = [], [], [], [], 0
+        blocks, stranger_blocks = [], []
         for q in dataset.queries:
             agent = MemRecallAgent(engine, scope=Scope.of(q.user_id, q.friend_id), now=q.now)
             t0 = time.perf_counter()
@@ -48,11 +58,16 @@ async def run_recall(
             recall_ms.append((time.perf_counter() - t0) * 1000)
             handoffs += result.handoff is not None
             recall_ranked.append([key_to_doc[(q.user_id, k)] for k in result.ranked_keys[:depth]])
+            blocks.append([key_to_doc[(q.user_id, m.memory_key)] for m in result.relevant(BLOCK_THRESHOLD)])
+            stranger = users[(users.index(q.user_id) + 1) % len(users)] if q.user_id in users else users[0]
+            if stranger != q.user_id:
+                other = await MemRecallAgent(engine, scope=Scope.of(stranger), now=q.now).recall([("user", q.text)])
+                stranger_blocks.append(len(other.relevant(BLOCK_THRESHOLD)))
             t0 = time.perf_counter()
             hits = await engine.search(q.text, user_id=q.user_id, friend_id=q.friend_id, limit=depth, now=q.now)
             engine_ms.append((time.perf_counter() - t0) * 1000)
             engine_ranked.append([key_to_doc[(q.user_id, h.memory_key)] for h in hits])
-    return RecallRun(recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs)
+    return RecallRun(recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs, blocks, stranger_blocks)
 
 
 async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict[str, float]:
@@ -93,6 +108,27 @@ def recall_report(dataset: BenchDataset, run: RecallRun, baseline: list[list[str
     result["engine"] = {"name": "hybrid-search", **engine}
     result["ratio_to_engine"] = {name: round(ours[name] / engine[name], 3) if engine[name] else None for name in ours}
     result["handoff_rate"] = round(run.handoffs / max(1, len(dataset.queries)), 4)
+    result["recall_block"] = block_report(dataset, run)
     result["latency_ms"] = {"p50": percentile(run.recall_ms, 50), "p95": percentile(run.recall_ms, 95)}
     result["engine_latency_ms"] = {"p50": percentile(run.engine_ms, 50), "p95": percentile(run.engine_ms, 95)}
     return result
+
+
+def block_report(dataset: BenchDataset, run: RecallRun) -> dict[str, float | int | None]:
+    """What the recall block (memories at or above :data:`BLOCK_THRESHOLD`) holds: the share of queries
+    whose block has a gold memory, its mean size and mean number of other memories, and, for the same
+    messages in another user's memories, the share of non-empty blocks and their mean size (every
+    memory there is unrelated: a precision figure that needs no judgement of relevance)."""
+    n = max(1, len(dataset.queries))
+    gold = [set(q.gold) for q in dataset.queries]
+    strangers = max(1, len(run.stranger_blocks))
+    return {
+        "threshold": BLOCK_THRESHOLD,
+        "with_gold": round(sum(bool(g & set(b)) for g, b in zip(gold, run.blocks, strict=True)) / n, 4),
+        "mean_size": round(sum(map(len, run.blocks)) / n, 2),
+        "mean_other": round(sum(len(set(b) - g) for g, b in zip(gold, run.blocks, strict=True)) / n, 2),
+        "stranger_nonempty": round(sum(x > 0 for x in run.stranger_blocks) / strangers, 4)
+        if run.stranger_blocks
+        else None,
+        "stranger_mean_size": round(sum(run.stranger_blocks) / strangers, 2) if run.stranger_blocks else None,
+    }

@@ -8,13 +8,13 @@ tiered keyword score (exact 1.0, prefix 0.8, synonym 0.7) and embedding similari
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from ._index import UserIndex
-from ._scoring import EXACT, PREFIX, SYNONYM, bm25_tf
+from ._scoring import EXACT, PREFIX, SYNONYM, bm25_idf, bm25_tf
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -72,24 +72,41 @@ def _bm25f_part(
 
 
 def bm25_ceiling(index: UserIndex, query: Mapping[str, int], *, idf: Mapping[str, float] | None = None) -> float:
-    """Sum of the query terms' idf: a memory holding each term about once scores about this much."""
-    return float(sum(query[t] * w for t, w in (idf if idf is not None else index.bm25_idf(query)).items()))
+    """Sum of the query terms' weights (``idf``, by default :func:`text_weights`: every term, held by a
+    memory or not): a memory holding each term about once scores about this much."""
+    return float(sum(query[t] * w for t, w in (idf if idf is not None else text_weights(index, query)).items()))
 
 
-def tfidf_cosine(index: UserIndex, query: Mapping[str, int], *, smooth: bool = True) -> FloatArray:
-    """Cosine of sublinear tf-idf vectors (idf ``ln((1+N)/(1+df))+1``), plus 0.5/0.25 of the neighbours'."""
+def tfidf_cosine(
+    index: UserIndex,
+    query: Mapping[str, int],
+    *,
+    smooth: bool = True,
+    informativeness: Callable[[str], float] | None = None,
+    unheld: Callable[[str], float] | None = None,
+) -> FloatArray:
+    """Cosine of sublinear tf-idf vectors (idf ``ln((1+N)/(1+df))+1``), plus 0.5/0.25 of the neighbours'.
+
+    Every query term is a dimension of the query vector, also one no memory holds: a memory sharing one
+    word of a six-word message is not an exact match because the memories know nothing of the other
+    five. Such a term has no idf here; it weighs the mean idf of the query's terms the memories hold,
+    times ``unheld(term)`` (see :func:`text_weights`). ``informativeness`` (``term -> 0-1``) scales
+    each query term.
+    """
     dots = np.zeros(index.capacity, dtype=np.float64)
     if not query or index.size == 0:
         return dots
+    held = {t: index.tfidf_idf(df) for t in query if (df := index.document_frequency(t)) > 0}
+    typical = sum(held.values()) / len(held) if held else 0.0
     q_norm = 0.0
     for term, count in query.items():
-        postings = index.postings(term)
+        idf = held[term] if term in held else typical * (unheld(term) if unheld is not None else 1.0)
+        wq = (1.0 + math.log(count)) * idf * (informativeness(term) if informativeness is not None else 1.0)
+        q_norm += wq * wq
+        postings = index.postings(term) if term in held else None
         if postings is None:
             continue
         slots, tf = postings
-        idf = index.tfidf_idf(len(slots))
-        wq = (1.0 + math.log(count)) * idf
-        q_norm += wq * wq
         dots[slots] += wq * (1.0 + np.log(tf)) * idf
     if q_norm <= 0:
         return dots
@@ -100,6 +117,49 @@ def tfidf_cosine(index: UserIndex, query: Mapping[str, int], *, smooth: bool = T
         return cos
     hit = np.flatnonzero(cos)
     return cos + index.spread(hit, cos[hit])
+
+
+def query_weights(
+    index: UserIndex, query: Mapping[str, int], informativeness: Callable[[str], float] | None = None
+) -> dict[str, float]:
+    """The weight of every query term in the keyword tiers: its BM25 idf over the user's memories times
+    its general ``informativeness`` (``term -> 0-1``, e.g. :func:`agent_memory.text.informativeness`).
+
+    A term no memory holds gets the idf of a document frequency of 0, the highest: it can still match by
+    prefix, synonym or a word near in meaning (主子 -> 猫), and such a match is worth as much as a rare word.
+    """
+    terms = list(query)
+    idf = bm25_idf(index.size, [index.document_frequency(t) for t in terms]).tolist()
+    if informativeness is None:
+        return dict(zip(terms, idf, strict=True))
+    return {t: w * informativeness(t) for t, w in zip(terms, idf, strict=True)}
+
+
+def text_weights(
+    index: UserIndex,
+    query: Mapping[str, int],
+    informativeness: Callable[[str], float] | None = None,
+    unheld: Callable[[str], float] | None = None,
+) -> dict[str, float]:
+    """The weight of every query term in the text score's ceiling (:func:`bm25_ceiling`): BM25 idf times
+    ``informativeness`` for a term some memory holds; a term none holds weighs the mean idf of the held
+    ones times ``unheld(term)`` (e.g. :func:`agent_memory.text.unheld_weight`) and its informativeness.
+
+    Counting every term is what gives a score its absolute meaning: when the memories hold only 今天 of
+    "主子今天胃口好多了", a memory holding 今天 covers a small part of the message, not all of it (counted
+    over the held terms alone, it scored like an exact match). A term no memory holds says nothing about
+    which memory matches, and is often what a question asks for (型号 in "我的手机是什么型号"), so it
+    weighs as a typical word of the query, not as the rarest possible one; a word saying what is done or
+    when (准备, 越来越) weighs less than one naming a thing the memories do not know (主子, 胃口).
+    """
+    terms = list(query)
+    dfs = [index.document_frequency(t) for t in terms]
+    idf = bm25_idf(index.size, dfs).tolist()
+    held = [w for w, df in zip(idf, dfs, strict=True) if df > 0]
+    typical = sum(held) / len(held) if held else 0.0
+    weigh = informativeness or (lambda _: 1.0)
+    less = unheld or (lambda _: 1.0)
+    return {t: (w if df > 0 else typical * less(t)) * weigh(t) for t, w, df in zip(terms, idf, dfs, strict=True)}
 
 
 def _min_prefix(term: str) -> int:

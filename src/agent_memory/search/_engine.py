@@ -29,7 +29,7 @@ from cachetools import TTLCache
 
 from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
-from ..text import Thesaurus, cilin_thesaurus
+from ..text import Thesaurus, cilin_thesaurus, unheld_weight
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
@@ -231,9 +231,11 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return stale
 
     async def warm_up(self) -> None:
-        """Load the tokenizer's dictionaries and the word neighbours' vectors (together about a second, once
-        per process) before the first search needs them; a server calls it at start."""
+        """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`) and the
+        word neighbours' vectors (together about a second, once per process) before the first search needs
+        them; a server calls it at start."""
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
+        await asyncio.to_thread(unheld_weight, "预热")
         if self.neighbours is not None:
             await asyncio.to_thread(self.neighbours.prepare)
 

@@ -6,13 +6,17 @@
   the keyword rule is in :class:`SearchQuery`); a query of nothing but a time ("上周", "最近") relates
   every candidate of that time fully and skips the word stages (:meth:`SearchQuery.time_alone`);
 - ``lexical``: the keyword tiers (exact 1.0, prefix 0.8, synonym 0.7 x similarity) and the text score
-  (BM25F over a memory and its conversation neighbours, averaged with the tf-idf cosine);
+  (BM25F over a memory and its conversation neighbours, averaged with the tf-idf cosine), of the whole
+  message and of each sentence, the best per memory; a query word weighs its idf over the user's
+  memories times its general informativeness (今天 little, 魔术 much), and every word counts, also one
+  no memory holds, so a score is the share of the message (or of one sentence) a memory covers;
 - ``semantic``: embedding similarity of the 1,000 candidates nearest in meaning (semantic mode, or its
   share of the text score in hybrid);
 - ``fuse``: relevance ``(w_kw * keyword + w_text * text) / (w_kw + w_text)`` (keyword mode: keyword only);
 - ``feedback``: the three best memories lift memories sharing their heaviest other terms;
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
-  (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered);
+  (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered;
+  the recall's similarity threshold is on this scale);
   recency measures the age from now, or, when the query names a time ("上周", "on 7 July, 2023"), the
   distance to that time (0 inside it): the question asks about then, not about the newest memory; a
   date written out also weighs the relevance by that distance, measured in the date's span;
@@ -35,11 +39,12 @@ import numpy.typing as npt
 
 from data_layer import MemoryRecord
 
-from ..text import TimeRange
+from ..text import TimeRange, content_word, informativeness, unheld_weight
 from . import _components as c
 from ._index import UserIndex
+from ._parts import sentence_parts
 from ._query import SearchQuery
-from ._scoring import bm25_idf, calibrate, normalize_bm25, recency, relevance, top_k, with_time
+from ._scoring import calibrate, normalize_bm25, recency, relevance, top_k, with_time
 
 if TYPE_CHECKING:
     from ._engine import HybridMemorySearch
@@ -151,13 +156,13 @@ class Pipeline:
             return []
         alone = self.period = query.time_alone()
         lexical = query.mode != "semantic" and bool(terms) and alone is None
-        idf = self.index.bm25_idf(terms) if lexical else {}  # terms found in the index only
+        weights = c.query_weights(self.index, terms, informativeness) if lexical else {}
         if alone is not None:  # a time alone: every memory of that time matches it fully
             self.expanded = ()
             rel = np.where(mask & self.index.mask(start=alone.start, end=alone.end), 1.0, 0.0)
         else:
             if lexical:
-                self.lexical(query, terms, idf, synonyms)
+                self.lexical(query, terms, weights, synonyms)
             if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
                 await self.semantic(query, mask)
             rel = np.where(mask, self.fuse(query), 0.0)
@@ -170,7 +175,7 @@ class Pipeline:
         records = await self.engine._records(query.scope.user_id, self.index, ordered)
         rank, ordered = self.rank(query, scores, records, ordered)
         if lexical:
-            ordered = self.coverage(rank, idf, ordered)
+            ordered = self.coverage(rank, weights, ordered)
         return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
 
     # -- stages ------------------------------------------------------------------------------------
@@ -205,16 +210,58 @@ class Pipeline:
         self,
         query: SearchQuery,
         terms: Mapping[str, int],
-        idf: Mapping[str, float],
+        weights: Mapping[str, float],
         synonyms: Mapping[str, Mapping[str, float]],
     ) -> None:
-        """Keyword tiers (every query term weighs, found or not) and, in hybrid mode, the text score."""
-        found = [self.index.document_frequency(t) for t in terms]
-        weights = dict(zip(terms, bm25_idf(self.index.size, found).tolist(), strict=True))
-        self.keyword = c.keyword_tiers(self.index, weights, synonyms=dict(synonyms))
-        if query.mode == "hybrid":
-            bm = normalize_bm25(c.bm25f(self.index, terms, idf=idf), c.bm25_ceiling(self.index, terms, idf=idf))
-            self.text = 0.5 * bm + 0.5 * np.minimum(1.0, c.tfidf_cosine(self.index, terms))
+        """Keyword tiers and, in hybrid mode, the text score, of the whole message and of each of its
+        sentences (:func:`~._parts.sentence_parts`); each memory keeps those of the part it matches best.
+
+        Every term of a part weighs in both scores, held by a memory or not (``weights``: keyword weights
+        of :func:`~._components.query_weights`; the text ceiling: :func:`~._components.text_weights`),
+        so a memory matching one everyday word of a message scores low, and the memory answering the
+        last sentence of a long message scores as it would for that sentence alone. A sentence counts
+        for a memory only when the memory matches one of its content words (a thing or quality,
+        :func:`~agent_memory.text.content_word`): "今天呢？主子胃口好多了" is not answered by a memory
+        that says 今天. The filter keywords are searched with every sentence."""
+        tokenizer = self.engine.analyzer.tokenizer
+        extra = c.query_terms(tokenizer.tokens(" ".join(query.keywords or ())))
+        common = {t: n for t, n in extra.items() if t in terms}
+        parts = sentence_parts(query.message or query.text, tokenizer.tokens, terms=terms, common=common)
+        self.keyword, self.text = self._part(query, terms, weights, synonyms)
+        if not parts:
+            return
+        best = self._relevance(query, self.keyword, self.text)
+        for part in parts:
+            content = {t: weights[t] for t in part if content_word(t)}
+            if not content:
+                continue
+            keyword, text = self._part(query, part, weights, synonyms)
+            said = c.keyword_tiers(self.index, content, synonyms=dict(synonyms)) > 0
+            better = said & (self._relevance(query, keyword, text) > best)
+            best = np.where(better, self._relevance(query, keyword, text), best)
+            self.keyword = np.where(better, keyword, self.keyword)
+            self.text = np.where(better, text, self.text)
+
+    def _relevance(self, query: SearchQuery, keyword: FloatArray, text: FloatArray) -> FloatArray:
+        return relevance(keyword, text, self.engine.weights) if query.mode == "hybrid" else keyword
+
+    def _part(
+        self,
+        query: SearchQuery,
+        part: Mapping[str, int],
+        weights: Mapping[str, float],
+        synonyms: Mapping[str, Mapping[str, float]],
+    ) -> tuple[FloatArray, FloatArray]:
+        """``(keyword tiers, text score)`` of the query terms ``part`` (the text score only in hybrid mode)."""
+        own = {t: weights[t] for t in part}
+        keyword = c.keyword_tiers(self.index, own, synonyms=dict(synonyms))
+        if query.mode != "hybrid":
+            return keyword, self.text
+        held = {t: w for t, w in own.items() if self.index.document_frequency(t) > 0}
+        ceiling = c.bm25_ceiling(self.index, part, idf=c.text_weights(self.index, part, informativeness, unheld_weight))
+        bm = normalize_bm25(c.bm25f(self.index, part, idf=held), ceiling)
+        cosine = c.tfidf_cosine(self.index, part, informativeness=informativeness, unheld=unheld_weight)
+        return keyword, 0.5 * bm + 0.5 * np.minimum(1.0, cosine)
 
     async def semantic(self, query: SearchQuery, mask: npt.NDArray[np.bool_]) -> None:
         """Embedding similarity of the :data:`SEMANTIC_DEPTH` nearest candidates; in hybrid mode it takes
@@ -309,11 +356,11 @@ class Pipeline:
         keys = {i: self.index.tie_key(i) for i in rank}
         return rank, sorted(rank, key=lambda s: (-rank[s], -round(float(scores[s]), 9), keys[s]))
 
-    def coverage(self, rank: Mapping[int, float], idf: Mapping[str, float], ordered: list[int]) -> list[int]:
+    def coverage(self, rank: Mapping[int, float], weights: Mapping[str, float], ordered: list[int]) -> list[int]:
         """Greedy coverage re-rank of the ranked candidates."""
         vector = np.zeros(self.index.capacity)
         vector[ordered] = [rank[s] for s in ordered]
-        return c.coverage_rerank(self.index, vector, idf, ordered)
+        return c.coverage_rerank(self.index, vector, weights, ordered)
 
     def _hit(self, slot: int, record: MemoryRecord, scores: FloatArray, rank: Mapping[int, float]) -> SearchHit:
         return SearchHit(

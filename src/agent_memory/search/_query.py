@@ -78,6 +78,9 @@ class SearchQuery:
     named: TimeRange | None = None
     #: every time expression of the text, in reading order (read once by :meth:`build`)
     spans: tuple[TimeRange, ...] = field(default=(), compare=False, repr=False)
+    #: the message alone, without the ``keywords`` added to :attr:`text` (split into sentences by the
+    #: search; the keywords go with every sentence); empty: the text
+    message: str = field(default="", compare=False, repr=False)
 
     @classmethod
     def build(
@@ -130,6 +133,7 @@ class SearchQuery:
                 hi = min(hi, asked.end) if hi else asked.end
         return cls(
             text=text,
+            message=query.strip(),
             scope=scope,
             mode=chosen,  # type: ignore[arg-type]
             keywords=filter_words,

@@ -99,7 +99,9 @@ def with_time(relevance_: npt.ArrayLike, recency_: npt.ArrayLike, weights: Fusio
 def calibrate(score: npt.ArrayLike) -> FloatArray:
     """The reported score ``1 - (1 - s)^3`` of a time-weighted relevance ``s`` in 0-1.
 
-    ``s`` is about the share of the query's (idf-weighted) words a memory covers. Cubing the
+    ``s`` is about the share of the query's weighted words a memory covers (each word weighs its idf
+    times its general informativeness; every word counts, also one no memory holds; of the whole
+    message or of its sentence the memory matches best, see ``Pipeline.lexical``). Cubing the
     shortfall keeps the order and puts the scale where thresholds read as the seeds use them: a
     memory holding a fifth of what the message asks about scores 0.5 (related), a third 0.7, half
     of it 0.87 (strong), all of it 1; an unrelated memory 0. Every threshold (``min_relevance_score``,

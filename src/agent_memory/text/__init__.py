@@ -5,6 +5,7 @@
 ['databas', '配置']
 """
 
+from ._informativeness import content_word, informativeness, unheld_weight
 from ._keywords import MEMORY_KEYWORDS_PROMPT, TYPE_KEYWORDS, KeywordExtractor, KeywordType, QueryKeyword
 from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
 from ._scan import ScanBudget
@@ -37,14 +38,17 @@ __all__ = [
     "Tokenizer",
     "asked_range",
     "cilin_thesaurus",
+    "content_word",
     "ensure_jieba",
     "fold",
     "has_cjk",
+    "informativeness",
     "is_cjk",
     "is_cjk_word",
     "named_range",
     "named_time_range",
     "parse_time_expressions",
     "query_time_range",
+    "unheld_weight",
     "zh_number",
 ]

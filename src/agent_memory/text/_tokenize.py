@@ -105,7 +105,7 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v7"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v8"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
@@ -164,7 +164,9 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
             for word in words:
                 if word.strip():
                     for part in _without_particle(word):
-                        out.extend((w, True) for w in _decompose(part, search_mode))
+                        # a question or function word is not a compound: 啥时候 does not give 时候
+                        whole = part in _stopwords.CHINESE
+                        out.extend((w, True) for w in ((part,) if whole else _decompose(part, search_mode)))
         else:
             out.append((run, False))
     return tuple(out)
