@@ -122,6 +122,35 @@ async def test_the_last_sentence_of_a_long_message_finds_its_memory(system: Any)
     assert scores["boss"] >= 0.5 and scores.get("parents", 0.0) < 0.5
 
 
+async def test_a_word_of_the_message_counts_once_not_again_inside_its_compound(system: Any) -> None:
+    """Search-mode tokens of 今天天气 are 今天天气, 今天, 天天 and 天气. A memory saying only 今天 matched 今天,
+    and through it the compound at the prefix tier: it covered most of "今天天气真好" (0.72) and passed
+    the answer to the question that follows."""
+    scores = await _scores(system, "今天天气真好……对了，我上司有多高来着？")
+    assert max(scores, key=scores.get) == "boss" and scores["boss"] >= 0.5
+    assert scores["parents"] < 0.5
+
+
+async def test_a_memory_holding_the_compound_or_its_head_still_matches_it(system: Any) -> None:
+    """Counting a word once leaves the compound's own matches: the memory holding 今天天气 covers the
+    message, the one holding 天气 (the head) part of it, the one saying only 今天 stays under the recall
+    threshold (0.70 when 今天 also matched the compound), and a prefix not in the message still counts."""
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("weather", "今天天气不错，适合去公园跑步", created_at=NOW - timedelta(days=2)),
+            NewMemory("forecast", "天气预报说周末有大雨", created_at=NOW - timedelta(days=2)),
+            NewMemory("video", "今天和爸妈视频，他们一直问我吃得好不好", created_at=NOW - timedelta(days=2)),
+        ],
+    )
+    hits = await system.search.search("今天天气怎么样", user_id="u1", now=NOW)
+    scores = {h.memory_key: h.score for h in hits}
+    assert hits[0].memory_key == "weather" and scores["weather"] >= 0.87
+    assert 0.0 < scores["forecast"] < 0.5 and scores["video"] < 0.5
+    prefix = {h.memory_key: h.score for h in await system.search.search("天气", user_id="u1", now=NOW)}
+    assert prefix["forecast"] >= 0.87 and prefix["weather"] >= 0.87  # 天气预报 starts with 天气
+
+
 async def test_the_recall_brings_nothing_for_a_message_about_something_else(system: Any) -> None:
     """Seed 001's recall_memory at the default threshold: no profile or event for the cat's appetite."""
     await system.layer.memory.add_many(

@@ -8,7 +8,7 @@ tiered keyword score (exact 1.0, prefix 0.8, synonym 0.7) and embedding similari
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -171,6 +171,7 @@ def keyword_tiers(
     query: Mapping[str, float],
     *,
     synonyms: Mapping[str, Mapping[str, float]] | None = None,
+    words: Collection[str] | None = None,
 ) -> FloatArray:
     """Weighted keyword coverage in 0-1: ``sum_q w_q * best_q / sum_q w_q``.
 
@@ -178,29 +179,45 @@ def keyword_tiers(
     keyword's weight; a neighbour's match counts half): exact 1.0, prefix 0.8, synonym 0.7 times the
     synonym's similarity. ``query`` maps query terms to weights (idf), ``synonyms`` maps a query term
     to ``{synonym: similarity}``.
+
+    ``words`` are all the terms of the message (default: ``query``'s). A word of the message is counted
+    once, as itself: it is not also a prefix or compound match of another term. Search-mode tokens of
+    "今天天气真好" are 今天天气, 今天, 天天, 天气; a memory saying only 今天 matched 今天 and, through it,
+    the compound at the prefix tier, and so covered most of a message about the weather.
+
+    >>> sorted(_siblings("今天天气", ["今天天气", "今天", "天天", "天气", "真好"]))
+    ['今天', '天天', '天气']
     """
     total = sum(query.values())
     scores = np.zeros(index.capacity, dtype=np.float64)
     if total <= 0 or index.size == 0:
         return scores
     synonyms = synonyms or {}
+    every = tuple(query) if words is None else tuple(words)
     for term, weight in query.items():
         similar = synonyms.get(term, {})
-        key = ("tiers", term, tuple(sorted(similar.items())))
-        part = index.memo(key, lambda t=term, s=similar: _tier_part(index, t, s))  # type: ignore[misc]
+        skip = _siblings(term, every)
+        key = ("tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
+        part = index.memo(key, lambda t=term, s=similar, k=skip: _tier_part(index, t, s, k))  # type: ignore[misc]
         if part is not None:
             hit, best = part
             scores[hit] += weight * best  # the same sums as adding the dense vector (zeros elsewhere)
     return scores / total
 
 
+def _siblings(term: str, words: Iterable[str]) -> frozenset[str]:
+    """The other words of the message that ``term`` contains or that contain it."""
+    return frozenset(w for w in words if w != term and (w in term or term in w))
+
+
 def _tier_part(
-    index: UserIndex, term: str, similar: Mapping[str, float]
+    index: UserIndex, term: str, similar: Mapping[str, float], skip: Collection[str] = ()
 ) -> tuple[npt.NDArray[np.int64], FloatArray] | None:
-    """``(slots, best tier)`` of one query term (a neighbour's match counts half), or ``None``."""
+    """``(slots, best tier)`` of one query term (a neighbour's match counts half), or ``None``; the
+    prefix and compound matches leave out ``skip`` (words the message weighs on their own)."""
     best = np.zeros(index.capacity, dtype=np.float64)
     candidates: list[tuple[str, float]] = [(term, EXACT)]
-    candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term))]
+    candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term)) if t not in skip]
     candidates += [(s, SYNONYM * sim) for s, sim in similar.items() if s != term]
     for word, tier in candidates:
         for slots, values in _presence(index, word):
