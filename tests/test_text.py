@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+
+from data_layer import NewMemory
 
 from agent_memory.text import (
     KeywordExtractor,
@@ -39,6 +42,28 @@ def test_rare_single_characters_are_kept() -> None:
 def test_search_mode_adds_inner_words() -> None:
     assert "数据" in Tokenizer(search_mode=True).tokens("数据库")
     assert Tokenizer(search_mode=True).name != Tokenizer().name
+
+
+@pytest.mark.parametrize(
+    ("text", "parts", "not_parts"),
+    [
+        ("今天天气真好", ["今天天气", "今天", "天气"], ["天天"]),  # 天天 runs across 今天 | 天气
+        ("周末天气预报", ["天气预报", "天气", "预报"], []),
+        ("科幻电影", ["科幻电影", "电影"], []),
+    ],
+)
+def test_a_rare_compound_gives_the_words_it_is_made_of_not_one_across_them(
+    text: str, parts: list[str], not_parts: list[str]
+) -> None:
+    tokens = Tokenizer().tokens(text)
+    assert all(p in tokens for p in parts) and not set(not_parts) & set(tokens)
+
+
+async def test_a_memory_about_the_weather_is_not_found_by_a_word_across_its_compound(system: Any) -> None:
+    """Stored and searched terms alike: "今天天气不错" does not hold 天天 (every day), and still holds 天气."""
+    await system.layer.memory.add_many(user_id="u1", memories=[NewMemory("w", "今天天气不错，适合去公园跑步")])
+    assert await system.search.search("天天加班好累", user_id="u1") == []
+    assert [h.memory_key for h in await system.search.search("天气", user_id="u1")] == ["w"]
 
 
 def test_query_and_memory_meet_across_widths() -> None:

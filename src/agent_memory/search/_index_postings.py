@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ..text import dictionary_cuts
+
 if TYPE_CHECKING:
     from ._index import IndexedMemory
 
@@ -61,7 +63,12 @@ class _Postings:
 
 
 def _inner_words(term: str) -> list[str]:
-    """Substrings of 2+ characters inside a Chinese term of 3 to 8 characters (科幻电影 -> 科幻, 幻电, 电影, ...)."""
+    """Substrings of 2+ characters inside a Chinese term of 3 to 8 characters (科幻电影 -> 科幻, 电影, ...),
+    but none that runs across the words the term is made of (幻电; 天天 in 今天天气, which would let
+    "天天加班" find a memory about the weather; :func:`~agent_memory.text.dictionary_cuts`)."""
     if not 3 <= len(term) <= 8 or not all("\u3400" <= ch <= "\u9fff" for ch in term):
         return []
-    return [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1) if j - i < len(term)]
+    n, cuts = len(term), dictionary_cuts(term)
+    return [
+        term[i:j] for i in range(n) for j in range(i + 2, n + 1) if j - i < n and not any(i < cut < j for cut in cuts)
+    ]

@@ -21,7 +21,7 @@ from ._time_expressions import (
     query_time_range,
     zh_number,
 )
-from ._tokenize import Tokenizer, ensure_jieba, is_cjk_word
+from ._tokenize import Tokenizer, dictionary_cuts, ensure_jieba, is_cjk_word
 
 __all__ = [
     "CHINESE_STOP_WORDS",
@@ -39,6 +39,7 @@ __all__ = [
     "asked_range",
     "cilin_thesaurus",
     "content_word",
+    "dictionary_cuts",
     "ensure_jieba",
     "fold",
     "has_cjk",

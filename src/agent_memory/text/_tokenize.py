@@ -16,6 +16,7 @@ import marshal
 import re
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -105,7 +106,7 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v8"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v9"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
@@ -228,13 +229,50 @@ def _decompose(word: str, search_mode: bool) -> tuple[str, ...]:
     if count >= RARE_WORD_FREQ:
         return (word,)
     floor = max(RARE_WORD_FREQ, INNER_WORD_RATIO * count)  # 马拉松 (80) is not 马拉 (116) + 松
-    inner = [
-        word[i : i + n]
+    spans = [
+        (i, i + n)
         for n in range(len(word) - 1, 1, -1)
         for i in range(len(word) - n + 1)
         if freq.get(word[i : i + n], 0) >= floor
     ]
+    cuts = _tiling(len(word), spans)
+    inner = (word[a:b] for a, b in spans if not any(a < cut < b for cut in cuts))
     return (word, *dict.fromkeys(inner))
+
+
+def dictionary_cuts(word: str) -> tuple[int, ...]:
+    """Where a Chinese compound splits into the fewest words of jieba's dictionary (two or more
+    characters each), or ``()`` when no such words make it up end to end.
+
+    >>> dictionary_cuts("今天天气")
+    (2,)
+
+    A piece of the compound that runs across a cut (天天 in 今天天气) is not one of its words.
+    """
+    ensure_jieba()
+    freq = jieba.dt.FREQ
+    n = len(word)
+    spans = [(i, j) for i in range(n) for j in range(i + 2, n + 1) if j - i < n and freq.get(word[i:j], 0) > 0]
+    return _tiling(n, spans)
+
+
+def _tiling(length: int, spans: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """The inner cuts of the fewest ``spans`` that cover ``0..length`` end to end, or ``()`` if none do.
+
+    A word that runs across such a cut is not part of the compound: 今天天气 is 今天 + 天气, and the 天天
+    in its middle would make a memory about the weather match "天天加班".
+
+    >>> _tiling(4, [(0, 2), (1, 3), (2, 4)])
+    (2,)
+    >>> _tiling(3, [(0, 2), (1, 3)])
+    ()
+    """
+    fewest: dict[int, tuple[int, ...]] = {0: ()}
+    for end in range(1, length + 1):
+        options = [fewest[a] + (a,) for a, b in spans if b == end and a in fewest]
+        if options:
+            fewest[end] = min(options, key=len)
+    return tuple(cut for cut in fewest.get(length, ()) if cut > 0)
 
 
 @lru_cache(maxsize=32_768)
