@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from data_layer import NewMemory
-
 from agent_memory.text import (
     KeywordExtractor,
     Tokenizer,
@@ -18,6 +16,7 @@ from agent_memory.text import (
     parse_time_expressions,
     query_time_range,
 )
+from data_layer import NewMemory
 from scripted import replay
 
 NOW = datetime(2024, 5, 15, 10, 30, tzinfo=UTC)  # a Wednesday
