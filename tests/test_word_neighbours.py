@@ -63,6 +63,23 @@ def test_a_words_neighbours_are_the_nearest_words_over_the_cosine() -> None:
     assert "电影" not in neighbours.related("打坐")
 
 
+def test_words_looked_up_together_get_what_each_gets_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long message's new words are looked up in batches (one matrix product each), not one by one."""
+    words = ["打坐", "冥想", "静坐", "练习", "电影", "猫", "abc", "未知词", "打坐"]
+    alone = {w: WordNeighbours(TABLE).related(w) for w in words}
+    monkeypatch.setattr(wn, "BATCH", 2)  # several batches
+    together = WordNeighbours(TABLE)
+    together.prefetch(words)
+
+    def looked_up_again(word: str) -> dict[str, float]:
+        raise AssertionError(f"{word} was not looked up with the others")
+
+    monkeypatch.setattr(together, "_nearest", looked_up_again)
+    for word in words:
+        assert together.related(word) == pytest.approx(alone[word], abs=1e-4)
+    assert list(together.related("打坐")) == ["冥想", "静坐", "练习"]
+
+
 def test_held_neighbours_are_the_users_words_the_thesaurus_did_not_give(monkeypatch: pytest.MonkeyPatch) -> None:
     neighbours = WordNeighbours(TABLE)
     assert neighbours.held("打坐", {"静坐", "练习", "电影"}.__contains__) == {
