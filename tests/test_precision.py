@@ -123,9 +123,9 @@ async def test_the_last_sentence_of_a_long_message_finds_its_memory(system: Any)
 
 
 async def test_a_word_of_the_message_counts_once_not_again_inside_its_compound(system: Any) -> None:
-    """Search-mode tokens of 今天天气 are 今天天气, 今天, 天天 and 天气. A memory saying only 今天 matched 今天,
-    and through it the compound at the prefix tier: it covered most of "今天天气真好" (0.72) and passed
-    the answer to the question that follows."""
+    """A rare compound is searched as itself and its words (今天天气 was 今天天气, 今天, 天天 and 天气). A memory
+    saying only 今天 matched 今天, and through it the compound at the prefix tier: it covered most of
+    "今天天气真好" (0.72) and passed the answer to the question that follows."""
     scores = await _scores(system, "今天天气真好……对了，我上司有多高来着？")
     assert max(scores, key=scores.get) == "boss" and scores["boss"] >= 0.5
     assert scores.get("parents", 0.0) < 0.5

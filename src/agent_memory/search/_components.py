@@ -181,12 +181,12 @@ def keyword_tiers(
     to ``{synonym: similarity}``.
 
     ``words`` are all the terms of the message (default: ``query``'s). A word of the message is counted
-    once, as itself: it is not also a prefix or compound match of another term. Search-mode tokens of
-    "今天天气真好" are 今天天气, 今天, 天天, 天气; a memory saying only 今天 matched 今天 and, through it,
-    the compound at the prefix tier, and so covered most of a message about the weather.
+    once, as itself: it is not also a prefix or compound match of another term. The terms of "天气预报准吗"
+    are 天气预报, 天气, 预报 (a rare compound and its words); a memory saying only 天气 matched 天气 and,
+    through it, the compound at the prefix tier, and so covered two of the three words rather than one.
 
-    >>> sorted(_siblings("今天天气", ["今天天气", "今天", "天天", "天气", "真好"]))
-    ['今天', '天天', '天气']
+    >>> sorted(_siblings("天气预报", ["天气预报", "天气", "预报", "准"]))
+    ['天气', '预报']
     """
     total = sum(query.values())
     scores = np.zeros(index.capacity, dtype=np.float64)
