@@ -63,11 +63,16 @@ EVERYDAY = {
 }
 
 
+async def _store(system: Any, texts: dict[str, str]) -> None:
+    """Store ``{key: text}`` for u1, written two days before :data:`NOW`."""
+    memories = [NewMemory(k, t, created_at=NOW - timedelta(days=2)) for k, t in texts.items()]
+    await system.layer.memory.add_many(user_id="u1", memories=memories)
+
+
 async def _scores(system: Any, text: str) -> dict[str, float]:
     """Scores by key of a search for ``text`` over :data:`EVERYDAY` (stored on the first call)."""
     if not (await system.layer.memory.list_memories(user_id="u1")).items:
-        memories = [NewMemory(k, t, created_at=NOW - timedelta(days=2)) for k, t in EVERYDAY.items()]
-        await system.layer.memory.add_many(user_id="u1", memories=memories)
+        await _store(system, EVERYDAY)
     return {h.memory_key: h.score for h in await system.search.search(text, user_id="u1", now=NOW)}
 
 
@@ -136,14 +141,8 @@ async def test_a_memory_holding_the_compound_or_its_head_still_matches_it(system
     message, the one holding 天气 (the head) part of it, the one saying only 今天 less and under the recall
     threshold (0.70 when 今天 also matched the compound, and 一直 the 天天 across 今天 | 天气), and a prefix
     not in the message still counts."""
-    await system.layer.memory.add_many(
-        user_id="u1",
-        memories=[
-            NewMemory("weather", "今天天气不错，适合去公园跑步", created_at=NOW - timedelta(days=2)),
-            NewMemory("forecast", "天气预报说周末有大雨", created_at=NOW - timedelta(days=2)),
-            NewMemory("video", "今天和爸妈视频，他们一直问我吃得好不好", created_at=NOW - timedelta(days=2)),
-        ],
-    )
+    await _store(system, {"weather": "今天天气不错，适合去公园跑步", "forecast": "天气预报说周末有大雨",
+                          "video": "今天和爸妈视频，他们一直问我吃得好不好"})  # fmt: skip
     hits = await system.search.search("今天天气怎么样", user_id="u1", now=NOW)
     scores = {h.memory_key: h.score for h in hits}
     assert [h.memory_key for h in hits][:2] == ["weather", "forecast"]
@@ -158,14 +157,8 @@ async def test_a_time_counted_from_now_is_no_word_a_memory_shares(system: Any, m
     """A memory's 今天, 最近 or 刚才 is the time it was said, the message's is now: "今天和爸妈视频……" is not
     about today's weather (it scored 0.72), nor "……最近不爱吃饭" about work (0.68). The time a message
     names is read apart and weighs by date (see test_search)."""
-    await system.layer.memory.add_many(
-        user_id="u1",
-        memories=[
-            NewMemory("video", "今天和爸妈视频，他们一直问我吃得好不好", created_at=NOW - timedelta(days=2)),
-            NewMemory("cat", "我家猫叫主子，三岁了，最近不爱吃饭", created_at=NOW - timedelta(days=2)),
-            NewMemory("late", "刚才开会又拖堂了", created_at=NOW - timedelta(days=2)),
-        ],
-    )
+    await _store(system, {"video": "今天和爸妈视频，他们一直问我吃得好不好",
+                          "cat": "我家猫叫主子，三岁了，最近不爱吃饭", "late": "刚才开会又拖堂了"})  # fmt: skip
     hits = await system.search.search(message, user_id="u1", now=NOW)
     assert all(h.score < 0.3 for h in hits)
 

@@ -11,6 +11,7 @@ import pytest
 from agent_memory.text import (
     KeywordExtractor,
     Tokenizer,
+    dictionary_cuts,
     fold,
     named_time_range,
     parse_time_expressions,
@@ -57,6 +58,15 @@ def test_a_rare_compound_gives_the_words_it_is_made_of_not_one_across_them(
 ) -> None:
     tokens = Tokenizer().tokens(text)
     assert all(p in tokens for p in parts) and not set(not_parts) & set(tokens)
+
+
+def test_dictionary_cuts_split_a_compound_into_its_fewest_words() -> None:
+    assert dictionary_cuts("今天天气") == (2,)
+    assert dictionary_cuts("今天天气" * 3) == (4, 8)  # the fewest words: 今天天气 itself is one
+    assert dictionary_cuts("数据库") == ()  # 数据 + 库: no two-character words make it up
+    assert dictionary_cuts("") == () and dictionary_cuts("abc") == ()
+    with pytest.raises(TypeError, match="word must be a str, got int"):
+        dictionary_cuts(42)  # type: ignore[arg-type]
 
 
 async def test_a_memory_about_the_weather_is_not_found_by_a_word_across_its_compound(system: Any) -> None:

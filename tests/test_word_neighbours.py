@@ -71,13 +71,24 @@ def test_words_looked_up_together_get_what_each_gets_alone(monkeypatch: pytest.M
     together = WordNeighbours(TABLE)
     together.prefetch(words)
 
-    def looked_up_again(word: str) -> dict[str, float]:
+    def looked_up_again(word: str, sims: Any) -> dict[str, float]:
         raise AssertionError(f"{word} was not looked up with the others")
 
-    monkeypatch.setattr(together, "_nearest", looked_up_again)
+    monkeypatch.setattr(together, "_select", looked_up_again)
     for word in words:
         assert together.related(word) == pytest.approx(alone[word], abs=1e-4)
     assert list(together.related("打坐")) == ["冥想", "静坐", "练习"]
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [("打坐", "such as a list, got str"), (42, "iterable of str"), (["打坐", 7], "each word must be a str")],
+)
+def test_words_to_look_up_together_must_be_a_list_of_str(words: Any, message: str) -> None:
+    near = WordNeighbours(TABLE)
+    with pytest.raises(TypeError, match=message):
+        near.prefetch(words)
+    assert near.related("打坐") == WordNeighbours(TABLE).related("打坐")  # nothing half done
 
 
 def test_held_neighbours_are_the_users_words_the_thesaurus_did_not_give(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -171,7 +171,7 @@ def keyword_tiers(
     query: Mapping[str, float],
     *,
     synonyms: Mapping[str, Mapping[str, float]] | None = None,
-    words: Collection[str] | None = None,
+    siblings: Mapping[str, frozenset[str]] | None = None,
 ) -> FloatArray:
     """Weighted keyword coverage in 0-1: ``sum_q w_q * best_q / sum_q w_q``.
 
@@ -180,23 +180,21 @@ def keyword_tiers(
     synonym's similarity. ``query`` maps query terms to weights (idf), ``synonyms`` maps a query term
     to ``{synonym: similarity}``.
 
-    ``words`` are all the terms of the message (default: ``query``'s). A word of the message is counted
-    once, as itself: it is not also a prefix or compound match of another term. The terms of "天气预报准吗"
-    are 天气预报, 天气, 预报 (a rare compound and its words); a memory saying only 天气 matched 天气 and,
-    through it, the compound at the prefix tier, and so covered two of the three words rather than one.
-
-    >>> sorted(_siblings("天气预报", ["天气预报", "天气", "预报", "准"]))
-    ['天气', '预报']
+    A word of the message is counted once, as itself: it is not also a prefix or compound match of
+    another term. ``siblings`` (:func:`message_siblings` of the whole message; default: of ``query``'s terms)
+    names the words each term must leave to themselves. The terms of "天气预报准吗" are 天气预报, 天气, 预报
+    (a rare compound and its words); a memory saying only 天气 matched 天气 and, through it, the compound
+    at the prefix tier, and so covered two of the three words rather than one.
     """
     total = sum(query.values())
     scores = np.zeros(index.capacity, dtype=np.float64)
     if total <= 0 or index.size == 0:
         return scores
     synonyms = synonyms or {}
-    every = tuple(query) if words is None else tuple(words)
+    family = siblings if siblings is not None else message_siblings(query)
     for term, weight in query.items():
         similar = synonyms.get(term, {})
-        skip = _siblings(term, every)
+        skip = family.get(term, frozenset())
         key = ("tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
         part = index.memo(key, lambda t=term, s=similar, k=skip: _tier_part(index, t, s, k))  # type: ignore[misc]
         if part is not None:
@@ -205,9 +203,31 @@ def keyword_tiers(
     return scores / total
 
 
-def _siblings(term: str, words: Iterable[str]) -> frozenset[str]:
-    """The other words of the message that ``term`` contains or that contain it."""
-    return frozenset(w for w in words if w != term and (w in term or term in w))
+#: Words up to this long are matched with the message's other words through their substrings; a
+#: longer one (a pasted token) is compared with each word instead.
+_SUBSTRING_CHARS = 32
+
+
+def message_siblings(words: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each word of a message, the message's other words it contains or that contain it; computed
+    once per message (a word's substrings looked up, not every pair of words compared).
+
+    >>> sorted(message_siblings(["天气预报", "天气", "预报", "准"])["天气预报"])
+    ['天气', '预报']
+    """
+    unique = list(dict.fromkeys(words))
+    present = set(unique)
+    found: dict[str, set[str]] = {w: set() for w in unique}
+    for word in unique:
+        n = len(word)
+        if n > _SUBSTRING_CHARS:
+            inside = {w for w in unique if w != word and w in word}
+        else:
+            inside = {word[i:j] for i in range(n) for j in range(i + 1, n + 1) if j - i < n} & present
+        for other in inside:
+            found[word].add(other)
+            found[other].add(word)
+    return {w: frozenset(s) for w, s in found.items()}
 
 
 def _tier_part(

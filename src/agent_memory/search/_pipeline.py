@@ -30,7 +30,7 @@ Every stage but ``rank`` is pure over the index; ``rank`` reads the records (cac
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -227,7 +227,8 @@ class Pipeline:
         extra = c.query_terms(tokenizer.tokens(" ".join(query.keywords or ())))
         common = {t: n for t, n in extra.items() if t in terms}
         parts = sentence_parts(query.message or query.text, tokenizer.tokens, terms=terms, common=common)
-        self.keyword, self.text = self._part(query, terms, weights, synonyms, words=terms)
+        family = c.message_siblings(terms)  # once: every part leaves the message's own words to themselves
+        self.keyword, self.text = self._part(query, terms, weights, synonyms, siblings=family)
         if not parts:
             return
         best = self._relevance(query, self.keyword, self.text)
@@ -235,8 +236,8 @@ class Pipeline:
             content = {t: weights[t] for t in part if content_word(t)}
             if not content:
                 continue
-            keyword, text = self._part(query, part, weights, synonyms, words=part)
-            said = c.keyword_tiers(self.index, content, synonyms=dict(synonyms), words=part) > 0
+            keyword, text = self._part(query, part, weights, synonyms, siblings=family)
+            said = c.keyword_tiers(self.index, content, synonyms=dict(synonyms), siblings=family) > 0
             better = said & (self._relevance(query, keyword, text) > best)
             best = np.where(better, self._relevance(query, keyword, text), best)
             self.keyword = np.where(better, keyword, self.keyword)
@@ -252,12 +253,12 @@ class Pipeline:
         weights: Mapping[str, float],
         synonyms: Mapping[str, Mapping[str, float]],
         *,
-        words: Collection[str],
+        siblings: Mapping[str, frozenset[str]],
     ) -> tuple[FloatArray, FloatArray]:
-        """``(keyword tiers, text score)`` of the query terms ``part`` of the message's ``words`` (the text
-        score only in hybrid mode)."""
+        """``(keyword tiers, text score)`` of the query terms ``part`` (the text score only in hybrid mode);
+        ``siblings``: :func:`~._components.message_siblings` of the whole message."""
         own = {t: weights[t] for t in part}
-        keyword = c.keyword_tiers(self.index, own, synonyms=dict(synonyms), words=words)
+        keyword = c.keyword_tiers(self.index, own, synonyms=dict(synonyms), siblings=siblings)
         if query.mode != "hybrid":
             return keyword, self.text
         held = {t: w for t, w in own.items() if self.index.document_frequency(t) > 0}

@@ -149,46 +149,52 @@ class WordNeighbours:
             return {}
         with self._lock:
             found = self._cache.get(word)
-        if found is None:
-            found = self._nearest(word)
-            with self._lock:
-                self._cache[word] = found
-        return found
+        return found if found is not None else self._lookup([word]).get(word, {})
 
     def prefetch(self, words: Iterable[str]) -> None:
         """Find the neighbours of those ``words`` not looked up yet, :data:`BATCH` at a time.
 
         One word's lookup reads the whole table (25 MB) to compare it with one vector, about 1 ms. A long
         message brings hundreds of words this process has not seen (1,300 characters of them took 0.5 s
-        one by one); one matrix product per batch reads the table once for many words.
+        one by one); one matrix product per batch reads the table once for many words. At most
+        :data:`CACHED_WORDS` words are looked up (more would not stay cached). Raises ``TypeError`` for a
+        str (pass a list of words) or a word that is not a str.
 
         >>> near = WordNeighbours(min_similarity=0.9)  # doctest: +SKIP
         >>> near.prefetch(["打坐", "北欧"]); near.related("打坐")  # doctest: +SKIP
         """
+        if isinstance(words, str) or not isinstance(words, Iterable):
+            raise TypeError(f"words must be an iterable of str such as a list, got {type(words).__name__}")
+        listed = list(words)
+        for word in listed:
+            if not isinstance(word, str):
+                raise TypeError(f"each word must be a str, got {type(word).__name__}")
+        self._lookup([w for w in dict.fromkeys(listed) if _candidate(w)][:CACHED_WORDS])
+
+    def _lookup(self, words: list[str]) -> dict[str, dict[str, float]]:
+        """The neighbours of ``words`` (candidates), computing those not cached in batches and caching them."""
         self.prepare()
         table, matrix = self._table, self._matrix
-        if table is None or matrix is None:
-            return
+        found: dict[str, dict[str, float]] = {}
         with self._lock:
-            todo = [w for w in dict.fromkeys(words) if _candidate(w) and w not in self._cache]
+            for word in words:
+                cached = self._cache.get(word)
+                if cached is not None:
+                    found[word] = cached
+        todo = [w for w in words if w not in found]
+        if table is None or matrix is None:
+            return {w: found.get(w, {}) for w in words}  # the vectors cannot be loaded: no neighbours
         rows = [(w, table.index.get(w)) for w in todo]
         known = [(w, row) for w, row in rows if row is not None and row < self.vocabulary]
-        found: dict[str, dict[str, float]] = {w: {} for w, row in rows if row is None or row >= self.vocabulary}
+        new: dict[str, dict[str, float]] = {w: {} for w, row in rows if row is None or row >= self.vocabulary}
         for start in range(0, len(known), BATCH):
             batch = known[start : start + BATCH]
             sims = table.matrix[[row for _, row in batch]].astype(np.float32) @ matrix.T
-            found.update((w, self._select(w, sims[i])) for i, (w, _) in enumerate(batch))
+            new.update((w, self._select(w, sims[i])) for i, (w, _) in enumerate(batch))
         with self._lock:
-            for w, near in found.items():
-                self._cache[w] = near
-
-    def _nearest(self, word: str) -> dict[str, float]:
-        self.prepare()
-        table, matrix = self._table, self._matrix
-        row = table.index.get(word) if table is not None else None
-        if table is None or matrix is None or row is None or row >= self.vocabulary:
-            return {}
-        return self._select(word, matrix @ table.matrix[row].astype(np.float32))
+            for word, near in new.items():
+                self._cache[word] = near
+        return found | new
 
     def _select(self, word: str, sims: npt.NDArray[np.float32]) -> dict[str, float]:
         """The neighbours of ``word`` given its similarity to every candidate."""

@@ -229,15 +229,28 @@ def _decompose(word: str, search_mode: bool) -> tuple[str, ...]:
     if count >= RARE_WORD_FREQ:
         return (word,)
     floor = max(RARE_WORD_FREQ, INNER_WORD_RATIO * count)  # 马拉松 (80) is not 马拉 (116) + 松
-    spans = [
-        (i, i + n)
-        for n in range(len(word) - 1, 1, -1)
-        for i in range(len(word) - n + 1)
-        if freq.get(word[i : i + n], 0) >= floor
-    ]
+    spans = _inner_spans(word, floor)
     cuts = _tiling(len(word), spans)
     inner = (word[a:b] for a, b in spans if not any(a < cut < b for cut in cuts))
     return (word, *dict.fromkeys(inner))
+
+
+#: The longest piece of a compound looked up in the dictionary: a compound split here has at most
+#: :data:`MAX_COMPOUND_CHARS` characters; the bound keeps a long string's look-ups linear in its length.
+MAX_PIECE_CHARS = MAX_COMPOUND_CHARS - 1
+
+
+def _inner_spans(word: str, floor: float) -> list[tuple[int, int]]:
+    """``(start, end)`` of the dictionary words (count at least ``floor``) of 2 to
+    :data:`MAX_PIECE_CHARS` characters inside ``word``, shorter than ``word`` itself; longest first."""
+    freq = jieba.dt.FREQ
+    n = len(word)
+    return [
+        (i, i + size)
+        for size in range(min(n - 1, MAX_PIECE_CHARS), 1, -1)
+        for i in range(n - size + 1)
+        if freq.get(word[i : i + size], 0) >= floor
+    ]
 
 
 def dictionary_cuts(word: str) -> tuple[int, ...]:
@@ -247,13 +260,13 @@ def dictionary_cuts(word: str) -> tuple[int, ...]:
     >>> dictionary_cuts("今天天气")
     (2,)
 
-    A piece of the compound that runs across a cut (天天 in 今天天气) is not one of its words.
+    A piece of the compound that runs across a cut (天天 in 今天天气) is not one of its words. Raises
+    ``TypeError`` for anything but a str.
     """
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
     ensure_jieba()
-    freq = jieba.dt.FREQ
-    n = len(word)
-    spans = [(i, j) for i in range(n) for j in range(i + 2, n + 1) if j - i < n and freq.get(word[i:j], 0) > 0]
-    return _tiling(n, spans)
+    return _tiling(len(word), _inner_spans(word, 1))
 
 
 def _tiling(length: int, spans: Sequence[tuple[int, int]]) -> tuple[int, ...]:
@@ -267,9 +280,12 @@ def _tiling(length: int, spans: Sequence[tuple[int, int]]) -> tuple[int, ...]:
     >>> _tiling(3, [(0, 2), (1, 3)])
     ()
     """
+    starts: dict[int, list[int]] = {}
+    for a, b in spans:
+        starts.setdefault(b, []).append(a)
     fewest: dict[int, tuple[int, ...]] = {0: ()}
-    for end in range(1, length + 1):
-        options = [fewest[a] + (a,) for a, b in spans if b == end and a in fewest]
+    for end in sorted(starts):
+        options = [fewest[a] + (a,) for a in starts[end] if a in fewest]
         if options:
             fewest[end] = min(options, key=len)
     return tuple(cut for cut in fewest.get(length, ()) if cut > 0)
