@@ -7,7 +7,9 @@ backend.
 SQLite lets one writer in at a time. Writers of one process queue on an ``asyncio.Lock`` per database
 file (FIFO, no polling) before they take a connection; only writers of other processes meet SQLite's
 busy timeout, whose handler sleeps in growing steps and made the tail latency of 32 in-process
-writers seconds long. Every session helper turns driver and OS errors into the project's errors
+writers seconds long. Short reads run on the event loop's own thread (WAL mode: a reader never
+waits), writes and large scans on aiosqlite's worker thread (:mod:`~data_layer._sqlite_loop`). Every
+session helper turns driver and OS errors into the project's errors
 (:func:`~data_layer._storage_errors.translate`), keeping the original as ``__cause__``.
 """
 
@@ -27,6 +29,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 
 from ._errors import AgentMemoryError, UnsupportedDatabaseURLError
+from ._sqlite_loop import mark_wal, set_on_loop, sqlite_creator
 from ._storage_errors import translate
 
 Backend = Literal["sqlite", "postgresql"]
@@ -34,6 +37,9 @@ Backend = Literal["sqlite", "postgresql"]
 SUPPORTED = "sqlite+aiosqlite:///PATH (embedded) or postgresql+psycopg://USER@HOST:PORT/DB"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "agent_memory_sqlite_begin"
+#: Execution option: once its ``BEGIN IMMEDIATE`` holds the write lock, the transaction's statements
+#: run on the loop's thread (nothing waits for a lock then); its ``COMMIT`` goes back to the worker.
+_LOOP_WRITES_OPTION = "agent_memory_sqlite_loop_writes"
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -110,22 +116,25 @@ def create_engine(url: str | URL, *, echo: bool = False, sqlite_foreign_keys: bo
     if backend_of(parsed) == "postgresql":
         return create_async_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
     assert parsed.database is not None
+    path = os.path.abspath(os.path.expanduser(parsed.database))
     try:
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise translate(exc, where=describe(parsed)) from exc
-    engine = create_async_engine(parsed, echo=echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    creator = sqlite_creator(path, timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000)
+    engine = create_async_engine(parsed, echo=echo, async_creator=creator)
     _configure_sqlite(engine, foreign_keys=sqlite_foreign_keys)
     return engine
 
 
 def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
     @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         # Take transaction control away from the driver; "begin" below issues BEGIN itself.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
+        mark_wal(record.driver_connection, (cursor.fetchone() or ("",))[0])
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
@@ -133,10 +142,25 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         cursor.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
         cursor.close()
 
+    @event.listens_for(engine.sync_engine.pool, "checkout")
+    def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        set_on_loop(record.driver_connection, False)  # the worker thread unless a reader asks otherwise
+
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        mode = conn.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
+        options = conn.get_execution_options()
+        mode = options.get(_BEGIN_OPTION, "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
+        if mode == "IMMEDIATE" and options.get(_LOOP_WRITES_OPTION):
+            set_on_loop(conn.connection.driver_connection, True)
+
+    @event.listens_for(engine.sync_engine, "commit")
+    def _on_commit(conn: Any) -> None:
+        set_on_loop(conn.connection.driver_connection, False)  # a commit may checkpoint the WAL (fsync)
+
+    @event.listens_for(engine.sync_engine.pool, "reset")
+    def _on_reset(_dbapi_connection: Any, record: Any, _state: Any) -> None:
+        set_on_loop(record.driver_connection, True)  # the rollback on return waits for nothing
 
 
 #: One writer lock per (event loop, SQLite file): asyncio locks belong to the loop they wait on.
@@ -182,16 +206,27 @@ class Database:
         return sqlite_writer_lock(self.sqlite_path)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session for reads; its transaction is rolled back at the end."""
-        async with storage_errors(self.where), AsyncSession(self.engine, expire_on_commit=False) as session:
-            yield session
+    async def read(self, *, bulk: bool = False) -> AsyncIterator[AsyncSession]:
+        """A session for reads; its transaction is rolled back at the end.
+
+        On SQLite its statements run on the event loop's thread, ``bulk`` (a scan of many rows, which
+        would hold the loop) on the connection's worker thread.
+        """
+        async with storage_errors(self.where), self.engine.connect() as conn:
+            await self._reads_on_loop(conn, not bulk)
+            async with AsyncSession(bind=conn, expire_on_commit=False) as session:
+                yield session
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
-        """A bare connection for reads on hot paths (no ORM session)."""
+        """A bare connection for short reads on hot paths (no ORM session; on the loop's thread)."""
         async with storage_errors(self.where), self.engine.connect() as conn:
+            await self._reads_on_loop(conn, True)
             yield conn
+
+    async def _reads_on_loop(self, conn: AsyncConnection, on_loop: bool) -> None:
+        if self.backend == "sqlite" and on_loop:
+            set_on_loop((await conn.get_raw_connection()).driver_connection, True)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
@@ -201,7 +236,7 @@ class Database:
         """
         async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
             if self.backend == "sqlite":
-                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: True})
             async with AsyncSession(bind=conn, expire_on_commit=False) as session, session.begin():
                 yield session
 

@@ -82,7 +82,7 @@ class IndexOpsMixin(KeywordOpsMixin):
             .where(*conditions)
             .order_by(kw.memory_id, kw.keyword)
         )
-        async with self._db.read() as session:
+        async with self._db.read(bulk=True) as session:
             rows = (await session.execute(stmt)).all()
             keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
             for memory_id, keyword, weight in (await session.execute(kw_stmt)).all():

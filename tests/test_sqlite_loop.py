@@ -1,0 +1,113 @@
+"""Which thread runs a SQLite statement: short reads on the event loop's, whatever may wait on the worker's.
+
+A statement's thread is read from SQLite itself (a trace callback runs in the thread that executes the
+statement). The rule that matters to a server is the second test: a write that waits for another
+process's lock must not stop the event loop, and a read must not wait for it at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+from sqlalchemy import text
+
+from data_layer import upgrade
+from data_layer._engine import Database
+from data_layer._sqlite_loop import LoopConnection, mark_wal, set_on_loop, sqlite_creator
+
+
+async def _traced(db: Database) -> list[tuple[str, bool]]:
+    """``(statement, ran on this thread)`` of every statement of the pool's one connection from now on."""
+    seen: list[tuple[str, bool]] = []
+    here = threading.get_ident()
+    async with db.engine.connect() as conn:
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert isinstance(driver, LoopConnection)
+        await driver.set_trace_callback(
+            lambda sql: seen.append((sql.split()[0].upper(), threading.get_ident() == here))
+        )
+    assert db.engine.pool.checkedin() == 1  # used one at a time, every session below gets this connection
+    return seen
+
+
+async def test_reads_run_on_the_loop_and_waits_on_the_worker(tmp_path: Path) -> None:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'loop.db'}")
+    try:
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        seen = await _traced(db)
+
+        async with db.read() as session:
+            assert await session.scalar(text("SELECT count(*) FROM t")) == 0
+        assert ("SELECT", True) in seen and ("BEGIN", True) in seen, seen
+        assert all(on_loop for _, on_loop in seen), seen
+
+        seen.clear()
+        async with db.write() as session:
+            await session.execute(text("INSERT INTO t VALUES (1)"))
+        ran = dict(seen)
+        # BEGIN IMMEDIATE may wait for another writer and COMMIT may checkpoint: the worker thread;
+        # once the write lock is held nothing waits, so the statements themselves run on the loop
+        assert ran["BEGIN"] is False and ran["COMMIT"] is False and ran["INSERT"] is True, seen
+
+        seen.clear()
+        async with db.read(bulk=True) as session:
+            assert await session.scalar(text("SELECT count(*) FROM t")) == 1
+        assert ("SELECT", False) in seen and ("SELECT", True) not in seen, seen
+    finally:
+        await db.dispose()
+
+
+async def test_a_write_waiting_for_another_writer_leaves_the_loop_running(tmp_path: Path) -> None:
+    path = tmp_path / "wait.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade(url)
+    db = Database(url)
+    other = sqlite3.connect(path, isolation_level=None)  # another process's connection, as far as SQLite knows
+    try:
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO t VALUES (7)")
+
+        async def insert() -> None:
+            async with db.write() as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+
+        writer = asyncio.create_task(insert())
+        ticks = 0
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            ticks += 1
+        async with db.read() as session:  # WAL: a reader does not wait for the writer's lock
+            assert await session.scalar(text("SELECT count(*) FROM t")) == 0
+        assert ticks == 20 and not writer.done()
+
+        other.execute("COMMIT")
+        await asyncio.wait_for(writer, timeout=10)
+        async with db.read() as session:
+            assert sorted(await session.scalars(text("SELECT x FROM t"))) == [1, 7]
+    finally:
+        other.close()
+        await db.dispose()
+
+
+async def test_without_wal_every_statement_stays_on_the_worker(tmp_path: Path) -> None:
+    connection = await sqlite_creator(str(tmp_path / "plain.db"), timeout_s=1.0)()
+    seen: list[bool] = []
+    here = threading.get_ident()
+    try:
+        await connection.set_trace_callback(lambda _sql: seen.append(threading.get_ident() == here))
+        mark_wal(connection, "delete")
+        assert set_on_loop(connection, True) is False
+        await connection.execute("SELECT 1")
+        mark_wal(connection, "wal")
+        assert set_on_loop(connection, True) is True
+        await connection.execute("SELECT 2")
+        assert seen == [False, True]
+        assert set_on_loop(object(), True) is False  # another driver's connection is left alone
+    finally:
+        await connection.close()
