@@ -5,6 +5,7 @@ the other web tests use (uvicorn on 127.0.0.1 with a free port, on the test's da
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import subprocess
@@ -31,7 +32,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def web_server(db_url: str, *, token: str = "", **overrides: Any) -> Iterator[str]:
+def web_server(db_url: str, *, token: str = "", own_process: bool = False, **overrides: Any) -> Iterator[str]:
     """The web app on ``db_url`` served by uvicorn in a background thread; yields its base URL."""
     import uvicorn
 
@@ -40,7 +41,7 @@ def web_server(db_url: str, *, token: str = "", **overrides: Any) -> Iterator[st
     from agent_memory.web import create_app
 
     settings = load_settings(memory_database_url=db_url, memory_server_token=token, **overrides)
-    app = create_app(MemorySystem.from_settings(settings), close_system=True)
+    app = create_app(MemorySystem.from_settings(settings), close_system=True, own_process=own_process)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -65,6 +66,20 @@ def signed_in(base: str, user: str, *, token: str | None = None) -> Iterator[htt
         response = client.post("/api/session", json=body)
         assert response.status_code == 200, response.text
         yield client
+
+
+@pytest.mark.parametrize("own_process", [True, False])
+def test_a_server_process_freezes_what_its_warm_up_loaded(own_process: bool, tmp_path: Path) -> None:
+    """``agent-memory serve`` owns its process: the objects loaded at start-up (dictionaries, modules)
+    are taken out of the collector's walks; an app mounted in someone else's process leaves them."""
+    gc.unfreeze()
+    try:
+        with web_server(f"sqlite+aiosqlite:///{tmp_path / 'gc.db'}", own_process=own_process) as base:
+            assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
+            frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    assert (frozen > 100_000) is own_process, frozen
 
 
 def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
