@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
 from data_layer import AgentFusionDataLayer, InvalidInputError, MessageNotFoundError, NewMessage
 
@@ -32,6 +34,30 @@ async def test_append_returns_increasing_ids(layer: AgentFusionDataLayer) -> Non
     one = await layer.messages.append(user_id="u1", role="user", content="later", friend_id="A", thread_id="t1")
     assert one.id > ids[-1]
     assert (await layer.messages.get(user_id="u1", message_id=one.id)) == one
+
+
+async def test_concurrent_appends_share_transactions_and_keep_each_chats_order(layer: AgentFusionDataLayer) -> None:
+    """Chat turns of many users append at the same time: their appends are written together (group
+    commit), and each caller still gets exactly its own messages, stored in the order it sent them."""
+    transactions: list[int] = []
+    event.listen(layer.db.engine.sync_engine, "begin", lambda _conn: transactions.append(1))
+
+    async def chat(user: str) -> list[str]:
+        said = []
+        for i in range(5):
+            stored = await layer.messages.append(user_id=user, friend_id="f1", role="user", content=f"{user} 第{i}句")
+            said.append(stored.content)
+        return said
+
+    users = [f"u{k}" for k in range(8)]
+    replies = await asyncio.gather(*(chat(u) for u in users))
+    written = len(transactions)
+    assert written < 20, written  # 40 appends, one transaction each before
+    for user, said in zip(users, replies, strict=True):
+        assert said == [f"{user} 第{i}句" for i in range(5)]
+        stored = await layer.messages.latest(user_id=user, friend_id="f1", limit=10)
+        assert [m.content for m in stored] == said
+        assert [m.id for m in stored] == sorted(m.id for m in stored)
 
 
 async def test_list_range_pages_in_order_with_filters(layer: AgentFusionDataLayer) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import and_, func, literal, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
+from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import InvalidInputError, MessageNotFoundError
 from ._records import MessageRecord, MessageRole, Page
@@ -182,7 +183,14 @@ class MessageRepository:
         identity) and repeats within ``messages``; without it an ``external_id`` the user already has
         is refused.
         """
-        stored = await self.append_for_users({v.user_id(user_id): messages}, skip_existing=skip_existing)
+        batches = self._prepare({v.user_id(user_id): messages})
+        if not skip_existing and all(r["external_id"] is None for b in batches for r in b.rows):
+            if not any(b.rows for b in batches):
+                return []
+            # appends running at the same time (the chat turns of many users) share a transaction
+            # (group commit, see ``_combiner``); each still returns once its messages are committed
+            return await _APPENDS.current(self._db.writer_key).submit((self, batches[0]))
+        stored = await self._write(batches, skip_existing=skip_existing)
         return next(iter(stored.values()), [])
 
     async def append_for_users(
@@ -198,7 +206,16 @@ class MessageRepository:
         Every message is validated before anything is written. ``on_progress(n)`` is called as ``n``
         more messages are done (stored or skipped).
         """
-        batches = self._prepare(messages)
+        return await self._write(self._prepare(messages), skip_existing=skip_existing, on_progress=on_progress)
+
+    async def _write(
+        self,
+        batches: Sequence[_Batch],
+        *,
+        skip_existing: bool,
+        on_progress: Callable[[int], object] | None = None,
+    ) -> dict[str, list[MessageRecord]]:
+        """Store validated batches in one transaction (see :meth:`append_for_users`)."""
         result: dict[str, list[MessageRecord]] = {b.user_id: [] for b in batches}
         if not any(b.rows for b in batches):
             return result
@@ -391,3 +408,25 @@ class MessageRepository:
             stmt = stmt.where(ChatMessageTable.friend_id == fid)
         async with self._db.read() as session:
             return int(await session.scalar(stmt) or 0)
+
+
+async def _flush_appends(items: Sequence[tuple[MessageRepository, _Batch]]) -> list[list[MessageRecord]]:
+    """Write queued appends of several callers in one transaction (each user's rows in queue order);
+    each caller gets its own messages back. A failed transaction fails every item (none is stored)."""
+    merged: dict[str, _Batch] = {}
+    for _, batch in items:
+        into = merged.setdefault(batch.user_id, _Batch(batch.user_id, [], []))
+        into.rows += batch.rows
+        into.timed += batch.timed
+    stored = await items[0][0]._write(list(merged.values()), skip_existing=False)
+    taken = dict.fromkeys(merged, 0)
+    out = []
+    for _, batch in items:
+        start = taken[batch.user_id]
+        taken[batch.user_id] = start + len(batch.rows)
+        out.append(stored[batch.user_id][start : start + len(batch.rows)])
+    return out
+
+
+#: Queued appends per (event loop, database).
+_APPENDS: CombinerPool[tuple[MessageRepository, _Batch], list[MessageRecord]] = CombinerPool(_flush_appends)
