@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
 from data_layer import (
     AgentFusionDataLayer,
@@ -35,6 +37,24 @@ async def test_add_then_retrieve_counts_access(layer: AgentFusionDataLayer) -> N
     assert got.access_count == 1 and got.last_accessed_at is not None
     again = await layer.memory.retrieve_memory(memory_key="db-config-001", user_id="u1", touch=False)
     assert again is not None and again.access_count == 1
+
+
+async def test_concurrent_reads_count_every_access_in_shared_transactions(layer: AgentFusionDataLayer) -> None:
+    """Recalls of many chats read memories at the same moment: their access counts are written
+    together (group commit), none is lost, and another user's key is still not found."""
+    for user in ("u1", "u2"):
+        await layer.memory.add(user_id=user, memory_key="trip", content=f"{user} 下周去北京出差", created_at=T0)
+    transactions: list[int] = []
+    event.listen(layer.db.engine.sync_engine, "begin", lambda _conn: transactions.append(1))
+    reads = [("u1", "trip")] * 12 + [("u2", "trip")] * 6 + [("u1", "nobody-has-this")]
+    got = await asyncio.gather(*(layer.memory.retrieve_memory(memory_key=k, user_id=u) for u, k in reads))
+    assert len(transactions) < len(reads) // 2, len(transactions)  # one transaction per read before
+    assert got[-1] is None
+    assert sorted(r.access_count for r in got[:12] if r) == list(range(1, 13))  # each saw its own count
+    assert {r.content for r in got[12:18] if r} == {"u2 下周去北京出差"}
+    for user, count in (("u1", 12), ("u2", 6)):
+        stored = await layer.memory.retrieve_memory(memory_key="trip", user_id=user, touch=False)
+        assert stored is not None and stored.access_count == count
 
 
 async def test_int_and_str_user_ids_are_the_same_user(layer: AgentFusionDataLayer) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy import Select, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
+from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import InvalidInputError
 from ._records import MemoryRecord, Page
@@ -60,16 +61,8 @@ class MemoryReadsMixin:
             async with self._db.read() as session:
                 row = await session.scalar(select(AgentMemoryTable).where(*conditions))
             return record_of(row) if row is not None else None
-        async with self._db.write() as session:
-            await session.execute(
-                update(AgentMemoryTable)
-                .where(*conditions)
-                .values(access_count=AgentMemoryTable.access_count + 1, last_accessed_at=utcnow())
-            )
-            row = await session.scalar(
-                select(AgentMemoryTable).where(*conditions).execution_options(populate_existing=True)
-            )
-        return record_of(row) if row is not None else None
+        # reads of many chats at the same time count their accesses in one transaction (group commit)
+        return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
 
     async def get_many(
         self, *, user_id: str | int, memory_keys: Sequence[str], include_inactive: bool = False
@@ -193,3 +186,25 @@ class MemoryReadsMixin:
         async with self._db.read() as session:
             total = await session.scalar(select(func.count()).select_from(stmt.subquery()))
         return int(total or 0)
+
+
+async def _flush_touches(items: Sequence[tuple[Database, tuple[Any, ...]]]) -> list[MemoryRecord | None]:
+    """Count the accesses of queued ``retrieve_memory(touch=True)`` calls in one transaction; each gets
+    its memory as it is after its own count (``None``: no such memory)."""
+    out: list[MemoryRecord | None] = []
+    async with items[0][0].write() as session:
+        for _, conditions in items:
+            await session.execute(
+                update(AgentMemoryTable)
+                .where(*conditions)
+                .values(access_count=AgentMemoryTable.access_count + 1, last_accessed_at=utcnow())
+            )
+            row = await session.scalar(
+                select(AgentMemoryTable).where(*conditions).execution_options(populate_existing=True)
+            )
+            out.append(record_of(row) if row is not None else None)
+    return out
+
+
+#: Queued access counts per (event loop, database).
+_TOUCHES: CombinerPool[tuple[Database, tuple[Any, ...]], MemoryRecord | None] = CombinerPool(_flush_touches)
