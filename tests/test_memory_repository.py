@@ -40,15 +40,18 @@ async def test_add_then_retrieve_counts_access(layer: AgentFusionDataLayer) -> N
 
 
 async def test_concurrent_reads_count_every_access_in_shared_transactions(layer: AgentFusionDataLayer) -> None:
-    """Recalls of many chats read memories at the same moment: their access counts are written
-    together (group commit), none is lost, and another user's key is still not found."""
+    """Recalls of many chats read memories at the same moment: on SQLite their access counts are
+    written together (group commit); none is lost, and another user's key is still not found."""
     for user in ("u1", "u2"):
         await layer.memory.add(user_id=user, memory_key="trip", content=f"{user} 下周去北京出差", created_at=T0)
     transactions: list[int] = []
     event.listen(layer.db.engine.sync_engine, "begin", lambda _conn: transactions.append(1))
     reads = [("u1", "trip")] * 12 + [("u2", "trip")] * 6 + [("u1", "nobody-has-this")]
     got = await asyncio.gather(*(layer.memory.retrieve_memory(memory_key=k, user_id=u) for u, k in reads))
-    assert len(transactions) < len(reads) // 2, len(transactions)  # one transaction per read before
+    if layer.db.backend == "sqlite":  # one writer at a time: the counts share transactions
+        assert len(transactions) < len(reads) // 2, len(transactions)  # one transaction per read before
+    else:  # PostgreSQL: each its own (a batch touching rows in two orders could dead-lock)
+        assert len(transactions) == len(reads), len(transactions)
     assert got[-1] is None
     assert sorted(r.access_count for r in got[:12] if r) == list(range(1, 13))  # each saw its own count
     assert {r.content for r in got[12:18] if r} == {"u2 下周去北京出差"}

@@ -8,10 +8,13 @@ process's lock must not stop the event loop, and a read must not wait for it at 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from data_layer import upgrade
@@ -46,16 +49,21 @@ async def test_reads_run_on_the_loop_and_waits_on_the_worker(tmp_path: Path) -> 
         assert all(on_loop for _, on_loop in seen), seen
 
         seen.clear()
-        async with db.write() as session:
+        async with db.write(short=True) as session:
             await session.execute(text("INSERT INTO t VALUES (1)"))
         ran = dict(seen)
         # BEGIN IMMEDIATE may wait for another writer and COMMIT may checkpoint: the worker thread;
-        # once the write lock is held nothing waits, so the statements themselves run on the loop
+        # once the write lock is held nothing waits, so a short write's statements run on the loop
         assert ran["BEGIN"] is False and ran["COMMIT"] is False and ran["INSERT"] is True, seen
 
         seen.clear()
+        async with db.write() as session:  # any other write may run long (a deletion, an import)
+            await session.execute(text("INSERT INTO t VALUES (2)"))
+        assert ("INSERT", False) in seen and ("INSERT", True) not in seen, seen
+
+        seen.clear()
         async with db.read(bulk=True) as session:
-            assert await session.scalar(text("SELECT count(*) FROM t")) == 1
+            assert await session.scalar(text("SELECT count(*) FROM t")) == 2
         assert ("SELECT", False) in seen and ("SELECT", True) not in seen, seen
     finally:
         await db.dispose()
@@ -74,17 +82,16 @@ async def test_a_write_waiting_for_another_writer_leaves_the_loop_running(tmp_pa
         other.execute("INSERT INTO t VALUES (7)")
 
         async def insert() -> None:
-            async with db.write() as session:
+            async with db.write(short=True) as session:
                 await session.execute(text("INSERT INTO t VALUES (1)"))
 
         writer = asyncio.create_task(insert())
-        ticks = 0
-        for _ in range(20):
+        started = time.monotonic()
+        for _ in range(20):  # the loop keeps turning while the write waits for the lock
             await asyncio.sleep(0.01)
-            ticks += 1
         async with db.read() as session:  # WAL: a reader does not wait for the writer's lock
             assert await session.scalar(text("SELECT count(*) FROM t")) == 0
-        assert ticks == 20 and not writer.done()
+        assert time.monotonic() - started < 2.0 and not writer.done()  # a stalled loop: 30 s (busy timeout)
 
         other.execute("COMMIT")
         await asyncio.wait_for(writer, timeout=10)
@@ -96,18 +103,32 @@ async def test_a_write_waiting_for_another_writer_leaves_the_loop_running(tmp_pa
 
 
 async def test_without_wal_every_statement_stays_on_the_worker(tmp_path: Path) -> None:
-    connection = await sqlite_creator(str(tmp_path / "plain.db"), timeout_s=1.0)()
+    connection = await sqlite_creator(str(tmp_path / "plain.db"), {}, timeout_s=1.0)()
     seen: list[bool] = []
     here = threading.get_ident()
     try:
         await connection.set_trace_callback(lambda _sql: seen.append(threading.get_ident() == here))
         mark_wal(connection, "delete")
-        assert set_on_loop(connection, True) is False
+        assert set_on_loop(connection, on_loop=True) is False
         await connection.execute("SELECT 1")
         mark_wal(connection, "wal")
-        assert set_on_loop(connection, True) is True
+        assert set_on_loop(connection, on_loop=True) is True
         await connection.execute("SELECT 2")
         assert seen == [False, True]
-        assert set_on_loop(object(), True) is False  # another driver's connection is left alone
+        assert set_on_loop(object(), on_loop=True) is False  # another driver's connection is left alone
     finally:
         await connection.close()
+
+
+async def test_the_urls_options_still_reach_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``file:`` URI with ``uri=true`` opens the file it names (not a file called ``file:...``)."""
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "named.db"
+    db = Database(f"sqlite+aiosqlite:///file:{target}?mode=rwc&uri=true")
+    try:
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    finally:
+        await db.dispose()
+    assert target.exists()
+    assert [name for name in os.listdir(tmp_path) if name.startswith("file:")] == []

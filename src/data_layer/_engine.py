@@ -7,10 +7,11 @@ backend.
 SQLite lets one writer in at a time. Writers of one process queue on an ``asyncio.Lock`` per database
 file (FIFO, no polling) before they take a connection; only writers of other processes meet SQLite's
 busy timeout, whose handler sleeps in growing steps and made the tail latency of 32 in-process
-writers seconds long. Short reads run on the event loop's own thread (WAL mode: a reader never
-waits), writes and large scans on aiosqlite's worker thread (:mod:`~data_layer._sqlite_loop`). Every
-session helper turns driver and OS errors into the project's errors
-(:func:`~data_layer._storage_errors.translate`), keeping the original as ``__cause__``.
+writers seconds long. Reads and short writes run their statements on the event loop's own thread
+(WAL mode: a reader never waits); ``BEGIN IMMEDIATE``, ``COMMIT``, other writes and large scans run on
+aiosqlite's worker thread (:mod:`~data_layer._sqlite_loop`). Every session helper turns driver and
+OS errors into the project's errors (:func:`~data_layer._storage_errors.translate`), keeping the
+original as ``__cause__``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import event
+from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
@@ -37,7 +39,7 @@ Backend = Literal["sqlite", "postgresql"]
 SUPPORTED = "sqlite+aiosqlite:///PATH (embedded) or postgresql+psycopg://USER@HOST:PORT/DB"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "agent_memory_sqlite_begin"
-#: Execution option: once its ``BEGIN IMMEDIATE`` holds the write lock, the transaction's statements
+#: Execution option of a short write: once its ``BEGIN IMMEDIATE`` holds the write lock, its statements
 #: run on the loop's thread (nothing waits for a lock then); its ``COMMIT`` goes back to the worker.
 _LOOP_WRITES_OPTION = "agent_memory_sqlite_loop_writes"
 
@@ -116,12 +118,13 @@ def create_engine(url: str | URL, *, echo: bool = False, sqlite_foreign_keys: bo
     if backend_of(parsed) == "postgresql":
         return create_async_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
     assert parsed.database is not None
-    path = os.path.abspath(os.path.expanduser(parsed.database))
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise translate(exc, where=describe(parsed)) from exc
-    creator = sqlite_creator(path, timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000)
+    (database, *_), options = SQLiteDialect_aiosqlite().create_connect_args(parsed)  # as SQLAlchemy would open it
+    if not options.get("uri"):  # a file: URI names its file inside; it is not a folder to make
+        try:
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise translate(exc, where=describe(parsed)) from exc
+    creator = sqlite_creator(database, options, timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000)
     engine = create_async_engine(parsed, echo=echo, async_creator=creator)
     _configure_sqlite(engine, foreign_keys=sqlite_foreign_keys)
     return engine
@@ -144,7 +147,11 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
 
     @event.listens_for(engine.sync_engine.pool, "checkout")
     def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        set_on_loop(record.driver_connection, False)  # the worker thread unless a reader asks otherwise
+        set_on_loop(record.driver_connection, on_loop=False)  # the worker thread unless a reader asks otherwise
+
+    @event.listens_for(engine.sync_engine.pool, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        set_on_loop(record.driver_connection, on_loop=False)  # closing the last connection checkpoints
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
@@ -152,15 +159,15 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         mode = options.get(_BEGIN_OPTION, "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
         if mode == "IMMEDIATE" and options.get(_LOOP_WRITES_OPTION):
-            set_on_loop(conn.connection.driver_connection, True)
+            set_on_loop(conn.connection.driver_connection, on_loop=True)
 
     @event.listens_for(engine.sync_engine, "commit")
     def _on_commit(conn: Any) -> None:
-        set_on_loop(conn.connection.driver_connection, False)  # a commit may checkpoint the WAL (fsync)
+        set_on_loop(conn.connection.driver_connection, on_loop=False)  # a commit may checkpoint the WAL (fsync)
 
     @event.listens_for(engine.sync_engine.pool, "reset")
     def _on_reset(_dbapi_connection: Any, record: Any, _state: Any) -> None:
-        set_on_loop(record.driver_connection, True)  # the rollback on return waits for nothing
+        set_on_loop(record.driver_connection, on_loop=True)  # the rollback on return waits for nothing
 
 
 #: One writer lock per (event loop, SQLite file): asyncio locks belong to the loop they wait on.
@@ -213,7 +220,8 @@ class Database:
         would hold the loop) on the connection's worker thread.
         """
         async with storage_errors(self.where), self.engine.connect() as conn:
-            await self._reads_on_loop(conn, not bulk)
+            if not bulk:
+                await self._on_loop(conn)
             async with AsyncSession(bind=conn, expire_on_commit=False) as session:
                 yield session
 
@@ -221,22 +229,26 @@ class Database:
     async def connect(self) -> AsyncIterator[AsyncConnection]:
         """A bare connection for short reads on hot paths (no ORM session; on the loop's thread)."""
         async with storage_errors(self.where), self.engine.connect() as conn:
-            await self._reads_on_loop(conn, True)
+            await self._on_loop(conn)
             yield conn
 
-    async def _reads_on_loop(self, conn: AsyncConnection, on_loop: bool) -> None:
-        if self.backend == "sqlite" and on_loop:
-            set_on_loop((await conn.get_raw_connection()).driver_connection, True)
+    async def _on_loop(self, conn: AsyncConnection) -> None:
+        """Let a SQLite connection's statements run on the loop's thread until it is returned."""
+        if self.backend == "sqlite":
+            set_on_loop((await conn.get_raw_connection()).driver_connection, on_loop=True)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
+    async def write(self, *, short: bool = False) -> AsyncIterator[AsyncSession]:
         """A session whose transaction commits at the end (``BEGIN IMMEDIATE`` on SQLite).
 
         An error inside rolls everything back; driver errors come out as :class:`StorageError`.
+        ``short``: a few rows (a chat's messages, access counts); on SQLite its statements run on the
+        loop's thread once the write lock is held. Other writes may run for long (a friend's deletion,
+        an import), so their statements stay on the worker thread.
         """
         async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
             if self.backend == "sqlite":
-                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: True})
+                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: short})
             async with AsyncSession(bind=conn, expire_on_commit=False) as session, session.begin():
                 yield session
 

@@ -109,7 +109,7 @@ class IndexOpsMixin(KeywordOpsMixin):
     async def active_ids(self, *, user_id: str | int) -> set[uuid.UUID]:
         """The ids of the user's active memories (to reconcile an index after hard deletes)."""
         uid = v.user_id(user_id)
-        async with self._db.read() as session:
+        async with self._db.read(bulk=True) as session:
             rows = await session.scalars(
                 select(AgentMemoryTable.id).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.is_active.is_(True))
             )
@@ -154,7 +154,7 @@ class IndexOpsMixin(KeywordOpsMixin):
 
     async def users_pending_keyword_extraction(self) -> list[str]:
         """Maintenance: the ids (only) of users with memories awaiting keyword extraction (backfill)."""
-        async with self._db.read() as session:
+        async with self._db.read(bulk=True) as session:
             rows = await session.scalars(
                 select(AgentMemoryTable.user_id)
                 .where(AgentMemoryTable.is_active.is_(True), AgentMemoryTable.needs_keyword_extraction.is_(True))
@@ -165,7 +165,7 @@ class IndexOpsMixin(KeywordOpsMixin):
 
     async def users_with_memories(self) -> list[str]:
         """Maintenance: the ids (only) of users who have active memories (re-indexing, backfill)."""
-        async with self._db.read() as session:
+        async with self._db.read(bulk=True) as session:
             rows = await session.scalars(
                 select(AgentMemoryTable.user_id)
                 .where(AgentMemoryTable.is_active.is_(True))

@@ -61,8 +61,10 @@ class MemoryReadsMixin:
             async with self._db.read() as session:
                 row = await session.scalar(select(AgentMemoryTable).where(*conditions))
             return record_of(row) if row is not None else None
-        # reads of many chats at the same time count their accesses in one transaction (group commit)
-        return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
+        if self._db.backend == "sqlite":  # one writer at a time: reads at the same time share a transaction
+            return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
+        # PostgreSQL: a transaction of its own (a batch touching rows in two orders could dead-lock)
+        return (await _flush_touches([(self._db, tuple(conditions))]))[0]
 
     async def get_many(
         self, *, user_id: str | int, memory_keys: Sequence[str], include_inactive: bool = False
@@ -189,10 +191,10 @@ class MemoryReadsMixin:
 
 
 async def _flush_touches(items: Sequence[tuple[Database, tuple[Any, ...]]]) -> list[MemoryRecord | None]:
-    """Count the accesses of queued ``retrieve_memory(touch=True)`` calls in one transaction; each gets
-    its memory as it is after its own count (``None``: no such memory)."""
+    """Count the accesses of queued ``retrieve_memory(touch=True)`` calls in one transaction (a short
+    write); each gets its memory as it is after its own count (``None``: no such memory)."""
     out: list[MemoryRecord | None] = []
-    async with items[0][0].write() as session:
+    async with items[0][0].write(short=True) as session:
         for _, conditions in items:
             await session.execute(
                 update(AgentMemoryTable)
@@ -206,5 +208,5 @@ async def _flush_touches(items: Sequence[tuple[Database, tuple[Any, ...]]]) -> l
     return out
 
 
-#: Queued access counts per (event loop, database).
+#: Queued access counts per (event loop, SQLite file).
 _TOUCHES: CombinerPool[tuple[Database, tuple[Any, ...]], MemoryRecord | None] = CombinerPool(_flush_touches)

@@ -182,9 +182,16 @@ class MessageRepository:
         ``skip_existing`` leaves out messages already stored (see the module docs for a message's
         identity) and repeats within ``messages``; without it an ``external_id`` the user already has
         is refused.
+
+        On SQLite, which lets one writer in at a time anyway, appends without external ids that run at
+        the same time are written in one transaction (group commit): a call cancelled once its batch
+        is being written may still be stored, as with ``memory.add``. On PostgreSQL each call is its
+        own transaction: a batch would lock every user in it, so one user's long import would hold up
+        everyone's messages.
         """
         batches = self._prepare({v.user_id(user_id): messages})
-        if not skip_existing and all(r["external_id"] is None for b in batches for r in b.rows):
+        plain = not skip_existing and all(r["external_id"] is None for b in batches for r in b.rows)
+        if plain and self._db.backend == "sqlite":
             if not any(b.rows for b in batches):
                 return []
             # appends running at the same time (the chat turns of many users) share a transaction
@@ -214,14 +221,16 @@ class MessageRepository:
         *,
         skip_existing: bool,
         on_progress: Callable[[int], object] | None = None,
+        short: bool = False,
     ) -> dict[str, list[MessageRecord]]:
-        """Store validated batches in one transaction (see :meth:`append_for_users`)."""
+        """Store validated batches in one transaction (see :meth:`append_for_users`; ``short``: see
+        :meth:`Database.write`)."""
         result: dict[str, list[MessageRecord]] = {b.user_id: [] for b in batches}
         if not any(b.rows for b in batches):
             return result
         table = ChatMessageTable.__table__
         insert = table.insert().returning(table.c.id, sort_by_parameter_order=True)
-        async with self._db.write() as session:
+        async with self._db.write(short=short) as session:
             if self._db.backend == "postgresql":  # one writer per user, so two imports do not both insert
                 for uid in sorted(result):
                     key = func.hashtextextended(literal("chat_messages:") + uid, 0)
@@ -418,9 +427,9 @@ async def _flush_appends(items: Sequence[tuple[MessageRepository, _Batch]]) -> l
         into = merged.setdefault(batch.user_id, _Batch(batch.user_id, [], []))
         into.rows += batch.rows
         into.timed += batch.timed
-    stored = await items[0][0]._write(list(merged.values()), skip_existing=False)
+    stored = await items[0][0]._write(list(merged.values()), skip_existing=False, short=True)
     taken = dict.fromkeys(merged, 0)
-    out = []
+    out: list[list[MessageRecord]] = []
     for _, batch in items:
         start = taken[batch.user_id]
         taken[batch.user_id] = start + len(batch.rows)
@@ -428,5 +437,5 @@ async def _flush_appends(items: Sequence[tuple[MessageRepository, _Batch]]) -> l
     return out
 
 
-#: Queued appends per (event loop, database).
+#: Queued appends per (event loop, SQLite file).
 _APPENDS: CombinerPool[tuple[MessageRepository, _Batch], list[MessageRecord]] = CombinerPool(_flush_appends)

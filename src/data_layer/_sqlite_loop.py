@@ -1,4 +1,4 @@
-"""SQLite connections whose short reads run on the event loop's own thread.
+"""SQLite connections whose short statements run on the event loop's own thread.
 
 aiosqlite runs every statement on a worker thread of its connection: each call is a queue put, a
 thread wake-up, a hand-over of the GIL and a call back into the loop through its self-pipe. A chat
@@ -7,13 +7,17 @@ search found); for those the hop costs more than the statement. Measured on a ch
 chat (``ChatService.turn``, 50 concurrent chats, offline responder): about 16 ms of CPU per turn with
 every statement on the worker thread, about 10.5 ms with the reads on the loop's thread.
 
-Only reads move, and only in WAL mode, where a reader never waits for a lock: a write may wait for
-another process's write lock (SQLite's busy timeout) and a commit may checkpoint the WAL (an
-``fsync``); neither may stop the loop, so they keep the worker thread. A large scan (a search index
-built from 100,000 rows) keeps it too (:meth:`Database.read` with ``bulk=True``).
+What moves is what cannot wait, and only in WAL mode, where a reader waits for no lock: reads, and
+the statements of a short write once its ``BEGIN IMMEDIATE`` holds the write lock. ``BEGIN IMMEDIATE``
+may wait for another process's writer (SQLite's busy timeout) and ``COMMIT`` may checkpoint the WAL
+(an ``fsync``), so they keep the worker thread; so do large scans (a search index built from 100,000
+rows: :meth:`Database.read` with ``bulk=True``) and writes not marked short (an import, a friend's
+deletion), whose statements can run for long. A connection's first use after a crash (WAL recovery)
+can make readers wait; that is once, at start-up.
 
->>> engine = create_async_engine(url, async_creator=sqlite_creator("/path/memory.db", timeout_s=30))  # doctest: +SKIP
->>> set_on_loop(driver_connection, True)  # doctest: +SKIP
+>>> creator = sqlite_creator("/path/memory.db", {}, timeout_s=30)  # doctest: +SKIP
+>>> engine = create_async_engine(url, async_creator=creator)  # doctest: +SKIP
+>>> set_on_loop(driver_connection, on_loop=True)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -45,11 +49,19 @@ class LoopConnection(aiosqlite.Connection):
         return await super()._execute(fn, *args, **kwargs)
 
 
-def sqlite_creator(path: str, *, timeout_s: float) -> Callable[[], Awaitable[LoopConnection]]:
-    """The ``async_creator`` of an engine on the SQLite file ``path`` (a :class:`LoopConnection` each)."""
+def sqlite_creator(
+    database: str, options: dict[str, Any], *, timeout_s: float
+) -> Callable[[], Awaitable[LoopConnection]]:
+    """The ``async_creator`` of an engine on SQLite ``database`` (a :class:`LoopConnection` each).
+
+    ``database`` and ``options`` are what SQLAlchemy's dialect makes of the URL
+    (``create_connect_args``: the absolute path, or ``uri=True`` for a ``file:`` URI); the URL's own
+    ``timeout`` wins over ``timeout_s``.
+    """
+    kwargs = {"timeout": timeout_s, **options, "check_same_thread": False}
 
     async def connect() -> LoopConnection:
-        connection = LoopConnection(partial(sqlite3.connect, path, timeout=timeout_s, check_same_thread=False), 64)
+        connection = LoopConnection(partial(sqlite3.connect, database, **kwargs), 64)
         # the worker thread must not keep the interpreter alive at exit (aiosqlite < 0.22 is the thread)
         worker = connection if isinstance(connection, Thread) else connection._thread
         worker.daemon = True
@@ -58,7 +70,7 @@ def sqlite_creator(path: str, *, timeout_s: float) -> Callable[[], Awaitable[Loo
     return connect
 
 
-def set_on_loop(driver_connection: object, on_loop: bool) -> bool:
+def set_on_loop(driver_connection: object, *, on_loop: bool) -> bool:
     """Let ``driver_connection`` run statements on the loop's thread (when it is a WAL-mode
     :class:`LoopConnection`; anything else is left alone). Returns whether they now run there."""
     if not isinstance(driver_connection, LoopConnection):

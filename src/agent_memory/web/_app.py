@@ -107,6 +107,7 @@ def create_app(
         await system.ensure_schema()
         await system.search.warm_up()  # the dictionaries load now, not in the first user's recall
         if own_process:
+            gc.collect()  # what the warm-up left as garbage is freed, not frozen
             gc.freeze()
         try:
             yield
