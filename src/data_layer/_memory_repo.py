@@ -167,7 +167,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
             by_user.setdefault(uid, []).append(index)
         results: list[MemoryRecord | BaseException] = [RuntimeError("not written")] * len(items)
         try:
-            async with self._db.write() as session:
+            async with self._db.write(short=True) as session:  # at most MAX_BATCH memories: a short write
                 # users in one order for every transaction: two processes locking the same users'
                 # revision rows in opposite orders would deadlock (PostgreSQL), found by `bench load`
                 for uid, indexes in sorted(by_user.items()):
