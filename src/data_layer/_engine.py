@@ -202,6 +202,14 @@ class Database:
         )
 
     @property
+    def one_writer(self) -> bool:
+        """Whether the database lets one writer in at a time (SQLite). There, writes of several callers
+        that run at the same time may share a transaction (group commit): they would queue anyway. On
+        PostgreSQL a shared transaction would hold every row lock of every caller in it, so one
+        caller's long write would hold up the others."""
+        return self.backend == "sqlite"
+
+    @property
     def writer_key(self) -> str:
         """Names the database for queues of writers: the SQLite file, or the URL without password."""
         return self.sqlite_path or self.url.render_as_string(hide_password=True)

@@ -61,7 +61,7 @@ class MemoryReadsMixin:
             async with self._db.read() as session:
                 row = await session.scalar(select(AgentMemoryTable).where(*conditions))
             return record_of(row) if row is not None else None
-        if self._db.backend == "sqlite":  # one writer at a time: reads at the same time share a transaction
+        if self._db.one_writer:  # reads at the same time count their accesses in one transaction
             return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
         # PostgreSQL: a transaction of its own (a batch touching rows in two orders could dead-lock)
         return (await _flush_touches([(self._db, tuple(conditions))]))[0]

@@ -191,7 +191,7 @@ class MessageRepository:
         """
         batches = self._prepare({v.user_id(user_id): messages})
         plain = not skip_existing and all(r["external_id"] is None for b in batches for r in b.rows)
-        if plain and self._db.backend == "sqlite":
+        if plain and self._db.one_writer:
             if not any(b.rows for b in batches):
                 return []
             # appends running at the same time (the chat turns of many users) share a transaction
