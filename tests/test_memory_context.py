@@ -337,3 +337,36 @@ async def test_resume_continues_the_stored_chat_with_one_read(memory: MemorySyst
     assert reads == []  # the recall's look-back used resume()'s read
     stored = await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=100)
     assert len(stored) == 62 and [m.content for m in stored[-2:]] == ["新问题", "好的"]
+
+
+async def test_settings_handed_over_serve_one_turn_then_are_read_again(memory: MemorySystem) -> None:
+    """Settings the caller read for a turn spare the recall its own read, for that turn only: a change
+    saved afterwards applies from the next message on."""
+    from data_layer import MemoryRecallSettings
+
+    context = memory.context(user_id="u1", friend_id="mentor")
+    with pytest.raises(InvalidInputError, match="MemoryRecallSettings"):
+        context.use_settings({"enabled": False})  # type: ignore[arg-type]
+    reads = _count_statements(memory, "FROM system_settings")
+    context.use_settings(MemoryRecallSettings(enabled=False))  # the stored settings have recall on
+    client = replay(["好", "好的"])
+    agent = _main(client, context)
+    await agent.run(task="汇报压力大")
+    assert reads == [] and context.last_block == ""  # recall off, as handed over; nothing read
+    await agent.run(task="季度项目汇报怎么准备")
+    assert len(reads) == 1 and "季度项目汇报" in context.last_block  # read anew: recall on
+
+
+async def test_the_block_and_its_recall_memory_output_share_one_read(memory: MemorySystem) -> None:
+    """The memories of the recall block are read once more (gone or withheld ones get no slot), and the
+    recall_memory output of the same turn is made from that read, not from a third one."""
+    options = memory.recall_options.model_copy(update={"injection": "tool_call"})
+    context = memory.context(user_id="u1", friend_id="mentor", options=options)
+    reads = _count_statements(memory, "FROM agent_memories")
+    client = replay(["好的"])
+    await _main(client, context).run(task="汇报压力大")
+    by_key = [s for s in reads if "agent_memories.memory_key IN" in s]  # the search reads its hits by id
+    assert context.last_output is not None
+    assert [e.content for e in context.last_output.events] == ["用户工作压力大，下周要向管理层做季度项目汇报"]
+    assert "report" in context.last_block
+    assert len(by_key) == 1, by_key  # the block's check; the output adds none

@@ -90,3 +90,36 @@ async def test_a_turn_that_waited_for_its_friends_deletion_stores_nothing(system
     with pytest.raises(NotFoundError):
         await queued
     assert await system.layer.messages.count(user_id=user) == 0
+
+
+async def test_a_chat_turn_reads_the_users_settings_once(system: Any) -> None:
+    """The turn reads the settings once, for the page's display choices and the recall alike; a change
+    saved between two turns applies to the next one."""
+    from sqlalchemy import event
+
+    from agent_memory.web import ChatService, OfflineResponder
+
+    user = f"dora-{uuid.uuid4().hex[:6]}"
+    friend = await system.layer.friends.create(user_id=user, name="小明")
+    await system.layer.memory.add(user_id=user, memory_key="trip", content="用户下周二要去北京出差",
+                                  memory_type="event", friend_id=friend.friend_id)  # fmt: skip
+    await system.layer.settings.update(user_id=user, patch={"chat": {"show_tool_calls": True}})
+    service = ChatService(system, model_client=OfflineResponder())
+    reads: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM system_settings" in statement:
+            reads.append(statement)
+
+    event.listen(system.layer.db.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        first = [e async for e in service.turn(user_id=user, friend_id=friend.friend_id, text="北京出差的事还记得吗")]
+        assert len(reads) == 1
+        card = next(e for e in first if e["type"] == "tool_call")
+        assert [e["content"] for e in card["result"]["events"]] == ["用户下周二要去北京出差"]
+        await system.layer.settings.update(user_id=user, patch={"memory": {"enabled": False}})
+        reads.clear()
+        second = [e async for e in service.turn(user_id=user, friend_id=friend.friend_id, text="北京出差的事还记得吗")]
+        assert len(reads) == 1 and "tool_call" not in {e["type"] for e in second}
+    finally:
+        event.remove(system.layer.db.engine.sync_engine, "before_cursor_execute", record)

@@ -31,7 +31,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 
 from ._errors import AgentMemoryError, UnsupportedDatabaseURLError
-from ._sqlite_loop import mark_wal, set_on_loop, sqlite_creator
+from ._sqlite_loop import begin_on_loop, mark_wal, set_on_loop, sqlite_creator
 from ._storage_errors import translate
 
 Backend = Literal["sqlite", "postgresql"]
@@ -157,7 +157,8 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
     def _on_begin(conn: Any) -> None:
         options = conn.get_execution_options()
         mode = options.get(_BEGIN_OPTION, "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        if not begin_on_loop(conn.connection.driver_connection, mode):
+            conn.exec_driver_sql(f"BEGIN {mode}")
         if mode == "IMMEDIATE" and options.get(_LOOP_WRITES_OPTION):
             set_on_loop(conn.connection.driver_connection, on_loop=True)
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy.engine import Row
 
 from . import _revision
 from . import _validation as v
@@ -80,7 +82,7 @@ def _prompt(value: object) -> str:
     return text
 
 
-def _record(row: AIFriendTable) -> FriendRecord:
+def _record(row: AIFriendTable | Row[Any]) -> FriendRecord:
     return FriendRecord(
         user_id=row.user_id,
         friend_id=row.friend_id,
@@ -89,6 +91,11 @@ def _record(row: AIFriendTable) -> FriendRecord:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+_FRIENDS = AIFriendTable.__table__
+#: One friend by its key, built once (see :meth:`FriendRepository.get`).
+_ONE = select(_FRIENDS).where(_FRIENDS.c.user_id == bindparam("uid"), _FRIENDS.c.friend_id == bindparam("fid"))
 
 
 class FriendRepository:
@@ -129,8 +136,8 @@ class FriendRepository:
         """The user's friend; raises ``NotFoundError`` when the user has no such friend."""
         uid = v.user_id(user_id)
         fid = v.scope_id(friend_id, name="friend_id")
-        async with self._db.read() as session:
-            row = await session.get(AIFriendTable, (uid, fid))
+        async with self._db.connect() as conn:  # read at the start of every chat turn: no ORM session
+            row = (await conn.execute(_ONE, {"uid": uid, "fid": fid})).first()
         if row is None:
             raise NotFoundError(f"no AI friend {fid!r}: list the friends with GET /api/friends")
         return _record(row)

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _revision
@@ -24,6 +24,12 @@ from ._tables import (
 )
 from ._types import utcnow
 
+_STATE = MemoryIndexStateTable
+#: The user's change counters and the synonym vocabulary's.
+_STATES = select(_STATE.user_id, _STATE.revision, _STATE.hard_delete_revision).where(
+    or_(_STATE.user_id == bindparam("uid"), _STATE.user_id == bindparam("vocabulary"))
+)
+
 
 class IndexOpsMixin(KeywordOpsMixin):
     """Index support operations of :class:`MemoryRepository` (keyword operations come with them)."""
@@ -31,14 +37,9 @@ class IndexOpsMixin(KeywordOpsMixin):
     async def index_state(self, *, user_id: str | int) -> IndexState:
         """The user's change counters and the synonym vocabulary's (all 0 before the first write)."""
         uid = v.user_id(user_id)
-        stmt = select(
-            MemoryIndexStateTable.user_id,
-            MemoryIndexStateTable.revision,
-            MemoryIndexStateTable.hard_delete_revision,
-        ).where(MemoryIndexStateTable.user_id.in_([uid, _revision.VOCABULARY]))
-        # called before every search: a bare connection, no ORM session
+        # called before every search: a bare connection, no ORM session, a statement built once
         async with self._db.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(_STATES, {"uid": uid, "vocabulary": _revision.VOCABULARY})).all()
         by_user = {r[0]: (int(r[1]), int(r[2])) for r in rows}
         revision, hard = by_user.get(uid, (0, 0))
         return IndexState(revision, hard, by_user.get(_revision.VOCABULARY, (0, 0))[0])

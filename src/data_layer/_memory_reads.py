@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, tuple_, update
+from sqlalchemy import Select, bindparam, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
@@ -27,6 +27,13 @@ from ._tables import AgentMemoryTable
 from ._types import utcnow
 
 MAX_PAGE = 1000
+
+
+_MEMORIES = AgentMemoryTable.__table__
+#: The user's memories with the given keys (an expanding IN), built once.
+_BY_KEYS = select(_MEMORIES).where(
+    _MEMORIES.c.user_id == bindparam("uid"), _MEMORIES.c.memory_key.in_(bindparam("keys", expanding=True))
+)
 
 
 class MemoryReadsMixin:
@@ -74,9 +81,13 @@ class MemoryReadsMixin:
         if isinstance(memory_keys, str) or not isinstance(memory_keys, Sequence):
             raise InvalidInputError("memory_keys must be a list of keys")
         keys = [v.memory_key(k) for k in memory_keys]
-        async with self._db.read() as session:
-            found = await self._existing(session, uid, keys)
-        return {k: record_of(r) for k, r in found.items() if include_inactive or r.is_active}
+        found: dict[str, MemoryRecord] = {}
+        # a bare connection and a statement built once: every recall reads its memories here again
+        async with self._db.connect() as conn:
+            for start in range(0, len(keys), 500):
+                rows = await conn.execute(_BY_KEYS, {"uid": uid, "keys": keys[start : start + 500]})
+                found.update({r.memory_key: record_of(r) for r in rows if include_inactive or r.is_active})  # type: ignore[arg-type]
+        return found
 
     async def get_by_ids(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The user's active memories with these ids, in the given order (others are left out)."""

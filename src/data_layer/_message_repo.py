@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, literal, or_, select, tuple_
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
@@ -94,7 +95,7 @@ class _Batch:
     timed: list[bool]
 
 
-def _record(row: ChatMessageTable) -> MessageRecord:
+def _record(row: ChatMessageTable | Row[Any]) -> MessageRecord:
     return MessageRecord(
         id=row.id,
         user_id=row.user_id,
@@ -326,7 +327,7 @@ class MessageRepository:
         lo, hi = v.time_range(since, until)
         size = v.bounded_int(page_size, name="page_size", low=1, high=MAX_PAGE)
         t = ChatMessageTable
-        stmt = select(t).where(t.user_id == uid)
+        stmt = select(ChatMessageTable.__table__).where(t.user_id == uid)  # rows, not ORM objects
         if lo is not None:
             stmt = stmt.where(t.created_at >= lo)
         if hi is not None:
@@ -346,8 +347,8 @@ class MessageRepository:
             stmt = stmt.where(key < bound if newest_first else key > bound)
         order = (t.created_at.desc(), t.id.desc()) if newest_first else (t.created_at, t.id)
         stmt = stmt.order_by(*order)
-        async with self._db.read() as session:
-            rows = list(await session.scalars(stmt.limit(size + 1)))
+        async with self._db.connect() as conn:  # every chat turn reads its history here: no ORM session
+            rows = list(await conn.execute(stmt.limit(size + 1)))
         items = [_record(r) for r in rows[:size]]
         next_cursor = None
         if len(rows) > size:

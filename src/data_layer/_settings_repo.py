@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from . import _validation as v
 from ._dialect import insert_updating
@@ -15,6 +15,9 @@ from ._errors import InvalidInputError
 from ._tables import SystemSettingsTable
 from ._types import utcnow
 from ._user_settings import UserSettings
+
+#: Read at the start of every chat turn: built once, so SQLAlchemy does not derive its cache key anew.
+_STORED = select(SystemSettingsTable.settings).where(SystemSettingsTable.user_id == bindparam("uid"))
 
 
 def _explain(exc: ValidationError) -> str:
@@ -45,10 +48,8 @@ class SettingsRepository:
     async def get(self, *, user_id: str | int) -> UserSettings:
         """The user's settings: the stored values over the defaults."""
         uid = v.user_id(user_id)
-        async with self._db.read() as session:
-            stored = await session.scalar(
-                select(SystemSettingsTable.settings).where(SystemSettingsTable.user_id == uid)
-            )
+        async with self._db.connect() as conn:
+            stored = await conn.scalar(_STORED, {"uid": uid})
         if stored is None:
             return self.defaults
         return self._merge(self.defaults, stored)

@@ -49,6 +49,23 @@ class LoopConnection(aiosqlite.Connection):
         return await super()._execute(fn, *args, **kwargs)
 
 
+def begin_on_loop(driver_connection: object, mode: str) -> bool:
+    """Send ``BEGIN {mode}`` straight to SQLite when ``driver_connection`` runs its statements on the
+    loop's thread and the mode takes no lock (``DEFERRED``: a read's snapshot starts at its first
+    statement). Returns whether it did; otherwise the caller sends it the usual way.
+
+    A read's ``BEGIN`` through SQLAlchemy's statement path costs more than the read's own ``SELECT``
+    on a chat turn's small queries; straight to the driver it costs microseconds.
+    """
+    if mode != "DEFERRED" or not isinstance(driver_connection, LoopConnection) or not driver_connection.on_loop:
+        return False
+    raw = driver_connection._connection
+    if raw is None or not driver_connection._running:
+        return False
+    raw.execute("BEGIN DEFERRED")
+    return True
+
+
 def sqlite_creator(
     database: str, options: dict[str, Any], *, timeout_s: float
 ) -> Callable[[], Awaitable[LoopConnection]]:
@@ -85,4 +102,4 @@ def mark_wal(driver_connection: object, journal_mode: object) -> None:
         driver_connection.wal = str(journal_mode).lower() == "wal"
 
 
-__all__ = ["LoopConnection", "mark_wal", "set_on_loop", "sqlite_creator"]
+__all__ = ["LoopConnection", "begin_on_loop", "mark_wal", "set_on_loop", "sqlite_creator"]

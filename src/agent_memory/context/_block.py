@@ -8,7 +8,7 @@
 Memory text and a model's summary are data, never structure: brackets become parentheses and line
 breaks spaces, so no memory can close a slot, open another one or start a second header line.
 
-:func:`reachable_items` is the gate in front of the block: each memory is read once more and must pass
+:func:`reachable` is the gate in front of the block: each memory is read once more and must pass
 the check of every path to a friend (``agent_memory.slots._sensitivity.reaches``: the scope sees it,
 and a sensitive memory of another friend or of the shared profile needs the user's permission, seed
 000 section 7.4). A withheld memory gets no slot, not even its key.
@@ -19,14 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from data_layer import AgentFusionDataLayer, Scope
+from data_layer import AgentFusionDataLayer, MemoryRecord, Scope
 
+from ..recall._memory_view import PROFILE_TYPES
 from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
 
 SLOT_HEADER = "[记忆召回]"
-#: Memory types shared by all of a user's AI friends (they count against the profile top-k).
-PROFILE_TYPES = frozenset({"profile", "user_preference"})
 _FLATTEN = str.maketrans({"[": "(", "]": ")", "【": "(", "】": ")"})
 
 
@@ -87,6 +86,27 @@ def recall_block(
     return RecallBlock("\n".join(lines) if keys else "", tuple(keys))
 
 
+async def reachable(
+    layer: AgentFusionDataLayer,
+    scope: Scope,
+    items: Sequence[MemorySearchResultItem],
+    *,
+    allow_sensitive: bool = False,
+) -> list[tuple[MemorySearchResultItem, MemoryRecord]]:
+    """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
+    scope's friend, each with the memory as read (``allow_sensitive``: the runtime's explicit
+    permission, never a model's)."""
+    if not items:
+        return []
+    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    return [
+        (item, record)
+        for item in items
+        if (record := records.get(item.memory_key)) is not None
+        and reaches(scope, record, allow_sensitive=allow_sensitive)
+    ]
+
+
 async def reachable_items(
     layer: AgentFusionDataLayer,
     scope: Scope,
@@ -94,14 +114,5 @@ async def reachable_items(
     *,
     allow_sensitive: bool = False,
 ) -> list[MemorySearchResultItem]:
-    """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
-    scope's friend (``allow_sensitive``: the runtime's explicit permission, never a model's)."""
-    if not items:
-        return []
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
-    return [
-        item
-        for item in items
-        if (record := records.get(item.memory_key)) is not None
-        and reaches(scope, record, allow_sensitive=allow_sensitive)
-    ]
+    """The ``items`` of :func:`reachable` without their memories."""
+    return [item for item, _ in await reachable(layer, scope, items, allow_sensitive=allow_sensitive)]

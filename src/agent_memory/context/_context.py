@@ -40,7 +40,7 @@ from autogen_core.models import (
 )
 from pydantic import BaseModel
 
-from data_layer import InvalidInputError, MemoryRecallSettings, Scope
+from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, Scope
 
 from ..archive import ToolResultManager
 from ..recall import (
@@ -51,11 +51,11 @@ from ..recall import (
     RecallResult,
     RecallStartedEvent,
     RecallTimeoutEvent,
-    recall_memory_output,
+    output_of_records,
 )
 from ..tools import RecallLedger
 from ._archiving import archive_results
-from ._block import RecallBlock, reachable_items, recall_block
+from ._block import RecallBlock, reachable, recall_block
 from ._options import RecallOptions
 from ._turns import MAX_RECALL_HISTORY, chat_pairs, conversation_of, current_turn, stored_before
 from ._window import bounded, message_tokens
@@ -117,11 +117,13 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._injected: list[LLMMessage] = []
         #: The last recall's result (``None`` before the first, or when it timed out early or failed).
         self.last_result: RecallResult | None = None
-        #: The last recall block ("" when none) and, with tool-call injection, the recall_memory result.
+        #: The last recall block ("" when none) and what it gives in recall_memory's output shape.
         self.last_block = ""
         self.last_output: RecallMemoryOutput | None = None
         #: The stored chat read by :meth:`resume` (``(role, text)``, oldest first), reused by the recall.
         self._stored: list[tuple[str, str]] | None = None
+        #: The user's recall settings as the caller read them for the next turn (see :meth:`use_settings`).
+        self._settings: MemoryRecallSettings | None = None
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -188,6 +190,21 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 await super().add_message(AssistantMessage(content=text, source=assistant_source))
         return len(shown)
 
+    def use_settings(self, settings: MemoryRecallSettings) -> None:
+        """Recall with ``settings`` (the user's memory settings, read by the caller for this turn) in the
+        next turn instead of reading them again; later turns read them anew, so a change the user
+        saves meanwhile applies from the next message on.
+
+        A web chat reads the user's settings at the start of each turn for its own display choices;
+        handing them over spares the recall a second read of the same row.
+
+        >>> settings = await system.layer.settings.get(user_id="alice")  # doctest: +SKIP
+        >>> context.use_settings(settings.memory)  # doctest: +SKIP
+        """
+        if not isinstance(settings, MemoryRecallSettings):
+            raise InvalidInputError(f"settings must be a MemoryRecallSettings, got {type(settings).__name__}")
+        self._settings = settings
+
     # -- what the model sees -----------------------------------------------------------------------
 
     async def get_messages(self) -> list[LLMMessage]:
@@ -223,7 +240,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         if not conversation:
             return []
         started = time.perf_counter()
-        self.last_result, self.last_block = None, ""
+        self.last_result, self.last_block, self.last_output = None, "", None
         agent: list[MemRecallAgent] = []
         settings: list[MemoryRecallSettings] = []
         try:
@@ -246,8 +263,12 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 return []
             self.last_result = result
             ledger = result.ledger
-        block = await self._block(ledger, settings[0])
+        block, records = await self._block(ledger, settings[0])
         self.last_block = block.text
+        user = settings[0]
+        # what the block gives, in the seed's recall_memory shape (the simulated call, the page's card)
+        self.last_output = output_of_records(records, profile_topk=user.profile_top_k,
+                                             event_topk=user.event_top_k)  # fmt: skip
         await self._emit(
             RecallFinishedEvent(
                 source="memory_context",
@@ -262,14 +283,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         if self.options.injection == "system":
             return [SystemMessage(content=block.text)]
-        user = settings[0]
         arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id,
                      "profile_topk": user.profile_top_k, "event_topk": user.event_top_k,
                      "similarity_threshold": user.similarity_threshold}  # fmt: skip
-        relevant = [i for i in ledger.relevant(user.similarity_threshold) if i.memory_key in block.keys]
-        output = await recall_memory_output(self.system.layer, self.scope, relevant,
-                                            profile_topk=user.profile_top_k, event_topk=user.event_top_k)  # fmt: skip
-        self.last_output = output
+        output = self.last_output
         call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
                             arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
         result = FunctionExecutionResult(content=output.model_dump_json(), name="recall_memory", call_id=call.id,
@@ -285,7 +302,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         agent_out: list[MemRecallAgent],
         settings_out: list[MemoryRecallSettings],
     ) -> RecallResult | None:
-        settings = (await self.system.layer.settings.get(user_id=self.scope.user_id)).memory
+        settings, self._settings = self._settings, None
+        if settings is None:
+            settings = (await self.system.layer.settings.get(user_id=self.scope.user_id)).memory
         settings_out.append(settings)
         if not settings.enabled:
             return None
@@ -312,21 +331,26 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return stored_before(chat_pairs(stored), conversation)
         return stored_before(self._stored, conversation)
 
-    async def _block(self, ledger: RecallLedger, settings: MemoryRecallSettings) -> RecallBlock:
+    async def _block(
+        self, ledger: RecallLedger, settings: MemoryRecallSettings
+    ) -> tuple[RecallBlock, list[MemoryRecord]]:
         """Relevant memories (score >= the user's threshold, only keys the searches returned) that may
-        reach this friend (read once more: ``reachable_items``; none when that read fails)."""
+        reach this friend (read once more: ``reachable``; none when that read fails), and the
+        memories of the block's slots as read."""
         summary = ledger.handoff.search_summary if ledger.handoff else ""
         try:
-            items = await reachable_items(self.system.layer, self.scope, ledger.relevant(settings.similarity_threshold))
+            pairs = await reachable(self.system.layer, self.scope, ledger.relevant(settings.similarity_threshold))
         except Exception as exc:  # the reply goes on without memories rather than with unchecked ones
             logger.warning("checking recalled memories failed", exc_info=True)
             await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
-            items = []
+            pairs = []
         if not summary or ledger.handoff_problem:
-            summary = f"找到 {len(items)} 条相关记忆。"
-        return recall_block(items, summary=summary, profile_top_k=settings.profile_top_k,
-                            event_top_k=settings.event_top_k, token_budget=self.options.slot_token_budget)  # fmt: skip
+            summary = f"找到 {len(pairs)} 条相关记忆。"
+        block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,
+                             event_top_k=settings.event_top_k, token_budget=self.options.slot_token_budget)  # fmt: skip
+        shown = set(block.keys)
+        return block, [record for item, record in pairs if item.memory_key in shown]
 
     async def _on_agent_event(self, event: Any) -> None:
         from autogen_agentchat.messages import ToolCallExecutionEvent

@@ -30,6 +30,7 @@ from ._memory_view import (
     ProfileItem,
     RecallMemoryInput,
     RecallMemoryOutput,
+    output_of_records,
     recall_memory_output,
 )
 from ._planner import OfflineRecallPlanner
@@ -76,6 +77,7 @@ __all__ = [
     "load_skill",
     "merge_streams",
     "needs_memory",
+    "output_of_records",
     "parse_skill",
     "parse_task",
     "recall_memory_output",

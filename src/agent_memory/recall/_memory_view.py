@@ -95,12 +95,22 @@ async def recall_memory_output(
     ``event_topk`` events, each read once more and checked with the scope's and the sensitivity rule
     (``allow_sensitive``: the runtime's explicit permission, never a model's)."""
     records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    checked = [
+        record
+        for item in items
+        if (record := records.get(item.memory_key)) is not None
+        and reaches(scope, record, allow_sensitive=allow_sensitive)
+    ]
+    return output_of_records(checked, profile_topk=profile_topk, event_topk=event_topk)
+
+
+def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int) -> RecallMemoryOutput:
+    """The seed's output for memories already read once more and checked (best first), as
+    :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
+    context, for its recall block) does not read them a third time."""
     out = RecallMemoryOutput()
     sources: list[int] = []
-    for item in items:
-        record = records.get(item.memory_key)
-        if record is None or not reaches(scope, record, allow_sensitive=allow_sensitive):
-            continue
+    for record in records:
         ids = [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
         if record.memory_type in PROFILE_TYPES:
             if len(out.profiles) >= profile_topk:

@@ -42,7 +42,6 @@ from ..recall import (
     RecallStartedEvent,
     RecallTimeoutEvent,
     merge_streams,
-    recall_memory_output,
 )
 from ..system import MemorySystem
 
@@ -163,7 +162,7 @@ class ChatService:
                 return await self.system.layer.friends.delete(user_id=user_id, friend_id=friend_id)
 
     async def _agent(
-        self, user_id: str, friend_id: str, system_prompt: str, queue: asyncio.Queue[Any]
+        self, user_id: str, friend_id: str, system_prompt: str, settings: UserSettings, queue: asyncio.Queue[Any]
     ) -> tuple[AssistantAgent, MemoryContext]:
         kwargs: dict[str, Any] = {
             "name": AGENT_NAME,
@@ -173,6 +172,7 @@ class ChatService:
         }
         kwargs = self.builder.with_memory(kwargs, user_id=user_id, friend_id=friend_id, events=queue)
         context: MemoryContext = kwargs["model_context"]
+        context.use_settings(settings.memory)  # read once per turn, for the page and the recall
         await context.resume(limit=HISTORY_MESSAGES, assistant_text=lambda text: split_think(text)[0],
                              assistant_source=AGENT_NAME)  # fmt: skip
         return AssistantAgent(**kwargs), context
@@ -182,7 +182,7 @@ class ChatService:
         settings: UserSettings = await self.system.layer.settings.get(user_id=user_id)
         show_tools, show_thinking = settings.chat.show_tool_calls, settings.chat.show_thinking
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1000)
-        agent, context = await self._agent(user_id, friend_id, friend.system_prompt, queue)
+        agent, context = await self._agent(user_id, friend_id, friend.system_prompt, settings, queue)
         splitter = ThinkSplitter()
         finished: list[RecallFinishedEvent] = []
         card_sent = False
@@ -196,7 +196,7 @@ class ChatService:
                 return
             card_sent = True
             if finished and show_tools:
-                yield await self._recall_card(context, settings, text)
+                yield self._recall_card(context, settings, text)
 
         def pieces(parts: list[tuple[str, str]]) -> list[dict[str, Any]]:
             events = []
@@ -251,7 +251,7 @@ class ChatService:
         visible = split_think(final)[0] if final else "".join(reply).strip()
         yield {"type": "done", "reply": visible, "thinking": "".join(thinking) if show_thinking else ""}
 
-    async def _recall_card(self, context: MemoryContext, settings: UserSettings, text: str) -> dict[str, Any]:
+    def _recall_card(self, context: MemoryContext, settings: UserSettings, text: str) -> dict[str, Any]:
         """The ``recall_memory`` call as the page shows it: its arguments and the profiles/events."""
         memory = settings.memory
         arguments = {
@@ -261,18 +261,7 @@ class ChatService:
             "event_topk": memory.event_top_k,
             "similarity_threshold": memory.similarity_threshold,
         }
-        output = context.last_output
-        if output is None:
-            output = RecallMemoryOutput()
-            if context.last_result is not None and context.last_block:
-                items = context.last_result.relevant(memory.similarity_threshold)
-                output = await recall_memory_output(
-                    self.system.layer,
-                    context.scope,
-                    items,
-                    profile_topk=memory.profile_top_k,
-                    event_topk=memory.event_top_k,
-                )
+        output = context.last_output or RecallMemoryOutput()  # what the recall block gave the model
         result = output.model_dump(include={"profiles", "events"})
         return {"type": "tool_call", "name": "recall_memory", "arguments": arguments, "result": result}
 
