@@ -255,7 +255,8 @@ def _serve_workers(
         watcher.start()
         try:
             uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
-                        log_level=log_level, timeout_graceful_shutdown=5)  # fmt: skip
+                        log_level=log_level, timeout_graceful_shutdown=5,
+                        loop="agent_memory.web._accept:OneAcceptLoop")  # fmt: skip
         finally:
             stopped.set()
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
