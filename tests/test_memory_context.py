@@ -370,3 +370,22 @@ async def test_the_block_and_its_recall_memory_output_share_one_read(memory: Mem
     assert [e.content for e in context.last_output.events] == ["用户工作压力大，下周要向管理层做季度项目汇报"]
     assert "report" in context.last_block
     assert len(by_key) == 1, by_key  # the block's check; the output adds none
+
+
+async def test_recall_memory_output_holds_what_the_block_gave(memory: MemorySystem) -> None:
+    """A block cut by its token budget gives the model fewer memories than were found; the output (the
+    simulated call, the web page's card) lists those the model saw, not the ones cut."""
+    slides = "用户为季度项目汇报准备了二十页幻灯片"
+    await memory.layer.memory.add(user_id="u1", memory_key="report-2", content=slides, memory_type="event",
+                                  friend_id="mentor", created_at=NOW - timedelta(days=1))  # fmt: skip
+    roomy = memory.context(user_id="u1", friend_id="mentor")
+    await _main(replay(["好"]), roomy).run(task="季度项目汇报")
+    assert roomy.last_output is not None and len(roomy.last_output.events) == 2
+    tight = memory.context(user_id="u1", friend_id="mentor",
+                           options=memory.recall_options.model_copy(update={"slot_token_budget": 40}))  # fmt: skip
+    await _main(replay(["好"]), tight).run(task="季度项目汇报")
+    slots = [line for line in tight.last_block.splitlines() if line.startswith("[memory:")]
+    assert len(slots) == 1 and tight.last_output is not None
+    key = slots[0].split(":")[1]
+    shown = (await memory.layer.memory.get_many(user_id="u1", memory_keys=[key]))[key]
+    assert [e.content for e in tight.last_output.events] == [shown.content]

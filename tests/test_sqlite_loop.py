@@ -132,3 +132,28 @@ async def test_the_urls_options_still_reach_sqlite(tmp_path: Path, monkeypatch: 
         await db.dispose()
     assert target.exists()
     assert [name for name in os.listdir(tmp_path) if name.startswith("file:")] == []
+
+
+async def test_a_read_on_the_loop_sees_one_snapshot(tmp_path: Path) -> None:
+    """A read's BEGIN, sent straight to SQLite on the loop's thread, still opens a transaction: a row
+    another connection commits between two of the read's statements is not seen until the next read."""
+    path = tmp_path / "snapshot.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        seen = await _traced(db)
+        other = sqlite3.connect(path)
+        try:
+            async with db.connect() as conn:
+                assert await conn.scalar(text("SELECT count(*) FROM t")) == 0
+                other.execute("INSERT INTO t VALUES (1)")
+                other.commit()
+                assert await conn.scalar(text("SELECT count(*) FROM t")) == 0  # the read's own snapshot
+            async with db.connect() as conn:
+                assert await conn.scalar(text("SELECT count(*) FROM t")) == 1
+        finally:
+            other.close()
+        assert [s for s, _ in seen].count("BEGIN") == 2 and all(on_loop for _, on_loop in seen), seen
+    finally:
+        await db.dispose()

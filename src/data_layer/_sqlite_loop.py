@@ -62,7 +62,10 @@ def begin_on_loop(driver_connection: object, mode: str) -> bool:
     raw = driver_connection._connection
     if raw is None or not driver_connection._running:
         return False
-    raw.execute("BEGIN DEFERRED")
+    try:
+        raw.execute("BEGIN DEFERRED")
+    except sqlite3.Error:  # the usual way raises it as SQLAlchemy's error, which callers translate
+        return False
     return True
 
 

@@ -135,7 +135,9 @@ async def _stream(
     base: str, n: int, turns: int, think_s: float, ready: asyncio.Barrier, deadline: list[float], out: dict[str, Any]
 ) -> None:
     jar = aiohttp.CookieJar(unsafe=True)  # the session cookie of a server on an IP address (loopback)
-    async with aiohttp.ClientSession(base_url=base, cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=120)) as client:
+    # 120 s between reads, as a browser waits on a slow reply; long lines (a big reply in one event) fit
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
+    async with aiohttp.ClientSession(base_url=base, cookie_jar=jar, timeout=timeout, read_bufsize=1 << 20) as client:
         try:
             async with client.post("/api/session", json={"name": f"bench-user-{n}"}) as r:
                 r.raise_for_status()

@@ -7,6 +7,11 @@ chats for as long as they last (measured: 35 and 15 of 50 connections). Acceptin
 readiness, as nginx does by default (``multi_accept off``), lets the workers take turns: a worker
 busy with its chats comes back to the socket later and so takes fewer.
 
+It is asyncio's own selector loop with that one change (uvloop, when installed, is not used by the
+workers): the method it narrows, ``_accept_connection``, is asyncio's own (the backlog its fifth
+parameter, as read in Python 3.11's ``selector_events``); its retry after a resource error goes through
+the same method, so it stays narrowed.
+
 >>> uvicorn.run(app, workers=2, loop="agent_memory.web._accept:OneAcceptLoop")  # doctest: +SKIP
 """
 
