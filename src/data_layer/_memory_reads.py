@@ -30,10 +30,12 @@ MAX_PAGE = 1000
 
 
 _MEMORIES = AgentMemoryTable.__table__
-#: The user's memories with the given keys (an expanding IN), built once.
-_BY_KEYS = select(_MEMORIES).where(
-    _MEMORIES.c.user_id == bindparam("uid"), _MEMORIES.c.memory_key.in_(bindparam("keys", expanding=True))
-)
+#: The user's memories with the given keys (``uid``, ``keys``: an expanding IN), built once: as rows for
+#: reads, as ORM objects for the write path that changes them. At most :data:`KEYS_PER_STATEMENT` keys.
+_KEYS_OF_USER = (_MEMORIES.c.user_id == bindparam("uid"), _MEMORIES.c.memory_key.in_(bindparam("keys", expanding=True)))
+_BY_KEYS = select(_MEMORIES).where(*_KEYS_OF_USER)
+_BY_KEYS_ORM = select(AgentMemoryTable).where(*_KEYS_OF_USER)
+KEYS_PER_STATEMENT = 500
 
 
 class MemoryReadsMixin:
@@ -44,12 +46,9 @@ class MemoryReadsMixin:
     @staticmethod
     async def _existing(session: AsyncSession, uid: str, keys: Sequence[str]) -> dict[str, AgentMemoryTable]:
         found: dict[str, AgentMemoryTable] = {}
-        for start in range(0, len(keys), 500):
-            chunk = list(keys[start : start + 500])
-            rows = await session.scalars(
-                select(AgentMemoryTable).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key.in_(chunk))
-            )
-            found.update({r.memory_key: r for r in rows})
+        for start in range(0, len(keys), KEYS_PER_STATEMENT):
+            chunk = list(keys[start : start + KEYS_PER_STATEMENT])
+            found.update({r.memory_key: r for r in await session.scalars(_BY_KEYS_ORM, {"uid": uid, "keys": chunk})})
         return found
 
     async def retrieve_memory(
@@ -84,8 +83,8 @@ class MemoryReadsMixin:
         found: dict[str, MemoryRecord] = {}
         # a bare connection and a statement built once: every recall reads its memories here again
         async with self._db.connect() as conn:
-            for start in range(0, len(keys), 500):
-                rows = await conn.execute(_BY_KEYS, {"uid": uid, "keys": keys[start : start + 500]})
+            for start in range(0, len(keys), KEYS_PER_STATEMENT):
+                rows = await conn.execute(_BY_KEYS, {"uid": uid, "keys": keys[start : start + KEYS_PER_STATEMENT]})
                 found.update({r.memory_key: record_of(r) for r in rows if include_inactive or r.is_active})  # type: ignore[arg-type]
         return found
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from data_layer import AgentFusionDataLayer, MemoryRecord, Scope
+from data_layer import AgentFusionDataLayer, Scope
 
-from ..recall._memory_view import PROFILE_TYPES
-from ..slots._sensitivity import reaches
+from ..recall._memory_view import PROFILE_TYPES, reachable
 from ..tools import MemorySearchResultItem
 
 SLOT_HEADER = "[记忆召回]"
@@ -84,27 +83,6 @@ def recall_block(
         profiles += is_profile
         others += not is_profile
     return RecallBlock("\n".join(lines) if keys else "", tuple(keys))
-
-
-async def reachable(
-    layer: AgentFusionDataLayer,
-    scope: Scope,
-    items: Sequence[MemorySearchResultItem],
-    *,
-    allow_sensitive: bool = False,
-) -> list[tuple[MemorySearchResultItem, MemoryRecord]]:
-    """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
-    scope's friend, each with the memory as read (``allow_sensitive``: the runtime's explicit
-    permission, never a model's)."""
-    if not items:
-        return []
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
-    return [
-        (item, record)
-        for item in items
-        if (record := records.get(item.memory_key)) is not None
-        and reaches(scope, record, allow_sensitive=allow_sensitive)
-    ]
 
 
 async def reachable_items(

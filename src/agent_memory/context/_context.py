@@ -117,9 +117,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._injected: list[LLMMessage] = []
         #: The last recall's result (``None`` before the first, or when it timed out early or failed).
         self.last_result: RecallResult | None = None
-        #: The last recall block ("" when none) and what it gives in recall_memory's output shape.
+        #: The last recall block ("" when none), what it gives in recall_memory's output shape, and
+        #: the recall_memory arguments it answers (the simulated call's, the web page's card's).
         self.last_block = ""
         self.last_output: RecallMemoryOutput | None = None
+        self.last_arguments: dict[str, Any] | None = None
         #: The stored chat read by :meth:`resume` (``(role, text)``, oldest first), reused by the recall.
         self._stored: list[tuple[str, str]] | None = None
         #: The user's recall settings as the caller read them for the next turn (see :meth:`use_settings`).
@@ -240,7 +242,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         if not conversation:
             return []
         started = time.perf_counter()
-        self.last_result, self.last_block, self.last_output = None, "", None
+        self.last_result, self.last_block, self.last_output, self.last_arguments = None, "", None, None
         agent: list[MemRecallAgent] = []
         settings: list[MemoryRecallSettings] = []
         try:
@@ -269,6 +271,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         # what the block gives, in the seed's recall_memory shape (the simulated call, the page's card)
         self.last_output = output_of_records(records, profile_topk=user.profile_top_k,
                                              event_topk=user.event_top_k)  # fmt: skip
+        self.last_arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id,
+                               "profile_topk": user.profile_top_k, "event_topk": user.event_top_k,
+                               "similarity_threshold": user.similarity_threshold}  # fmt: skip
         await self._emit(
             RecallFinishedEvent(
                 source="memory_context",
@@ -283,13 +288,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         if self.options.injection == "system":
             return [SystemMessage(content=block.text)]
-        arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id,
-                     "profile_topk": user.profile_top_k, "event_topk": user.event_top_k,
-                     "similarity_threshold": user.similarity_threshold}  # fmt: skip
-        output = self.last_output
         call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
-                            arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
-        result = FunctionExecutionResult(content=output.model_dump_json(), name="recall_memory", call_id=call.id,
+                            arguments=json.dumps(self.last_arguments, ensure_ascii=False))  # fmt: skip
+        output = self.last_output.model_dump_json()
+        result = FunctionExecutionResult(content=output, name="recall_memory", call_id=call.id,
                                          is_error=False)  # fmt: skip
         return [
             AssistantMessage(content=[call], source="memory_context"),

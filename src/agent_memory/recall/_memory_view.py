@@ -82,6 +82,27 @@ def _event(record: MemoryRecord) -> EventItem:
     return EventItem(date=date, content=record.content)
 
 
+async def reachable(
+    layer: AgentFusionDataLayer,
+    scope: Scope,
+    items: Sequence[MemorySearchResultItem],
+    *,
+    allow_sensitive: bool = False,
+) -> list[tuple[MemorySearchResultItem, MemoryRecord]]:
+    """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
+    scope's friend, each with the memory as read (``allow_sensitive``: the runtime's explicit
+    permission, never a model's). The one gate in front of everything a recall gives a model."""
+    if not items:
+        return []
+    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    return [
+        (item, record)
+        for item in items
+        if (record := records.get(item.memory_key)) is not None
+        and reaches(scope, record, allow_sensitive=allow_sensitive)
+    ]
+
+
 async def recall_memory_output(
     layer: AgentFusionDataLayer,
     scope: Scope,
@@ -92,16 +113,9 @@ async def recall_memory_output(
     allow_sensitive: bool = False,
 ) -> RecallMemoryOutput:
     """The seed's output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
-    ``event_topk`` events, each read once more and checked with the scope's and the sensitivity rule
-    (``allow_sensitive``: the runtime's explicit permission, never a model's)."""
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
-    checked = [
-        record
-        for item in items
-        if (record := records.get(item.memory_key)) is not None
-        and reaches(scope, record, allow_sensitive=allow_sensitive)
-    ]
-    return output_of_records(checked, profile_topk=profile_topk, event_topk=event_topk)
+    ``event_topk`` events, each read once more and checked (:func:`reachable`)."""
+    checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive)
+    return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk)
 
 
 def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int) -> RecallMemoryOutput:

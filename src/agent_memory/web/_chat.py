@@ -196,7 +196,7 @@ class ChatService:
                 return
             card_sent = True
             if finished and show_tools:
-                yield self._recall_card(context, settings, text)
+                yield self._recall_card(context)
 
         def pieces(parts: list[tuple[str, str]]) -> list[dict[str, Any]]:
             events = []
@@ -251,19 +251,14 @@ class ChatService:
         visible = split_think(final)[0] if final else "".join(reply).strip()
         yield {"type": "done", "reply": visible, "thinking": "".join(thinking) if show_thinking else ""}
 
-    def _recall_card(self, context: MemoryContext, settings: UserSettings, text: str) -> dict[str, Any]:
-        """The ``recall_memory`` call as the page shows it: its arguments and the profiles/events."""
-        memory = settings.memory
-        arguments = {
-            "query": text[:500],
-            "friend_id": context.scope.friend_id,
-            "profile_topk": memory.profile_top_k,
-            "event_topk": memory.event_top_k,
-            "similarity_threshold": memory.similarity_threshold,
-        }
-        output = context.last_output or RecallMemoryOutput()  # what the recall block gave the model
+    @staticmethod
+    def _recall_card(context: MemoryContext) -> dict[str, Any]:
+        """The ``recall_memory`` call as the page shows it: the arguments and the profiles/events the
+        recall gave the model (the memory context's record of its last recall)."""
+        output = context.last_output or RecallMemoryOutput()
         result = output.model_dump(include={"profiles", "events"})
-        return {"type": "tool_call", "name": "recall_memory", "arguments": arguments, "result": result}
+        return {"type": "tool_call", "name": "recall_memory", "arguments": context.last_arguments or {},
+                "result": result}  # fmt: skip
 
 
 def _step_text(item: Any) -> str:
