@@ -389,3 +389,15 @@ async def test_recall_memory_output_holds_what_the_block_gave(memory: MemorySyst
     key = slots[0].split(":")[1]
     shown = (await memory.layer.memory.get_many(user_id="u1", memory_keys=[key]))[key]
     assert [e.content for e in tight.last_output.events] == [shown.content]
+
+
+async def test_output_of_records_refuses_bad_limits_and_non_records(memory: MemorySystem) -> None:
+    from agent_memory.recall import output_of_records
+
+    record = (await memory.layer.memory.get_many(user_id="u1", memory_keys=["report"]))["report"]
+    assert [e.content for e in output_of_records([record], profile_topk=1, event_topk=1).events] == [record.content]
+    for bad in (0, 11, 2.5, True, "3"):
+        with pytest.raises(InvalidInputError, match="event_topk must be a whole number from 1 to 10"):
+            output_of_records([record], profile_topk=5, event_topk=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="MemoryRecord"):
+        output_of_records([{"content": "x"}], profile_topk=5, event_topk=5)  # type: ignore[list-item]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from data_layer import AgentFusionDataLayer, MemoryRecord, Scope
+from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
 from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
@@ -122,6 +122,11 @@ def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, eve
     """The seed's output for memories already read once more and checked (best first), as
     :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
     context, for its recall block) does not read them a third time."""
+    for name, value in (("profile_topk", profile_topk), ("event_topk", event_topk)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
+            raise InvalidInputError(f"{name} must be a whole number from 1 to 10, not {value!r}")
+    if not all(isinstance(r, MemoryRecord) for r in records):
+        raise InvalidInputError("records must be MemoryRecord objects, as layer.memory.get_many returns them")
     out = RecallMemoryOutput()
     sources: list[int] = []
     for record in records:
