@@ -11,12 +11,13 @@ from autogen_agentchat.messages import ToolCallExecutionEvent
 from autogen_core import FunctionCall
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import CreateResult, RequestUsage, SystemMessage
+from autogen_core.tools import BaseTool
 
 from agent_memory.context import MemoryContext
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
 from builders import MEMORY_TOOLS_PROMPT, AgentBuilder
-from data_layer import NewMemory
+from data_layer import NewMemory, Scope
 from scripted import replay
 
 NOW = datetime.now(UTC)
@@ -87,6 +88,45 @@ def test_a_tool_schema_changed_by_its_caller_leaves_the_next_one_intact(builder:
     again = next(t for t in builder.memory_tools(user_id="u2") if t.name == "search_memories").schema
     assert again == pristine
     assert "query" in again["parameters"]["properties"]
+
+
+def test_every_memory_tool_builds_its_schema_once_and_hands_out_copies(
+    builder: AgentBuilder, system: MemorySystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AutoGen asks for every tool's schema before each model call; ours build it from the pydantic
+    model once per process (what AutoGen's own build gives), and each caller may edit its copy."""
+
+    def tools(user: str) -> list[BaseTool[Any, Any]]:
+        kwargs = builder.with_memory({"name": "a"}, user_id=user, friend_id="mentor")
+        return [
+            *kwargs["tools"],
+            builder.code_tool(user_id=user, friend_id="mentor"),
+            *system.evidence_toolbox(Scope.of(user, "mentor")).tools(),
+        ]
+
+    first = tools("u1")
+    names = {t.name for t in first}
+    assert {"search_memories", "load_tool_history", "run_code", "lexical_search"} <= names
+    expected = {t.name: json.loads(json.dumps(BaseTool.schema.fget(t))) for t in first}  # AutoGen's own build
+    for tool in first:
+        copy = tool.schema
+        assert copy == expected[tool.name]
+        copy["parameters"]["properties"].clear()  # a client editing its copy
+        copy["name"] = "changed"
+    builds: list[str] = []
+    for model in {t.args_type() for t in first}:
+        original = model.model_json_schema
+
+        def counted(*args: Any, _original: Any = original, _name: str = model.__name__, **kw: Any) -> Any:
+            builds.append(_name)
+            return _original(*args, **kw)
+
+        monkeypatch.setattr(model, "model_json_schema", counted)
+    again = tools("u2")
+    for _ in range(3):
+        assert {t.name: t.schema for t in again} == expected
+    assert builds == []  # built once, before: no JSON-schema generation per model call
+    assert BaseTool.schema.fget(again[0]) == expected[again[0].name] and builds  # the count does count
 
 
 def test_with_memory_refuses_a_second_context(builder: AgentBuilder) -> None:

@@ -29,6 +29,7 @@ from data_layer import (
     storable_json,
 )
 
+from .._fixed_schema import FixedSchemaTool
 from ..text import KeywordExtractor
 
 #: Seed 004 section 3.1.
@@ -311,7 +312,7 @@ class _LoadResult(BaseModel):
     content: str
 
 
-class _LoadTool(BaseTool[LoadToolHistoryInput, BaseModel]):
+class _LoadTool(FixedSchemaTool[LoadToolHistoryInput, BaseModel]):
     def __init__(self, manager: ToolResultManager) -> None:
         super().__init__(LoadToolHistoryInput, _LoadResult, LOAD_TOOL, LOAD_TOOL_DESCRIPTION)
         self._manager = manager

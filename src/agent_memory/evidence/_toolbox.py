@@ -40,6 +40,7 @@ from data_layer import (
     Scope,
 )
 
+from .._fixed_schema import FixedSchemaTool
 from ._index import MessageIndex, parse_query
 from ._models import (
     EvidenceMessage,
@@ -387,7 +388,7 @@ class EvidenceToolbox:
         return float(score), mid
 
 
-class EvidenceTool(BaseTool[BaseModel, BaseModel]):
+class EvidenceTool(FixedSchemaTool[BaseModel, BaseModel]):
     """One evidence tool as an AutoGen tool: the input model is the (flat) schema, and bad
     arguments come back as the output model with ``success=False`` instead of an error."""
 

@@ -16,9 +16,9 @@ import json
 from typing import Any, Literal
 
 from autogen_core import CancellationToken
-from autogen_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from .._fixed_schema import FixedSchemaTool
 from ._events import CodeRunFinishedEvent, CodeRunOutputEvent, CodeRunStartedEvent
 from ._executor import CommandExecutor, CommandResult
 from ._placeholders import PlaceholderError, placeholder_keys
@@ -52,7 +52,7 @@ class RunCodeOutput(BaseModel):
     memory_key: str | None = None
 
 
-class RunCodeTool(BaseTool[RunCodeInput, RunCodeOutput]):
+class RunCodeTool(FixedSchemaTool[RunCodeInput, RunCodeOutput]):
     """The ``run_code`` tool on one executor; ``events`` receives the run's events (see ``_events``)."""
 
     def __init__(

@@ -11,9 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from autogen_core import CancellationToken
-from autogen_core.tools import BaseTool, ToolSchema
+from autogen_core.tools import ToolSchema
 from pydantic import BaseModel, ValidationError
 
+from .._fixed_schema import FixedSchemaTool
 from ._models import ExpandContextWindowOutput, HandoffOutput, SearchMemoriesOutput
 from ._registry import MEMRECALL_TOOLS
 from ._toolbox import MemoryToolbox
@@ -31,21 +32,7 @@ def _first_clause(text: str) -> str:
     return text
 
 
-#: Built schemas by (tool name, compact): they depend on the tool's models only.
-_SCHEMAS: dict[tuple[str, bool], ToolSchema] = {}
-
-
-def _copied(value: Any) -> Any:
-    """A copy of a JSON-like value (dicts and lists copied, strings and numbers shared): what
-    ``copy.deepcopy`` gives for a schema, at a tenth of its cost (it ran 20 times per chat turn)."""
-    if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copied(v) for v in value]
-    return value
-
-
-class ScopedTool(BaseTool[BaseModel, BaseModel]):
+class ScopedTool(FixedSchemaTool[BaseModel, BaseModel]):
     """A toolbox method as an AutoGen tool; bad arguments come back as the output model, not an error.
 
     ``compact`` sends the model a short schema (the description's first line, field descriptions
@@ -61,18 +48,11 @@ class ScopedTool(BaseTool[BaseModel, BaseModel]):
         self._spec = spec
         self._compact = compact
 
-    @property
-    def schema(self) -> ToolSchema:
-        """The tool's schema, built once per tool name and form (AutoGen asks for it on every model
-        call, and building it from the pydantic models was a fifth of a chat turn's CPU)."""
-        key = (self._spec.name, self._compact)
-        cached = _SCHEMAS.get(key)
-        if cached is None:
-            cached = _SCHEMAS[key] = self._build_schema()
-        return _copied(cached)  # the caller may change its copy
+    def schema_form(self) -> object:
+        return self._compact
 
-    def _build_schema(self) -> ToolSchema:
-        full = super().schema
+    def build_schema(self) -> ToolSchema:
+        full = super().build_schema()
         if not self._compact:
             return full
         parameters = full.get("parameters", None)
