@@ -265,6 +265,21 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("neighbors", {"message_id": 0}, "message_id"),
     ("neighbors", {"message_id": 99_999}, "99999"),
     ("no_such_tool", {}, "the tools are"),
+    # JSON's types as sent: true is no friend id (it was read as friend "1"), "yes" no boolean, "5" no number
+    ("add_memory", {"content": "去医院复查", "memory_type": "event", "friend_id": True}, "friend_id"),
+    ("add_memory", {"content": "x", "memory_key": "flag", "replace": "yes"}, "replace"),
+    ("recall_memory", {"query": "电影", "friend_id": True}, "friend_id"),
+    ("list_memories", {"limit": "5"}, "limit"),
+    ("list_memories", {"include_shared": "off"}, "include_shared"),
+    ("neighbors", {"message_id": "1"}, "message_id"),
+    # a time whose UTC leaves years 1-9999: named, with what to give instead
+    (
+        "messages_list",
+        {"until": "9999-12-31T23:59:59-05:00"},
+        "until: Value error, 9999-12-31T23:59:59-05:00 is outside",
+    ),
+    ("lexical_search", {"query_text": "x", "filter": {"time_range": {"since": "0001-01-01T00:00:00+14:00"}}}, "since"),
+    ("messages_list", {"since": "yesterday"}, "ISO-8601"),
 ]
 
 
@@ -284,7 +299,9 @@ async def test_bad_input_is_a_tool_error_and_changes_nothing(db_url: str) -> Non
 
 async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on(sqlite_db: Path) -> None:
     """Raw stdio: not JSON -> parse error with id null; JSON but not JSON-RPC -> invalid request with the
-    request's id (the SDK alone answered neither, so the client waited forever); then a normal session."""
+    request's id (the SDK alone answered neither, so the client waited forever); JSON the SDK's parser
+    refuses (a lone surrogate escape, deep nesting) -> parse error with the id, and nesting too deep for
+    Python's parser no longer ends the server; then a normal session."""
     proc = await asyncio.create_subprocess_exec(
         AGENT_MEMORY, "mcp", "--db", str(sqlite_db), "--user", DEMO_USER, env=_env(),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
@@ -305,6 +322,22 @@ async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on
         await send(json.dumps({"id": 7, "method": "tools/list"}))  # no "jsonrpc": "2.0"
         invalid = await answer()
         assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
+        # JSON the SDK's own parser cannot read (it dropped these unanswered): half an emoji, deep nesting
+        half_emoji = '{"jsonrpc": "2.0", "id": 14, "method": "ping", "params": {"text": "cut \\ud83d"}}'
+        await send(half_emoji)
+        unread = await answer()
+        assert (
+            unread["id"] == 14
+            and unread["error"]["code"] == -32700
+            and "whole characters" in unread["error"]["message"]
+        )
+        deep = {"jsonrpc": "2.0", "id": 15, "method": "ping", "params": {"m": json.loads("[" * 300 + "]" * 300)}}
+        await send(json.dumps(deep))
+        too_deep = await answer()
+        assert too_deep["id"] == 15 and too_deep["error"]["code"] == -32700 and "nested" in too_deep["error"]["message"]
+        await send("[" * 5000 + "]" * 5000)  # Python's own parser gives up too (it ended the server)
+        deepest = await answer()
+        assert deepest["id"] is None and deepest["error"]["code"] == -32700
         await send("")  # a blank line owes nothing: the next answer is the initialize result
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
         await send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))

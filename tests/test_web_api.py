@@ -239,6 +239,11 @@ def test_token_is_required_when_set(db_url: str) -> None:
         assert no_token.status_code == 401 and "token" in no_token.json()["error"]
         wrong = httpx.post(f"{base}/api/session", json={"name": "alice", "token": "nope"})
         assert wrong.status_code == 401
+        for bad in ('"\\ud800"', '"s3cret-token\\udfff"'):  # lone surrogates: a wrong token, not a 500
+            raw = httpx.post(f"{base}/api/session", content=f'{{"name": "alice", "token": {bad}}}',
+                             headers={"content-type": "application/json"})  # fmt: skip
+            assert raw.status_code == 401 and "token" in raw.json()["error"]
+        assert httpx.get(f"{base}/api/me").status_code == 401
         with signed_in(base, "alice", token=token) as client:
             assert client.get("/api/friends").status_code == 200
             assert client.post("/api/friends", json={"name": "小助手"}).status_code == 201

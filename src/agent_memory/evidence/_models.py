@@ -15,7 +15,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -26,14 +35,35 @@ MAX_QUERY_CHARS = 500
 
 
 def as_utc(value: datetime) -> datetime:
-    """``value`` in UTC; a naive datetime is taken to be UTC already."""
+    """``value`` in UTC; a naive datetime is taken to be UTC already. A time whose UTC falls outside
+    years 1-9999 (``0001-01-01T00:00:00+14:00``) is refused with a message, not an ``OverflowError``."""
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} is outside years 1-9999 in UTC; give a time between 0001-01-02 and 9999-12-30"
+        ) from None
+
+
+_TIME = TypeAdapter(datetime)
+
+
+def read_time(value: object) -> object:
+    """An ISO-8601 text read as a time before the type check, so a strict validation (the MCP server
+    refuses ``"5"`` for a number and ``true`` for an id) still takes times, which JSON can only send
+    as text; anything else is left to the type check."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return _TIME.validate_python(value)
+    except ValidationError:
+        raise ValueError(f"{value[:40]!r} is not an ISO-8601 time such as 2026-01-01T00:00:00Z") from None
 
 
 #: An ISO-8601 time; without an offset it is UTC.
-UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
+UtcDatetime = Annotated[datetime, BeforeValidator(read_time), AfterValidator(as_utc)]
 
 _SINCE = "起始时间（含），ISO-8601，如 2026-01-01T00:00:00Z；无时区按 UTC"
 _UNTIL = "结束时间（不含），ISO-8601；无时区按 UTC"

@@ -70,6 +70,11 @@ class CheckedLines:
 def bad_message(line: str) -> dict[str, Any] | None:
     """The JSON-RPC error response owed for ``line``, or ``None`` when it is a JSON-RPC message.
 
+    The line is read as the SDK reads it (pydantic's JSON parser), so every line the SDK would drop
+    is answered here: besides text that is not JSON, that parser refuses a lone surrogate escape
+    (``"\\ud83d"``, what a client sends for an emoji cut in half) and nesting deeper than its limit,
+    and Python's own parser fails with ``RecursionError`` on very deep nesting.
+
     >>> bad_message('{"jsonrpc": "2.0", "id": 1, "method": "ping"}') is None
     True
     >>> bad_message('{"id": 7, "method": "ping"}')["error"]["code"], bad_message("not json")["id"]
@@ -77,16 +82,36 @@ def bad_message(line: str) -> dict[str, Any] | None:
     """
     shown = line.strip()[:QUOTE_CHARS]
     try:
-        data = json.loads(line)
-    except ValueError as exc:
-        return _error(None, types.PARSE_ERROR, f"not JSON ({exc.msg} at column {exc.colno}): {shown!r}")
+        types.JSONRPCMessage.model_validate_json(line)
+        return None
+    except ValidationError as exc:
+        unreadable = next((e["msg"] for e in exc.errors() if e["type"] == "json_invalid"), None)
+    except RecursionError:
+        unreadable = "nested too deeply"
+    request_id = _request_id(line)
+    if unreadable is not None:
+        return _error(request_id, types.PARSE_ERROR, f"not readable as JSON ({_why(unreadable)}): {shown!r}")
+    return _error(request_id, types.INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {shown!r}")
+
+
+def _why(problem: str) -> str:
+    """The parser's complaint, with what to do for the two that well-formed JSON can still meet."""
+    what = problem.removeprefix("Invalid JSON: ")
+    if "recursion" in what or "nested" in what:
+        return f"{what}: nested too deeply, send flatter arguments"
+    if "surrogate" in what or "hex escape" in what:
+        return f"{what}: a lone surrogate escape such as \\ud83d (half an emoji), send whole characters"
+    return what
+
+
+def _request_id(line: str) -> str | int | None:
+    """The ``id`` of ``line`` when Python's parser can read one (so the client can match the error)."""
     try:
-        types.JSONRPCMessage.model_validate(data)
-    except ValidationError:
-        raw_id = data.get("id") if isinstance(data, dict) else None
-        request_id = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
-        return _error(request_id, types.INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {shown!r}")
-    return None
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    raw_id = data.get("id") if isinstance(data, dict) else None
+    return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
 
 
 def _error(request_id: str | int | None, code: int, what: str) -> dict[str, Any]:

@@ -245,7 +245,8 @@ class MemoryMcpTools:
         if tool is None:
             raise McpToolError(f"unknown tool {name!r}; the tools are: {', '.join(MCP_TOOLS)}")
         try:
-            args = tool.args.model_validate(dict(arguments or {}))
+            # strict: JSON's types as sent (``true`` is no friend id, ``"yes"`` no boolean, ``"5"`` no number)
+            args = tool.args.model_validate(dict(arguments or {}), strict=True)
         except ValidationError as exc:
             raise McpToolError(explain_arguments(exc, user_id=self.user_id)) from None
         try:

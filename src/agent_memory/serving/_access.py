@@ -61,11 +61,13 @@ def check_bind(host: str, *, token: str) -> None:
 def token_matches(authorization: str | None, token: str) -> bool:
     """Whether an ``Authorization`` header value (``Bearer TOKEN``, or the bare token) carries ``token``.
 
-    An empty ``token`` never matches: a server without a token accepts loopback peers only.
+    An empty ``token`` never matches: a server without a token accepts loopback peers only. Text
+    that is not valid Unicode (a lone surrogate from a JSON ``"\\ud800"``) is compared as it is, so it
+    is simply a wrong token.
     """
     if not token or not authorization:
         return False
     presented = authorization.strip()
     if presented.lower().startswith("bearer "):
         presented = presented[7:].strip()
-    return hmac.compare_digest(presented.encode("utf-8"), token.encode("utf-8"))
+    return hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass"))
