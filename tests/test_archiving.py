@@ -3,6 +3,7 @@ with history kept, and gists never cross friends."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -171,6 +172,57 @@ async def test_the_evidence_recall_reads_the_time_a_question_names(system: Memor
         await agent.recall("我上周吃了什么？", now=T0.replace(tzinfo=None))
     with pytest.raises(InvalidInputError, match="question must be a string, not int"):
         await agent.recall(123, now=T0)  # type: ignore[arg-type]
+
+
+async def test_a_question_about_what_happened_in_a_time_cites_that_times_messages(system: MemorySystem) -> None:
+    """ "我们上周聊了什么" shares no word with last week's messages: the recall reads those days' messages
+    (it found the week's gists and then cited nothing), and only those days' (the earlier week is not
+    evidence, nor is another friend's chat)."""
+    await store(
+        system,
+        msg("在准备季度汇报，压力好大", at=T0 - timedelta(days=9)),  # last week (T0 is a Friday)
+        msg("辛苦了，准备到哪一步了？", at=T0 - timedelta(days=9, minutes=-1), role="assistant"),
+        msg("周末打算去爬香山放松一下", at=T0 - timedelta(days=7)),
+        msg("前一周去看了牙医", at=T0 - timedelta(days=16)),
+        msg("上周也跟导师聊了跳槽", at=T0 - timedelta(days=8), friend="mentor"),
+    )
+    await system.session_archiver.run(user_id="u1", all_friends=True, end_open=True)
+    scope = system.scope("u1", "xiaozhu")
+    for question in ("我们上周聊了什么？", "What did we talk about last week?"):
+        run = await system.evidence_agent(scope).recall(question, now=T0)
+        cited = {e.content for e in run.output.evidence}
+        assert {"在准备季度汇报，压力好大", "周末打算去爬香山放松一下"} <= cited, question
+        assert not cited & {"前一周去看了牙医", "上周也跟导师聊了跳槽"}, question
+        assert run.output.limits.messages_considered >= 2
+    greeting = await system.evidence_agent(scope).recall("你好呀", now=T0)  # no time, nothing to read
+    assert greeting.output.evidence == [] and greeting.output.limits.messages_considered == 0
+
+
+async def test_the_first_recall_of_a_process_loads_the_dictionaries_outside_its_rounds(
+    system: MemorySystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process's first question lost its first round (0.5 s) to loading the dictionaries and found
+    nothing; the recalls now load them (once) before the timed rounds."""
+    await store(system, msg("我下周二要去北京出差，有点紧张", at=T0 - timedelta(days=1)))
+    await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    cold = [True]
+    tokens = Tokenizer.tokens
+
+    def first_call_slow(self: Tokenizer, text: str) -> list[str]:
+        if cold[0]:  # what loading jieba's dictionaries costs a new process
+            cold[0] = False
+            time.sleep(0.8)
+        return tokens(self, text)
+
+    monkeypatch.setattr(Tokenizer, "tokens", first_call_slow)
+    system.search._warmed = None  # as in a new process
+    run = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("北京出差的事你还记得吗", now=T0)
+    assert not cold[0] and any("北京" in m.content for m in run.output.evidence)
+    assert run.ledger.found(), "the first round found nothing"
+    cold[0] = True
+    system.search._warmed = None
+    result = await system.recall_agent(system.scope("u1", "xiaozhu")).recall([("user", "北京出差的事你还记得吗")])
+    assert not cold[0] and any("北京" in item.content_preview for item in result.found)
 
 
 async def test_background_archiving_never_blocks_and_forms_memories(db_url: str) -> None:

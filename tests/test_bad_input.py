@@ -31,7 +31,7 @@ async def test_unknown_memory_type(layer: AgentFusionDataLayer, bad: object) -> 
 
 async def test_duplicate_key_says_use_upsert_and_keeps_original(layer: AgentFusionDataLayer) -> None:
     await layer.memory.add(user_id="u1", memory_key="k", content="original")
-    with pytest.raises(DuplicateMemoryKeyError, match="use upsert"):
+    with pytest.raises(DuplicateMemoryKeyError, match="upsert\\(\\) in Python"):
         await layer.memory.add(user_id="u1", memory_key="k", content="second")
     await layer.memory.delete(user_id="u1", memory_key="k")
     with pytest.raises(DuplicateMemoryKeyError, match="deleted"):

@@ -59,16 +59,29 @@ def test_memory_add_get_list_delete(url: str) -> None:
     assert data["summary"] == "MySQL 配置" and data["friend_id"] == "mentor"
     assert "mysql" in data["keywords"] and "命令" in data["keywords"]  # the user's tag plus extracted ones
     other = runner.invoke(app, ["memory", "get", "db-config-001", "--user", "u2", "--url", url])
-    assert other.exit_code == 1 and "has no memory" in other.output
+    assert other.exit_code == 1 and "has no memory" in other.output and "memory list --user u2" in other.output
     listed = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
     assert "db-config-001" in listed.output
     dup = runner.invoke(app, ["memory", "add", "db-config-001", "x", "--user", "u1", "--url", url])
-    assert dup.exit_code == 2 and "use upsert" in dup.output
+    assert dup.exit_code == 2 and "--replace" in dup.output  # the command line's own way, not a Python name
     rep = runner.invoke(app, ["memory", "add", "db-config-001", "new", "--user", "u1", "--replace", "--url", url])
     assert rep.exit_code == 0 and "replaced" in rep.output
     gone = runner.invoke(app, ["memory", "delete", "db-config-001", "--user", "u1", "--url", url])
     assert gone.exit_code == 0
     assert runner.invoke(app, ["memory", "get", "db-config-001", "--user", "u1", "--url", url]).exit_code == 1
+    again = runner.invoke(app, ["memory", "add", "db-config-001", "x", "--user", "u1", "--url", url])
+    assert again.exit_code == 2 and "inactive: deleted or superseded" in again.output
+
+
+def test_an_event_needs_a_friend_or_shared_on_the_command_line(url: str) -> None:
+    lone = runner.invoke(app, ["memory", "add", "ev1", "下周体检", "--type", "event", "--user", "u1", "--url", url])
+    assert lone.exit_code == 2 and "--shared" in lone.output
+    shared = runner.invoke(
+        app, ["memory", "add", "ev1", "下周体检", "--type", "event", "--shared", "--user", "u1", "--url", url]
+    )
+    assert shared.exit_code == 0, shared.output
+    got = json.loads(runner.invoke(app, ["memory", "get", "ev1", "--user", "u1", "--json", "--url", url]).output)
+    assert got["memory_type"] == "event" and got["friend_id"] is None
 
 
 def test_memory_add_bad_type_is_a_clear_error(url: str) -> None:

@@ -206,3 +206,23 @@ def test_data_commands_take_a_sqlite_path_as_db(tmp_path: Path) -> None:
     got = runner.invoke(app, ["memory", "get", "k1", "--user", "u1", "--json", "--url", str(path)])
     assert got.exit_code == 0 and json.loads(got.output)["content"] == "喜欢喝手冲咖啡"
     assert path.exists()
+
+
+def test_newcomer_mistakes_are_named_with_what_to_do(tmp_path: Path) -> None:
+    """A misspelt type found nothing as if there were no such memories; an empty message was recalled
+    for as a greeting; a missing benchmark file got the database's hint."""
+    url = _sqlite(tmp_path / "m.db")
+    add = runner.invoke(
+        app, ["memory", "add", "ev", "季度汇报", "--type", "event", "--friend", "f", "--user", "u1", "--url", url]
+    )
+    assert add.exit_code == 0, add.output
+    typo = runner.invoke(app, ["memory", "search", "汇报", "--type", "evnt", "--user", "u1", "--url", url])
+    _short_error(typo, "unknown memory type 'evnt'", "event")
+    found = runner.invoke(app, ["memory", "search", "汇报", "--type", "event", "--user", "u1", "--url", url])
+    assert found.exit_code == 0 and "ev" in found.output
+    for mode in ("memory", "evidence"):
+        blank = runner.invoke(app, ["recall", "   ", "--user", "u1", "--mode", mode, "--url", url])
+        _short_error(blank, "message is empty")
+    missing = runner.invoke(app, ["bench", "retrieval", "--dataset", "locomo", "--data", str(tmp_path / "nope.json")])
+    err = _short_error(missing, "nope.json", "check the path")
+    assert "writable" not in err

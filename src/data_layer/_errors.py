@@ -82,10 +82,10 @@ class DuplicateMemoryKeyError(DuplicateError):
     """``add`` was called with a ``memory_key`` the user already has."""
 
     def __init__(self, memory_key: str, *, inactive: bool) -> None:
-        state = " (it was deleted; the key stays reserved)" if inactive else ""
+        state = " (inactive: deleted or superseded; the key stays reserved)" if inactive else ""
         super().__init__(
-            f"memory key {memory_key!r} already exists for this user{state}; "
-            "use upsert() to replace its content, or choose another key"
+            f"memory key {memory_key!r} already exists for this user{state}; replace its content (upsert() in "
+            "Python, --replace on the command line, replace=true over MCP) or choose another key"
         )
         self.memory_key = memory_key
 

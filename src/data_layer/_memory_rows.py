@@ -88,7 +88,8 @@ class MemoryRowsMixin:
         if friend is None and kind in FRIEND_OWNED_TYPES and not item.shared:
             raise InvalidInputError(
                 f"memory {key!r} is an {kind} memory without friend_id: give the AI friend whose conversation it "
-                "belongs to, or pass shared=True to show it to every friend of the user"
+                "belongs to, or share it with every friend of the user on purpose (shared=True in Python, --shared "
+                "on the command line)"
             )
         content, metadata = v.content_and_metadata(item.content, item.metadata, on_oversize=on_oversize)
         return MemoryDraft(

@@ -100,6 +100,8 @@ def _os_error(exc: BaseException, url: str | None) -> tuple[str, str | None]:
     reason = exc.strerror or _one_line(str(exc))
     if isinstance(exc, FileExistsError | NotADirectoryError):
         reason = "a file is in the way of a folder"
+    if isinstance(exc, FileNotFoundError) and not exc.filename:  # a file the command reads (benchmark data)
+        return _one_line(str(exc)), "check the path you gave"
     return f"cannot create or open {target}: {reason}", f"choose a writable path with {URL_SOURCES}"
 
 

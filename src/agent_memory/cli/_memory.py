@@ -25,7 +25,10 @@ async def add_cmd(
     user: str = USER,
     summary: str | None = typer.Option(None, "--summary", "-s", help="One-line summary (default: first sentence)"),
     memory_type: str = typer.Option("general", "--type", "-t", help="Memory type, e.g. profile, event, general"),
-    friend: str | None = typer.Option(None, "--friend", "-f", help="AI friend it belongs to (omit: shared)"),
+    friend: str | None = typer.Option(
+        None, "--friend", "-f", help="AI friend it belongs to (omit: shared by all; an event needs one or --shared)"
+    ),
+    shared: bool = typer.Option(False, "--shared", help="An event without --friend: show it to every AI friend"),
     meta: str | None = typer.Option(None, "--meta", help='Metadata as a JSON object, e.g. \'{"topic": "work"}\''),
     tag: list[str] = typer.Option([], "--tag", help="A keyword tag (repeatable)"),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing memory with this key"),
@@ -49,6 +52,7 @@ async def add_cmd(
             "friend_id": friend,
             "metadata": metadata,
             "keywords": tag or None,
+            "shared": shared,
         }
         if replace:
             result = await system.layer.memory.upsert(**fields)
@@ -73,7 +77,9 @@ async def get_cmd(
         record = await memory.retrieve_memory(memory_key=key, user_id=user)
         keywords = [k.keyword for k in await memory.get_keywords(user_id=user, memory_key=key)] if record else []
     if record is None:
-        console.print(Text(f"user {user!r} has no memory {key!r}"))
+        console.print(
+            Text(f"user {user!r} has no memory {key!r}; `agent-memory memory list --user {user}` lists the keys")
+        )
         raise typer.Exit(code=1)
     if as_json:
         data = {
@@ -139,7 +145,9 @@ async def delete_cmd(
     async with open_system(url) as system:
         done = await system.layer.memory.delete(user_id=user, memory_key=key, hard=hard)
     if not done:
-        console.print(Text(f"user {user!r} has no active memory {key!r}"))
+        console.print(
+            Text(f"user {user!r} has no active memory {key!r}; `agent-memory memory list --user {user}` lists the keys")
+        )
         raise typer.Exit(code=1)
     console.print(Text(f"deleted {key}{' (hard)' if hard else ''}"))
 

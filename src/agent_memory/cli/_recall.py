@@ -103,6 +103,8 @@ async def recall_cmd(
     cites the chat itself: a memory view, the evidence messages and the limits of what was read."""
     if mode not in ("memory", "evidence"):
         raise ValueError(f"--mode must be memory or evidence, not {mode!r}")
+    if not question.strip():
+        raise ValueError("the message is empty; give the user's message to recall for, e.g. '我最近在忙什么？'")
     if mode == "evidence":
         await _evidence(question, user=user, friend=friend, as_json=as_json, url=url)
         return

@@ -176,6 +176,7 @@ class MemRecallAgent:
         recall (a time budget) still has what the searches found."""
         if not messages:
             raise ValueError("recall needs at least the current message")
+        await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         with self.search.one_view():  # every round searches the same memories, read once
             return await self._recall(messages)
 

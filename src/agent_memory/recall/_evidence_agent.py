@@ -89,6 +89,7 @@ class EvidenceRecallAgent:
         if now is not None and (not isinstance(now, datetime) or now.tzinfo is None):
             raise InvalidInputError("now must be a timezone-aware datetime (for example datetime.now(UTC))")
         when = now or datetime.now(UTC)
+        await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         ledger = RecallLedger()
         memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when)
         evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope)

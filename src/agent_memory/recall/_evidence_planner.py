@@ -8,8 +8,8 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
    and small talk hand off at once;
 2. ``search_memories`` (profile and this friend's gists; for a message telling how the user's last days
    went, "最近睡眠不好", or asking only what happened in a time, "我们上周聊了什么", first the events of
-   those days by the time words alone), ``lexical_search`` and
-   ``semantic_search`` over the chat with that filter;
+   those days by the time words alone, then ``messages_list`` of those days: their words need not be
+   the question's), ``lexical_search`` and ``semantic_search`` over the chat with that filter;
 3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
    searches once more without it;
 4. ``neighbors`` of the best anchors; then ``handoff``. Synthesis happens in code afterwards.
@@ -107,6 +107,12 @@ class EvidenceRecallPlanner(PlannerClient):
             return "search_memories", {"query": days, "memory_types": ["event"], **memory_search}
         if question[:1000] not in searched:
             return "search_memories", {"query": question[:1000], **memory_search}
+        listed = _messages(results, ("messages_list",))
+        if days is not None and since is not None and not any(c == "messages_list" for c, _ in calls):
+            # a question about what happened in a time reads that time's messages: the searches below
+            # match its words ("聊了什么"), which the messages of that week need not share
+            return "messages_list", {**filtered.get("time_range", {}), **({"role": role} if role else {}),
+                                     "page_size": int(meta.get("window_page_size", 20))}  # fmt: skip
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]
         plan = [("lexical_search", {"query_text": question[:1000], "page_size": size}),
                 ("semantic_search", {"query_text": question[:1000], "top_k": size,
@@ -116,7 +122,7 @@ class EvidenceRecallPlanner(PlannerClient):
                 return name, {**args, **({"filter": filtered} if filtered else {})}
         found = _messages(results, ("lexical_search", "semantic_search"))
         widened = any("filter" not in a for _, a in searches)
-        if filtered and not widened and len(found) < int(meta.get("widen_when_fewer_than", 2)):
+        if filtered and not widened and len(found) + len(listed) < int(meta.get("widen_when_fewer_than", 2)):
             for name, args in plan:
                 if not any(c == name and "filter" not in a for c, a in searches):
                     return name, args
@@ -126,7 +132,8 @@ class EvidenceRecallPlanner(PlannerClient):
         for anchor in anchors:
             if anchor["message_id"] not in read:
                 return "neighbors", {"message_id": anchor["message_id"], "before": span, "after": span}
-        return "handoff", _handoff(f"找到 {len(found)} 条证据消息", 0.8 if found else 0.0)
+        evidence = len(found.keys() | listed.keys())
+        return "handoff", _handoff(f"找到 {evidence} 条证据消息", 0.8 if evidence else 0.0)
 
 
 def _parse(task: str) -> tuple[datetime, str]:

@@ -123,6 +123,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
         self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
+        self._warmed: asyncio.Future[None] | None = None
 
     # -- index maintenance -------------------------------------------------------------------------
 
@@ -233,7 +234,17 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`) and the
         word neighbours' vectors (together about a second, once per process) before the first search needs
-        them; a server calls it at start."""
+        them; a server calls it at start, and a recall before its timed rounds (a recall's first round has
+        0.5 s, and a new process's first question lost it to the loading). Once per engine: later calls,
+        and calls while it runs, wait for the same loading; a failed one is tried again next time."""
+        warmed = self._warmed
+        if warmed is not None and warmed.done() and not warmed.cancelled() and warmed.exception() is None:
+            return
+        if warmed is None or warmed.done() or warmed.get_loop() is not asyncio.get_running_loop():
+            warmed = self._warmed = asyncio.ensure_future(self._load())
+        await asyncio.shield(warmed)
+
+    async def _load(self) -> None:
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
         await asyncio.to_thread(unheld_weight, "预热")
         if self.neighbours is not None:
