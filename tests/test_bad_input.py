@@ -54,6 +54,15 @@ async def test_duplicate_key_inside_one_batch(layer: AgentFusionDataLayer) -> No
         ({"memory_key": "has space"}, "may only hold letters"),
         ({"memory_key": "x" * 300}, "at most 255"),
         ({"memory_key": ""}, "must not be empty"),
+        ({"content": "\u200b\ufeff \u200d"}, "content is empty"),  # zero-width characters show nothing
+        ({"user_id": "\u200b"}, "non-empty id"),
+        # fields the library reads itself: evidence ids, the conversation (neighbour lifting), an event's date
+        ({"metadata": {"source_message_ids": [1, "2"]}}, "source_message_ids must be a list"),
+        ({"metadata": {"source_message_ids": [0]}}, "positive integers"),
+        ({"metadata": {"source_message_ids": 5}}, "source_message_ids must be a list"),
+        ({"metadata": {"session_id": {"a": 1}}}, "session_id must be a conversation id"),
+        ({"metadata": {"session_id": True}}, "session_id must be a conversation id"),
+        ({"metadata": {"date": {"y": 1}}}, "metadata.date must be text"),
         ({"user_id": True}, "str or int"),
         ({"user_id": None}, "user_id is required"),
         ({"user_id": " u1"}, "surrounding spaces"),

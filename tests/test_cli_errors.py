@@ -156,6 +156,22 @@ def test_bad_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _short_error(out, "MEMORY_RECALL_ROUNDS", "MEMORY_SEARCH_KEYWORD_WEIGHT")
 
 
+def test_a_misspelt_setting_is_named_not_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in a setting's name ran as if it were not set; now it is named, with the setting meant.
+    Another program's MEMORY_* variable (close to no setting) is left alone."""
+    url = _sqlite(tmp_path / "m.db")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORY_LIMIT", "4g")  # a container's, say
+    assert runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url]).exit_code == 0
+    monkeypatch.setenv("MEMORY_RECAL_ROUNDS", "2")
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
+    _short_error(out, "MEMORY_RECAL_ROUNDS (in the environment)", "did you mean MEMORY_RECALL_ROUNDS")
+    monkeypatch.delenv("MEMORY_RECAL_ROUNDS")
+    (tmp_path / ".env").write_text("MEMORY_SEARCH_KEYWORD_WEGHT=0.5\n", encoding="utf-8")
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
+    _short_error(out, "MEMORY_SEARCH_KEYWORD_WEGHT (in .env)", "did you mean MEMORY_SEARCH_KEYWORD_WEIGHT")
+
+
 def test_unsupported_url() -> None:
     out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", "mysql://x/y"])
     _short_error(out, "unsupported database driver 'mysql'")

@@ -99,6 +99,26 @@ def test_single_valued_rules(text: str, topic: str, value: str) -> None:
     assert s.single_valued and topic in SINGLE_VALUED
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # where and what in one clause: the employer and the job (the README's own sample sentence)
+        ("我在腾讯做产品经理", {("employer", "在腾讯工作"), ("occupation", "产品经理")}),
+        ("我在字节跳动当了三年工程师", {("employer", "在字节跳动工作"), ("occupation", "工程师")}),
+        (
+            "I work at Google as a product manager.",
+            {("employer", "works at Google"), ("occupation", "product manager")},
+        ),
+        ("我在北京做程序员", {("occupation", "程序员")}),  # a city is no employer
+        ("我在家做饭", set()),  # no job named
+        ("我在公司做项目", set()),
+        ("我不在腾讯做产品经理了", set()),  # which of the two ended is not said
+    ],
+)
+def test_employer_and_job_in_one_clause(text: str, expected: set[tuple[str, str]]) -> None:
+    assert {(s.topic, s.value) for s in extract_statements(text, role="user", at=AT)} == expected
+
+
 def test_several_objects_and_consistent_values() -> None:
     assert facts("我喜欢科幻电影和悬疑小说") == {
         ("interest", "科幻电影", "positive", "direct"),

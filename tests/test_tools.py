@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -79,6 +80,21 @@ async def test_memory_detail_respects_friend_and_user(layer: AgentFusionDataLaye
     assert not bad.success and "参数无效" in (bad.message or "")
     breakup = await layer.memory.retrieve_memory(memory_key="breakup", user_id="u1", touch=False)
     assert breakup is not None and breakup.access_count == 0  # the hidden read was not counted
+
+
+async def test_a_refused_argument_is_logged_as_one_line_not_a_failure(
+    search: HybridMemorySearch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bad key or an empty query is the model's mistake, answered in the tool's output: an info line,
+    not a warning with a traceback (a server's log filled with those for normal refusals)."""
+    box = MemoryToolbox(search, scope=Scope.of("u1", "mentor"))
+    with caplog.at_level(logging.INFO, logger="agent_memory.tools._toolbox"):
+        bad = await box.get_memory_detail(GetMemoryDetailInput(memory_key="no such key!"))
+        blank = await box.search_memories(SearchMemoriesInput.model_construct(query="   "))
+    assert not bad.success and not blank.success and "参数无效" in (blank.message or "")
+    mine = [r for r in caplog.records if r.name == "agent_memory.tools._toolbox"]
+    assert [r.levelno for r in mine] == [logging.INFO, logging.INFO]
+    assert all(r.exc_info is None and "refused" in r.getMessage() for r in mine)
 
 
 async def test_keywords_offline_and_by_model(search: HybridMemorySearch) -> None:

@@ -372,6 +372,14 @@ def test_bad_text_and_deep_json_are_refused_before_the_turn(base: str, db_url: s
             answer = client.post(f"/api/friends/{friend}/chat", content=raw, headers=headers)
             assert answer.status_code == 400, answer.text
             assert "message contains" in answer.json()["error"]
+        # zero-width characters alone show nothing: no blank message, friend or user
+        invisible = "\u200b\ufeff\u2060"
+        answer = client.post(f"/api/friends/{friend}/chat", json={"message": invisible})
+        assert answer.status_code == 400 and "non-empty" in answer.json()["error"]
+        answer = client.post("/api/friends", json={"name": invisible})
+        assert answer.status_code == 400 and "name must not be empty" in answer.json()["error"]
+        assert httpx.post(f"{base}/api/session", json={"name": invisible}).status_code == 400
+        assert [f["name"] for f in client.get("/api/friends").json()["friends"]] == ["小助手"]
         deep = b'{"name": ' + b"[" * 1500 + b"]" * 1500 + b"}"
         for path in ("/api/session", "/api/friends"):
             answer = client.post(path, content=deep, headers=headers)

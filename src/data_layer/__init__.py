@@ -52,7 +52,7 @@ from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_json, storable_text
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
-from ._validation import MAX_CONTENT_BYTES, scope_id
+from ._validation import MAX_CONTENT_BYTES, has_visible_text, scope_id
 
 __all__ = [
     "FOLD_VERSION",
@@ -109,6 +109,7 @@ __all__ = [
     "current_revision",
     "downgrade",
     "fold_text",
+    "has_visible_text",
     "head_revision",
     "normalize_url",
     "schema_differences",

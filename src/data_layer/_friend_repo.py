@@ -66,7 +66,7 @@ class FriendDeletion:
 
 def _name(value: object) -> str:
     text = " ".join(v.stored_text(value, name="name").split())
-    if not text:
+    if not v.has_visible_text(text):
         raise InvalidInputError("name must not be empty: give the AI friend a name such as 职场导师")
     if len(text) > MAX_FRIEND_NAME:
         raise InvalidInputError(f"name is {len(text)} characters long; at most {MAX_FRIEND_NAME} allowed")

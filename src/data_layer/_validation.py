@@ -12,6 +12,7 @@ import binascii
 import json
 import math
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from typing import Any
 
 from ._errors import InvalidInputError
 from ._fold import fold_text
-from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, KeywordInput, MemoryType
+from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, SESSION_FIELD, KeywordInput, MemoryType
 from ._storable import storable_json as json_object
 from ._storable import storable_text as storable
 from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
@@ -36,6 +37,18 @@ MEMORY_KEY_PATTERN = re.compile(r"[\w-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+#: Unicode categories that show nothing: format characters (zero-width space and joiners, BOM, bidi
+#: marks), controls and separators.
+_INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` shows anything: ``str.strip()`` keeps a zero-width space (U+200B) or a BOM
+    (U+FEFF), so a name or message of only those looked non-empty and was stored as a blank line.
+    Stops at the first visible character (cheap on long text)."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
+
+
 def scope_id(value: object, *, name: str, optional: bool = False) -> str | None:
     """Normalise a user, friend, thread or conversation id to ``str``.
 
@@ -49,7 +62,7 @@ def scope_id(value: object, *, name: str, optional: bool = False) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise InvalidInputError(f"{name} must be a str or int id, got {type(value).__name__}")
     text = str(value)
-    if not text or text.strip() != text:
+    if not text or text.strip() != text or not has_visible_text(text):
         raise InvalidInputError(f"{name} must be a non-empty id without surrounding spaces, got {text!r}")
     if len(text) > SCOPE_ID_LENGTH:
         raise InvalidInputError(f"{name} is {len(text)} characters long; at most {SCOPE_ID_LENGTH} allowed")
@@ -125,6 +138,29 @@ def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
     return raw[:max_bytes].decode("utf-8", errors="ignore"), len(raw)
 
 
+def reserved_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` unchanged, or :class:`InvalidInputError` when a field the library itself reads has the
+    wrong shape: ``source_message_ids`` (the chat messages a memory came from: cited as evidence, listed
+    as its sources), ``session_id`` (which conversation: neighbours are lifted only within one) and
+    ``date`` (shown with an event). Any other field is the application's own."""
+    ids = meta.get("source_message_ids")
+    if ids is not None and (
+        not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids)
+    ):
+        raise InvalidInputError("metadata.source_message_ids must be a list of chat message ids (positive integers)")
+    session = meta.get(SESSION_FIELD)
+    if session is not None and (
+        isinstance(session, bool) or not isinstance(session, str | int) or len(str(session)) > 128
+    ):
+        raise InvalidInputError(
+            f"metadata.{SESSION_FIELD} must be a conversation id (text or an integer, at most 128 characters)"
+        )
+    date = meta.get("date")
+    if date is not None and not isinstance(date, str):
+        raise InvalidInputError("metadata.date must be text, such as 2026-01-02")
+    return meta
+
+
 def content_and_metadata(content: object, metadata: object, *, on_oversize: str) -> tuple[str, dict[str, Any]]:
     """Validate content and metadata; cut content over 100 KB and record that in the metadata.
 
@@ -133,9 +169,9 @@ def content_and_metadata(content: object, metadata: object, *, on_oversize: str)
     """
     text = text_field(content, name="content")
     storable(text[:MAX_CONTENT_BYTES], name="content")  # the kept part lies within these characters
-    if not text.strip():
+    if not has_visible_text(text):
         raise InvalidInputError("content is empty: a memory needs some text")
-    meta = json_object(metadata, name="metadata")
+    meta = reserved_metadata(json_object(metadata, name="metadata"))
     cut, size = truncate_utf8(text, MAX_CONTENT_BYTES)
     if size > MAX_CONTENT_BYTES:
         if on_oversize == "error":

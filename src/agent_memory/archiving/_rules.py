@@ -238,9 +238,30 @@ def _occupation(m: re.Match[str], previous: Draft | None, clause: Clause, lang: 
     verb = _g(m, "verb").lower()
     return [
         Draft(
-            "occupation", "", f"no longer a {obj}" if negated else obj, _pol(negated), past=verb in ("was", "worked as")
+            "occupation",
+            "",
+            f"no longer a {obj}" if negated else obj,
+            _pol(negated),
+            past=verb == "was" or verb.startswith("worked"),
         )
     ]
+
+
+def _employer_role(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
+    """ "我在腾讯做产品经理": the employer (unless the place is a city or a room: "我在北京做程序员") and the job."""
+    if _negated(m):
+        return []  # "我不在腾讯做产品经理了": which of the two ended is not said
+    obj = _clean_zh(_g(m, "obj")).removesuffix("那边").removesuffix("这边")
+    role = re.sub(r"^[0-9一两二三四五六七八九十几]+年", "", _g(m, "role"))
+    drafts = [Draft("occupation", "", role, "positive")]
+    if (
+        obj
+        and not _is_place_zh(obj)
+        and subject_key(obj) not in T.NON_SUBJECTS
+        and not re.search(r"公司上|办公|工位", obj)
+    ):
+        drafts.insert(0, Draft("employer", obj, f"在{obj}工作", "positive"))
+    return drafts
 
 
 def _residence(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -> list[Draft]:
@@ -341,6 +362,7 @@ def _handlers(lang: str) -> dict[str, _Handler]:
     simple = {"like": _like, "diet": _diet, "veg": _veg, "quit": _quit, "allergy": _allergy, "residence": _residence,
               "name": _name, "age": _age, "health": _health, "smoke": _smoke}  # fmt: skip
     kinds = {"employer": _employer, "jobmove": _employer, "join": _employer, "leave": _employer,
+             "employer_role": _employer_role,
              "occupation": _occupation, "occupation2": _occupation, "retired": _occupation, "schedule": _schedule,
              "habit": _schedule, "family": _family, "possessive": _family}  # fmt: skip
     out: dict[str, _Handler] = {k: partial(f, lang=lang) for k, f in simple.items()}

@@ -256,6 +256,12 @@ _RULES_ZH: tuple[tuple[str, str], ...] = (
         rf"(?P<obj>[^,.。!?;:]{{0,10}}?(?:{_alt(OCCUPATIONS_ZH)}))(?![会证卡长的家])",
     ),
     ("occupation2", rf"{_ZH}{_ZA}{_ZN}是做(?P<obj>[^,.。!?;:的]{{1,6}})的"),
+    # "我在腾讯做产品经理": where and what in one clause (the employer, and the job when it is one)
+    (
+        "employer_role",
+        rf"{_ZH}{_ZA}{_ZN}在(?P<obj>[^,.。!?;:在做当]{{1,15}}?)(?P<verb>做|当|担任|任)了?(?:一名|一个|一位|名|个|位)?"
+        rf"(?P<role>[^,.。!?;:]{{0,10}}?(?:{_alt(OCCUPATIONS_ZH)}))(?![会证卡长的家])",
+    ),
     ("retired", rf"{_ZH}{_ZA}(?P<verb>退休)"),
     (
         "residence",
@@ -319,6 +325,11 @@ _RULES_EN: tuple[tuple[str, str], ...] = (
     ("join", rf"{_EN}{_EZ} (?:am|is|are) (?:a|an) [a-z -]{{1,30}}? (?:at|for)\b{_EO}"),
     ("leave", rf"{_EN}{_EZ} (?:left|quit|resigned from) (?:my job at|my job with|my position at|my role at)\b{_EO}"),
     ("leave", rf"{_EN}{_EZ} resigned from\b{_EO}"),
+    (
+        "occupation",
+        rf"{_EN}{_EZ} (?P<verb>work|works|worked|working) (?:at|for) [^,.;:!?]{{1,40}}? as (?:a|an) "
+        rf"(?P<obj>[a-z -]{{0,30}}?(?:{_alt(OCCUPATIONS_EN)}))\b",
+    ),
     (
         "occupation",
         rf"{_EN}{_EZ} (?P<verb>am|is|are|was|were|became|become|work as|works as|worked as|working as|got a job as|"

@@ -6,12 +6,16 @@ start with :class:`SettingsError`, which names the variable and the allowed valu
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 import annotated_types
+from dotenv import dotenv_values
 from platformdirs import user_data_dir
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -237,9 +241,30 @@ def explain(exc: ValidationError) -> str:
 def load_settings(**overrides: Any) -> AgentMemorySettings:
     """Read the settings (environment, then ``.env``, then defaults); ``overrides`` win.
 
-    Raises :class:`SettingsError` naming each bad variable.
+    Raises :class:`SettingsError` naming each bad variable, and each ``MEMORY_*`` variable that is a
+    misspelt setting (``MEMORY_RECAL_ROUNDS``): it would be ignored without a word, and the program run
+    as if it were not set.
     """
+    env_file = Path(str(AgentMemorySettings.model_config.get("env_file") or ".env"))
+    dotenv = dotenv_values(env_file) if env_file.is_file() else {}
+    misspelt = misspelt_settings(os.environ, source="the environment") + misspelt_settings(dotenv, source=str(env_file))
+    if misspelt:
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(misspelt))
     try:
         return AgentMemorySettings(**overrides)
     except ValidationError as exc:
         raise SettingsError(explain(exc)) from None
+
+
+def misspelt_settings(names: Iterable[str], *, source: str) -> list[str]:
+    """What is wrong with each ``MEMORY_*`` name in ``names`` that is no setting but is close to one.
+    A name close to none (``MEMORY_LIMIT`` of a container) is someone else's and left alone."""
+    fields = sorted(name.upper() for name in AgentMemorySettings.model_fields)
+    out = []
+    for name in names:
+        upper = name.upper()
+        if upper.startswith("MEMORY_") and upper not in fields:
+            close = difflib.get_close_matches(upper, fields, n=1, cutoff=0.85)
+            if close:
+                out.append(f"{name} (in {source}) is not a setting: did you mean {close[0]}?")
+    return out

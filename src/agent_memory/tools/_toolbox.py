@@ -75,6 +75,15 @@ KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
 }}"""
 
 
+def _log_failure(tool: str, exc: Exception) -> None:
+    """A refusal of bad arguments (the model's mistake, answered in its output) is an info line; any
+    other failure a warning with its traceback."""
+    if isinstance(exc, InvalidInputError | NotFoundError):
+        logger.info("%s refused: %s", tool, exc)
+    else:
+        logger.warning("%s failed", tool, exc_info=True)
+
+
 def _failure(exc: Exception) -> str:
     """What the model reads when a tool fails: the kind of failure and what to do next.
 
@@ -203,7 +212,7 @@ class MemoryToolbox:
             )
             return self._record(number, data, out, started)
         except Exception as exc:  # returned to the model, never raised
-            logger.warning("search_memories failed", exc_info=True)
+            _log_failure("search_memories", exc)
             return self._record(
                 number, data, SearchMemoriesOutput(success=False, total_found=0, message=_failure(exc)), started
             )
@@ -266,7 +275,7 @@ class MemoryToolbox:
                 # visible: read again, counting the access (hidden and withheld memories are not touched)
                 record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid)
         except Exception as exc:
-            logger.warning("get_memory_detail failed", exc_info=True)
+            _log_failure("get_memory_detail", exc)
             return GetMemoryDetailOutput(success=False, message=_failure(exc))
         if record is None or not self.scope.sees_record(record):
             return GetMemoryDetailOutput(

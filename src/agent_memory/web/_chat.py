@@ -32,7 +32,15 @@ from autogen_agentchat.messages import (
 from autogen_core.models import ChatCompletionClient
 
 from builders import AgentBuilder
-from data_layer import FriendDeletion, FriendRecord, InvalidInputError, Scope, UserSettings, storable_text
+from data_layer import (
+    FriendDeletion,
+    FriendRecord,
+    InvalidInputError,
+    Scope,
+    UserSettings,
+    has_visible_text,
+    storable_text,
+)
 
 from ..context import MemoryContext
 from ..recall import (
@@ -104,8 +112,8 @@ def split_think(text: str) -> tuple[str, str]:
 
 def check_message(text: object) -> str:
     """A chat message fit to send (raises ``InvalidInputError`` saying why not)."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInputError("message must be non-empty text")
+    if not isinstance(text, str) or not has_visible_text(text):
+        raise InvalidInputError("message must be non-empty text (zero-width characters alone show nothing)")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInputError(f"the message is {len(text)} characters long; at most {MAX_MESSAGE_CHARS}: shorten it")
     return storable_text(text.strip(), name="message")  # refused before the turn, not while saving it
