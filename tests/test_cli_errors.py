@@ -67,6 +67,17 @@ def test_every_data_command_migrates_a_new_file(tmp_path: Path, args: list[str],
     assert "up to date" in runner.invoke(app, ["db", "current", "--url", url]).output
 
 
+def test_a_new_file_is_announced_so_a_mistyped_path_is_seen(tmp_path: Path) -> None:
+    """A typo in --db made a new, empty database and showed "no memories": now a note on stderr says a
+    new file was made (once: the next command on it says nothing), and stdout stays the command's own."""
+    path = tmp_path / "memroy.db"
+    first = runner.invoke(app, ["memory", "list", "--user", "u1", "--json", "--db", str(path)])
+    assert first.exit_code == 0 and f"created a new, empty database at {path}" in first.stderr
+    assert json.loads(first.stdout) is not None  # the JSON is untouched
+    again = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", str(path)])
+    assert again.exit_code == 0 and "created a new" not in again.stderr
+
+
 def test_messages_import_on_a_new_path(tmp_path: Path) -> None:
     data = tmp_path / "m.jsonl"
     data.write_text('{"user_id": "u1", "role": "user", "content": "你好"}\n', encoding="utf-8")

@@ -81,8 +81,9 @@ def database_url(url: str | None) -> str:
 async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
     """The memory system on ``url`` (default: the settings'), closed at the end.
 
-    A new SQLite file is created and migrated first; a PostgreSQL database behind the code is refused
-    with advice (``MemorySystem.ensure_schema``). Settings errors raise ``SettingsError``.
+    A new SQLite file is created and migrated first, and a note on stderr says so (a mistyped ``--db``
+    path otherwise looked exactly like a database with no memories); a PostgreSQL database behind the
+    code is refused with advice (``MemorySystem.ensure_schema``). Settings errors raise ``SettingsError``.
     """
     from ..settings import load_settings
     from ..system import MemorySystem
@@ -91,10 +92,25 @@ async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
     state.url = as_database_url(url) or settings.memory_database_url
     system = MemorySystem.from_settings(settings, database_url=state.url)
     try:
-        await system.ensure_schema()
+        new_file = _new_sqlite_file(system)
+        created = await system.ensure_schema() and new_file is not None
         yield system
+        if created:  # after the command's own output, and only when it succeeded (an error stays 1-2 lines)
+            err_console.print(
+                Text(f"note: created a new, empty database at {new_file} (check --db if you expected memories there)"),
+                soft_wrap=True,
+            )
     finally:
         await system.close()
+
+
+def _new_sqlite_file(system: MemorySystem) -> str | None:
+    """The path of the SQLite file ``system`` is about to create (``None``: it exists, or not a file)."""
+    url = system.layer.url
+    path = url.database
+    if system.layer.backend != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return None if Path(path).expanduser().exists() else str(Path(path).expanduser())
 
 
 def fail(message: str, hint: str | None = None) -> None:
