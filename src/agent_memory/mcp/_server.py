@@ -174,9 +174,29 @@ def http_app(system: MemorySystem, *, user_id: str | int, host: str, token: str)
     return BearerTokenMiddleware(app, token=token)
 
 
+class ClientClosedStream(logging.Filter):
+    """Drops the SDK's error record for a client that closed its notification stream (``GET /mcp``):
+    every client does that when it disconnects, and the SDK logged it as an error with a traceback
+    (``anyio.ClosedResourceError`` in its standalone SSE writer), so a normal session looked like a
+    failure in the server's log. Any other error of the SDK is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        closed = isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)
+        return not (closed and record.getMessage() == "Error in standalone SSE writer")
+
+
+#: The SDK's logger of the streamable HTTP transport.
+HTTP_TRANSPORT_LOGGER = "mcp.server.streamable_http"
+
+
 async def serve_http(system: MemorySystem, *, user_id: str | int, host: str, port: int, token: str) -> None:
     """Serve ``user_id``'s tools at ``http://HOST:PORT/mcp`` until interrupted (SIGINT/SIGTERM)."""
     import uvicorn
+
+    transport_log = logging.getLogger(HTTP_TRANSPORT_LOGGER)
+    if not any(isinstance(f, ClientClosedStream) for f in transport_log.filters):
+        transport_log.addFilter(ClientClosedStream())
 
     app = http_app(system, user_id=user_id, host=host, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
