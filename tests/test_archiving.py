@@ -284,3 +284,37 @@ async def test_a_live_chat_is_not_read_again_after_every_message(system: MemoryS
     assert page.items and all(m.created_at <= later for m in page.items)
     turns = await system.layer.memory.list_memories(user_id="u1", memory_types=["conversation"], limit=100)
     assert {m.content for m in turns.items} >= {f"第{i}件事：我今天去了{i}号公园" for i in range(MAX_SKIPPED + 2)}
+
+
+async def test_after_an_archive_the_next_message_neither_rereads_the_chat_nor_the_new_memories(
+    system: MemorySystem,
+) -> None:
+    """After a run that archived everything ("整理记忆", or a session that ended), the next message starts a
+    session that cannot have ended yet: its run is skipped (it read the chat again). The run's new
+    memories are already in the user's loaded search index, so the next search reads no rows."""
+    from sqlalchemy import event
+
+    from data_layer import Scope
+
+    archiver, scope = system.session_archiver, Scope.of("u1", "xiaozhu")
+    await store(system, msg("我下周二要去北京出差，有点紧张", at=T0))
+    await system.search.search("北京", user_id="u1", now=T0)  # the user's index is loaded
+    reads: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        reads.append(statement)
+
+    report = await archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True, now=T0 + timedelta(minutes=1))
+    assert report.gists >= 1
+    event.listen(system.layer.db.engine.sync_engine, "before_cursor_execute", record)
+    later = T0 + timedelta(minutes=3)
+    await store(system, msg("北京出差的事你还记得吗", at=later))
+    reads.clear()
+    assert archiver.schedule(scope, now=later) is None  # nothing can have ended: no run
+    hits = await system.search.search("北京 出差", user_id="u1", friend_id="xiaozhu", now=later)
+    assert any(h.record.memory_type == "event" for h in hits)  # the gist is found ...
+    assert not [s for s in reads if "agent_memory_search_index" in s]  # ... without reading index rows
+    back = T0 + timedelta(hours=3)  # after the idle gap the run happens again
+    await store(system, msg("我回来了", at=back))
+    assert archiver.schedule(scope, now=back) is not None
+    await archiver.drain()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -84,8 +85,13 @@ class SessionArchiver:
         extractor: Extractor | None = None,
         tokenizer: Tokenizer | None = None,
         locks: ChatLocks | None = None,
+        on_archived: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
+        """``on_archived(user_id)`` is awaited after a run that wrote memories for the user (the
+        composition root brings the user's search index up to date there, so the next message of
+        the chat does not pay for reading them; a failure of it is logged, never raised)."""
         self.layer = layer
+        self.on_archived = on_archived
         self.idle = idle
         self.max_messages = max_messages
         self.extractor: Extractor = extractor or OfflineExtractor(tokenizer=tokenizer or Tokenizer(stem=False))
@@ -118,6 +124,11 @@ class SessionArchiver:
         for friend in friends:
             async with self.locks.hold("archive", scope.user_id, friend):
                 await self._run_chat(scope.user_id, friend, when, end_open, report)
+        if report.memory_keys and self.on_archived is not None:
+            try:
+                await self.on_archived(scope.user_id)
+            except Exception:  # the memories are written; only the head start is lost
+                logger.warning("after-archive hook failed", exc_info=True)
         return report
 
     async def _run_chat(
@@ -138,16 +149,21 @@ class SessionArchiver:
                 break
         key = (uid, friend)
         self._open.pop(key, None)
-        if not pending:
+        if not pending:  # everything is archived: the next message starts a session, which cannot end at once
+            self._remember_open(key, _OpenSession(now, 0))
             return
         tail = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)[-1]
         if end_open or tail.is_over(now=now, idle=self.idle, max_messages=self.max_messages):
             await self._archive(tail, report)
+            self._remember_open(key, _OpenSession(now, 0))  # as above: all archived now
         else:
             report.open_sessions += 1
-            self._open[key] = _OpenSession(tail.messages[-1].created_at, len(tail.messages))
-            while len(self._open) > MAX_OPEN_CHATS:
-                self._open.popitem(last=False)
+            self._remember_open(key, _OpenSession(tail.messages[-1].created_at, len(tail.messages)))
+
+    def _remember_open(self, key: tuple[str, str | None], seen: _OpenSession) -> None:
+        self._open[key] = seen
+        while len(self._open) > MAX_OPEN_CHATS:
+            self._open.popitem(last=False)
 
     async def _after(self, uid: str, friend: str | None, after_id: int) -> list[MessageRecord]:
         return await self.layer.archive_state.messages_after(user_id=uid, friend_id=friend, after_id=after_id,

@@ -136,6 +136,16 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._touch(uid, current)
         return index
 
+    async def refresh_loaded(self, *, user_id: str | int) -> bool:
+        """Bring the user's index up to date when it is loaded in this process (after a batch of writes,
+        such as an archiving run, so the user's next search does not read them); returns whether it was.
+        A user not loaded is left alone: the first search loads the index whole."""
+        uid = _user(user_id)
+        if uid not in self._users:
+            return False
+        await self.refresh(user_id=uid)
+        return True
+
     async def _build_first(self, uid: str, state: _UserState) -> bool:
         """Build a cold index (load the snapshot, apply the rows changed since) in a task of its own,
         and wait for it.

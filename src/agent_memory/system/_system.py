@@ -130,6 +130,7 @@ class MemorySystem:
             locks=self.locks,
             idle=timedelta(minutes=s.memory_sessions_idle_minutes),
             max_messages=s.memory_sessions_max_messages,
+            on_archived=self._archived,
         )
         #: Whether MemoryContexts archive ended sessions in the background as the chat goes on.
         self.background_archiving = s.memory_sessions_enabled
@@ -195,6 +196,11 @@ class MemorySystem:
             )
         await upgrade(url)
         return True
+
+    async def _archived(self, user_id: str) -> None:
+        """After an archiving run wrote memories: the user's loaded search index reads them now, not in
+        the next message's recall."""
+        await self.search.refresh_loaded(user_id=user_id)
 
     async def close(self) -> None:
         """Finish background archiving, then release the database connections."""
