@@ -138,6 +138,7 @@ def test_demo_runs_offline_and_shows_isolation(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "loaded 10 memories and 8 messages" in out.output
     assert "another user sees 0 of these memories" in out.output
+    assert "created a new, empty database" not in out.output  # the demo makes (and fills) its file on purpose
     # The mentor's table must not list the companion's private events.
     mentor_part = out.output.split("what mentor")[1].split("latest messages")[0]
     assert "profile-job" in mentor_part and "event-report-pressure" in mentor_part

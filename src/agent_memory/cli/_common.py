@@ -78,12 +78,13 @@ def database_url(url: str | None) -> str:
 
 
 @asynccontextmanager
-async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
+async def open_system(url: str | None, *, announce_new: bool = True) -> AsyncIterator[MemorySystem]:
     """The memory system on ``url`` (default: the settings'), closed at the end.
 
     A new SQLite file is created and migrated first, and a note on stderr says so (a mistyped ``--db``
     path otherwise looked exactly like a database with no memories); a PostgreSQL database behind the
     code is refused with advice (``MemorySystem.ensure_schema``). Settings errors raise ``SettingsError``.
+    ``announce_new=False``: a command that makes the file on purpose (the demo) says nothing.
     """
     from ..settings import load_settings
     from ..system import MemorySystem
@@ -93,7 +94,7 @@ async def open_system(url: str | None) -> AsyncIterator[MemorySystem]:
     system = MemorySystem.from_settings(settings, database_url=state.url)
     try:
         new_file = _new_sqlite_file(system)
-        created = await system.ensure_schema() and new_file is not None
+        created = await system.ensure_schema() and new_file is not None and announce_new
         yield system
         if created:  # after the command's own output, and only when it succeeded (an error stays 1-2 lines)
             err_console.print(

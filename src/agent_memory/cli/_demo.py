@@ -47,7 +47,7 @@ async def demo_cmd(
     _remove_sqlite_files(db)
     url = f"sqlite+aiosqlite:///{db}"
     console.rule("[bold]agent-fusion-memory demo (offline, SQLite)")
-    async with open_system(url) as system:  # creates and migrates the new file
+    async with open_system(url, announce_new=False) as system:  # creates and migrates the new file
         layer = system.layer
         console.print(f"1. created and migrated [cyan]{esc(db)}[/] to revision [bold]{esc(head_revision())}[/]")
         data = sample(utcnow())
