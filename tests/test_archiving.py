@@ -198,6 +198,18 @@ async def test_a_question_about_what_happened_in_a_time_cites_that_times_message
     assert greeting.output.evidence == [] and greeting.output.limits.messages_considered == 0
 
 
+async def test_a_message_about_the_last_days_is_searched_not_read_from_the_windows_start(system: MemorySystem) -> None:
+    """ "最近睡眠不好" tells how the last days went; it is searched by its words. Reading the window's
+    first messages (as for "我们上周聊了什么") would cite a week of lunches and crowd out the one message
+    it is about."""
+    chatter = [msg(f"今天中午吃了第{i}家的面，预算还够", at=T0 - timedelta(days=6, minutes=-i)) for i in range(25)]
+    await store(system, *chatter, msg("这几天睡眠很差，总是半夜醒", at=T0 - timedelta(days=1)))
+    run = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("最近睡眠不好", now=T0)
+    cited = [e.content for e in run.output.evidence]
+    assert "这几天睡眠很差，总是半夜醒" in cited
+    assert sum("中午吃了" in c for c in cited) <= 3, cited  # neighbours of the anchor at most, not the window
+
+
 async def test_the_first_recall_of_a_process_loads_the_dictionaries_outside_its_rounds(
     system: MemorySystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:

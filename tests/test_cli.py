@@ -82,6 +82,10 @@ def test_an_event_needs_a_friend_or_shared_on_the_command_line(url: str) -> None
     assert shared.exit_code == 0, shared.output
     got = json.loads(runner.invoke(app, ["memory", "get", "ev1", "--user", "u1", "--json", "--url", url]).output)
     assert got["memory_type"] == "event" and got["friend_id"] is None
+    both = runner.invoke(
+        app, ["memory", "add", "ev2", "x", "--type", "event", "--shared", "--friend", "f", "--user", "u1", "--url", url]
+    )
+    assert both.exit_code == 2 and "drop one of the two" in both.output
 
 
 def test_memory_add_bad_type_is_a_clear_error(url: str) -> None:
@@ -138,7 +142,7 @@ def test_demo_runs_offline_and_shows_isolation(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "loaded 10 memories and 8 messages" in out.output
     assert "another user sees 0 of these memories" in out.output
-    assert "created a new, empty database" not in out.output  # the demo makes (and fills) its file on purpose
+    assert "created a new database" not in out.output  # the demo makes (and fills) its file on purpose
     # The mentor's table must not list the companion's private events.
     mentor_part = out.output.split("what mentor")[1].split("latest messages")[0]
     assert "profile-job" in mentor_part and "event-report-pressure" in mentor_part

@@ -4,6 +4,7 @@ the traceback only with ``agent-memory --debug``. Data commands migrate a new SQ
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -72,7 +73,7 @@ def test_a_new_file_is_announced_so_a_mistyped_path_is_seen(tmp_path: Path) -> N
     new file was made (once: the next command on it says nothing), and stdout stays the command's own."""
     path = tmp_path / "memroy.db"
     first = runner.invoke(app, ["memory", "list", "--user", "u1", "--json", "--db", str(path)])
-    assert first.exit_code == 0 and f"created a new, empty database at {path}" in first.stderr
+    assert first.exit_code == 0 and f"created a new database at {path}" in first.stderr
     assert json.loads(first.stdout) is not None  # the JSON is untouched
     again = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", str(path)])
     assert again.exit_code == 0 and "created a new" not in again.stderr
@@ -167,16 +168,27 @@ def test_bad_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _short_error(out, "MEMORY_RECALL_ROUNDS", "MEMORY_SEARCH_KEYWORD_WEIGHT")
 
 
-def test_a_misspelt_setting_is_named_not_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A typo in a setting's name ran as if it were not set; now it is named, with the setting meant.
-    Another program's MEMORY_* variable (close to no setting) is left alone."""
+def test_a_misspelt_setting_is_named_not_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo in a setting's name ran as if it were not set; now it is named, with the setting meant: in
+    .env (the user's own file) it stops the program; in the environment, which holds other programs'
+    variables too, it is a warning. A container's MEMORY_LIMIT and the variables Kubernetes gives for a
+    service named "memory" (MEMORY_SERVICE_HOST, close to MEMORY_SERVER_HOST) are left alone."""
     url = _sqlite(tmp_path / "m.db")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MEMORY_LIMIT", "4g")  # a container's, say
-    assert runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url]).exit_code == 0
-    monkeypatch.setenv("MEMORY_RECAL_ROUNDS", "2")
-    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
-    _short_error(out, "MEMORY_RECAL_ROUNDS (in the environment)", "did you mean MEMORY_RECALL_ROUNDS")
+    for name, value in (("MEMORY_LIMIT", "4g"), ("MEMORY_SERVICE_HOST", "10.0.0.7"), ("MEMORY_SERVER_PORT", "8080"),
+                        ("MEMORY_PORT_8080_TCP_ADDR", "10.0.0.7")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with caplog.at_level(logging.WARNING, logger="agent_memory.settings._settings"):
+        assert runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url]).exit_code == 0
+        assert not caplog.records
+        monkeypatch.setenv("MEMORY_RECAL_ROUNDS", "2")
+        out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
+    assert out.exit_code == 0, out.output
+    assert [r.getMessage() for r in caplog.records] == [
+        "MEMORY_RECAL_ROUNDS (in the environment) is not a setting: did you mean MEMORY_RECALL_ROUNDS? (ignored)"
+    ]
     monkeypatch.delenv("MEMORY_RECAL_ROUNDS")
     (tmp_path / ".env").write_text("MEMORY_SEARCH_KEYWORD_WEGHT=0.5\n", encoding="utf-8")
     out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url])
@@ -244,7 +256,7 @@ def test_newcomer_mistakes_are_named_with_what_to_do(tmp_path: Path) -> None:
     )
     assert add.exit_code == 0, add.output
     typo = runner.invoke(app, ["memory", "search", "汇报", "--type", "evnt", "--user", "u1", "--url", url])
-    _short_error(typo, "unknown memory type 'evnt'", "event")
+    _short_error(typo, "unknown memory_type 'evnt'", "event")
     found = runner.invoke(app, ["memory", "search", "汇报", "--type", "event", "--user", "u1", "--url", url])
     assert found.exit_code == 0 and "ev" in found.output
     for mode in ("memory", "evidence"):

@@ -206,7 +206,7 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
 
         events = await _call(wb, "list_memories", {"memory_types": ["event"], "friend_id": FRIEND_MENTOR})
         assert {i["memory_key"] for i in events["items"]} == {"trip", "event-report-pressure", "event-late-nights"}
-        first = await _call(wb, "list_memories", {"limit": 4})
+        first = await _call(wb, "list_memories", {"limit": 4.0})  # a whole number written as a float is an integer
         assert len(first["items"]) == 4 and first["next_cursor"]
         rest = await _call(wb, "list_memories", {"limit": 100, "cursor": first["next_cursor"]})
         keys = [i["memory_key"] for i in first["items"] + rest["items"]]
@@ -214,6 +214,8 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         assert "bob-secret" not in keys
 
         # seed 003
+        basic = await _call(wb, "messages_list", {"friend_id": FRIEND_MENTOR, "since": "20000101"})  # ISO basic form
+        assert len(basic["messages"]) >= 2
         listed = await _call(wb, "messages_list", {"friend_id": FRIEND_MENTOR, "role": "user"})
         assert [m["content"] for m in listed["messages"]] == [
             "最近工作压力好大，下周要做季度汇报。",
@@ -280,6 +282,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("lexical_search", {"query_text": "x", "filter": {"time_range": {"since": "0001-01-01T00:00:00+14:00"}}}, "since"),
     ("messages_list", {"since": "yesterday"}, "ISO-8601"),
+    ("messages_list", {"since": "5"}, "is a number, not an ISO-8601 time"),  # was read as a Unix timestamp
+    ("list_memories", {"limit": 5.5}, "limit"),
 ]
 
 

@@ -212,7 +212,7 @@ async def test_a_query_of_nothing_but_a_time_lists_the_memories_of_that_time(lay
     assert await keys(engine, "recently", user_id="joy") == ["flu", "hike", "guitar"]
     assert await keys(engine, "上周的", user_id="joy") == ["trip"]  # Mon 16 - Sun 22 Feb 2026 (NOW is a Sunday)
     assert await keys(engine, "最近", user_id="joy", memory_types=["event"]) == []  # filters still apply
-    with pytest.raises(InvalidInputError, match=r"unknown memory type 'fact'; use one of: .*event"):
+    with pytest.raises(InvalidInputError, match=r"unknown memory_type 'fact'; use one of: .*event"):
         await keys(engine, "最近", user_id="joy", memory_types=["fact"])  # a typo is no empty result
     hits = await engine.search("这几天", user_id="joy", now=NOW)
     assert [h.memory_key for h in hits] == ["flu", "hike"] and hits[1].score > 0.9 and hits.expanded == ()

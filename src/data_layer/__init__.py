@@ -53,6 +53,7 @@ from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_json, storable_text
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, has_visible_text, scope_id
+from ._validation import memory_type as check_memory_type
 
 __all__ = [
     "FOLD_VERSION",
@@ -106,6 +107,7 @@ __all__ = [
     "UnsupportedDatabaseURLError",
     "UpsertResult",
     "UserSettings",
+    "check_memory_type",
     "current_revision",
     "downgrade",
     "fold_text",

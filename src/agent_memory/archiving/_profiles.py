@@ -55,7 +55,7 @@ def _metadata(statement: Statement, *, sources: Sequence[int], **extra: Any) -> 
         "value": statement.value,
         "polarity": statement.polarity,
         "message_id": statement.message_id,
-        "source_message_ids": list(dict.fromkeys(sources)),
+        "source_message_ids": list(dict.fromkeys(i for i in sources if i)),  # a statement without a message cites none
         "valid_from": statement.at.isoformat(),
         "valid_to": None,
         "superseded_by": None,

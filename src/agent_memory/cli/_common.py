@@ -98,7 +98,7 @@ async def open_system(url: str | None, *, announce_new: bool = True) -> AsyncIte
         yield system
         if created:  # after the command's own output, and only when it succeeded (an error stays 1-2 lines)
             err_console.print(
-                Text(f"note: created a new, empty database at {new_file} (check --db if you expected memories there)"),
+                Text(f"note: created a new database at {new_file} (check --db if you expected earlier memories there)"),
                 soft_wrap=True,
             )
     finally:

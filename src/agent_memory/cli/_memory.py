@@ -35,6 +35,8 @@ async def add_cmd(
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Store a memory for a user."""
+    if shared and friend is not None:
+        raise ValueError("--shared is for an event without --friend (shown to every AI friend); drop one of the two")
     text = sys.stdin.read() if content == "-" else content
     if not text.strip():
         raise ValueError("the memory's content is empty; give some text (or '-' to read it from standard input)")

@@ -56,6 +56,11 @@ def read_time(value: object) -> object:
     as text; anything else is left to the type check."""
     if not isinstance(value, str):
         return value
+    if value.strip().isdigit():  # the lax reading takes digits for a Unix timestamp ("20260101": 1970)
+        try:
+            return datetime.fromisoformat(value.strip())  # ISO-8601's basic form, 20260101
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is a number, not an ISO-8601 time such as 2026-01-01") from None
     try:
         return _TIME.validate_python(value)
     except ValidationError:

@@ -245,8 +245,9 @@ class MemoryMcpTools:
         if tool is None:
             raise McpToolError(f"unknown tool {name!r}; the tools are: {', '.join(MCP_TOOLS)}")
         try:
-            # strict: JSON's types as sent (``true`` is no friend id, ``"yes"`` no boolean, ``"5"`` no number)
-            args = tool.args.model_validate(dict(arguments or {}), strict=True)
+            # strict: JSON's types as sent (``true`` is no friend id, ``"yes"`` no boolean, ``"5"`` no number);
+            # a whole number written 5.0 is JSON Schema's integer too
+            args = tool.args.model_validate(_whole_numbers(dict(arguments or {})), strict=True)
         except ValidationError as exc:
             raise McpToolError(explain_arguments(exc, user_id=self.user_id)) from None
         try:
@@ -359,3 +360,15 @@ class MemoryMcpTools:
         if not out.success:
             raise McpToolError(out.message or f"{name} failed; change the arguments and try again")
         return out
+
+
+def _whole_numbers(value: Any) -> Any:
+    """``value`` with every float that is a whole number (``5.0``) made an int: JSON Schema counts it as
+    an integer, and some clients write every number as a float; a strict validation then takes it."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value

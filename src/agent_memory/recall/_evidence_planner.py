@@ -8,8 +8,8 @@ tool call, with the parameters the skill's metadata gives (time windows, role wo
    and small talk hand off at once;
 2. ``search_memories`` (profile and this friend's gists; for a message telling how the user's last days
    went, "最近睡眠不好", or asking only what happened in a time, "我们上周聊了什么", first the events of
-   those days by the time words alone, then ``messages_list`` of those days: their words need not be
-   the question's), ``lexical_search`` and ``semantic_search`` over the chat with that filter;
+   those days by the time words alone, and for the question ``messages_list`` of those days: their
+   words need not be the question's), ``lexical_search`` and ``semantic_search`` with that filter;
 3. Reflect: fewer hits than the skill's ``widen_when_fewer_than`` with a filter on -> the same two
    searches once more without it;
 4. ``neighbors`` of the best anchors; then ``handoff``. Synthesis happens in code afterwards.
@@ -31,7 +31,7 @@ from autogen_core.models import (
 )
 
 from ..text import named_time_range
-from ._intent import days_to_read, needs_memory
+from ._intent import days_asked_about, days_to_read, needs_memory
 from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
 
@@ -108,9 +108,12 @@ class EvidenceRecallPlanner(PlannerClient):
         if question[:1000] not in searched:
             return "search_memories", {"query": question[:1000], **memory_search}
         listed = _messages(results, ("messages_list",))
-        if days is not None and since is not None and not any(c == "messages_list" for c, _ in calls):
+        asked = days_asked_about(question) is not None
+        if asked and since is not None and not any(c == "messages_list" for c, _ in calls):
             # a question about what happened in a time reads that time's messages: the searches below
-            # match its words ("聊了什么"), which the messages of that week need not share
+            # match its words ("聊了什么"), which the messages of that week need not share (a message telling
+            # how the last days went, "最近睡眠不好", is searched by its words: a window's first messages
+            # would crowd out the one it is about)
             return "messages_list", {**filtered.get("time_range", {}), **({"role": role} if role else {}),
                                      "page_size": int(meta.get("window_page_size", 20))}  # fmt: skip
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]

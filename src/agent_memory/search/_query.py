@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
-from data_layer import InvalidInputError, MemoryType, Scope
+from data_layer import InvalidInputError, Scope, check_memory_type
 
 from ..text import TimeRange, asked_range, fold, named_range, parse_time_expressions
 
@@ -195,11 +195,8 @@ def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:
         raise InvalidInputError('memory_types must be a list of type names, e.g. ["profile", "event"]')
     if not all(isinstance(t, str) for t in memory_types):
         raise InvalidInputError("memory_types must be strings")
-    known = [t.value for t in MemoryType]
-    unknown = sorted(set(memory_types) - set(known))
-    if unknown:  # a misspelt type would find nothing, as if the user had no such memories
-        raise InvalidInputError(f"unknown memory type {unknown[0]!r}; use one of: {', '.join(known)}")
-    return tuple(sorted(set(memory_types))) or None
+    # a misspelt type would find nothing, as if the user had no such memories
+    return tuple(sorted({check_memory_type(t) for t in memory_types})) or None
 
 
 def _keywords(keywords: Sequence[str] | None) -> tuple[str, ...] | None:

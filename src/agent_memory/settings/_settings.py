@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import math
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +28,8 @@ SearchMode = Literal["keyword", "semantic", "hybrid"]
 EmbedderName = Literal["hashing", "wordvec-zh", "minilm"]
 
 APP_NAME = "agent-fusion-memory"
+
+_log = logging.getLogger(__name__)
 
 
 def default_database_url() -> str:
@@ -241,19 +245,28 @@ def explain(exc: ValidationError) -> str:
 def load_settings(**overrides: Any) -> AgentMemorySettings:
     """Read the settings (environment, then ``.env``, then defaults); ``overrides`` win.
 
-    Raises :class:`SettingsError` naming each bad variable, and each ``MEMORY_*`` variable that is a
-    misspelt setting (``MEMORY_RECAL_ROUNDS``): it would be ignored without a word, and the program run
-    as if it were not set.
+    Raises :class:`SettingsError` naming each bad variable, and each ``MEMORY_*`` name in ``.env`` that
+    is a misspelt setting (``MEMORY_RECAL_ROUNDS``: it would be ignored without a word, and the program
+    run as if it were not set). The environment holds other programs' variables too (Kubernetes gives
+    every pod ``MEMORY_SERVICE_HOST`` for a service named "memory"), so a misspelt-looking name there is
+    a logged warning, never a refusal to start.
     """
     env_file = Path(str(AgentMemorySettings.model_config.get("env_file") or ".env"))
     dotenv = dotenv_values(env_file) if env_file.is_file() else {}
-    misspelt = misspelt_settings(os.environ, source="the environment") + misspelt_settings(dotenv, source=str(env_file))
+    misspelt = misspelt_settings(dotenv, source=str(env_file))
     if misspelt:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(misspelt))
+    for problem in misspelt_settings(os.environ, source="the environment"):
+        _log.warning("%s (ignored)", problem)
     try:
         return AgentMemorySettings(**overrides)
     except ValidationError as exc:
         raise SettingsError(explain(exc)) from None
+
+
+#: The variables Kubernetes and Docker links give for a service or container named "memory..."
+#: (``MEMORY_SERVICE_HOST``, ``MEMORY_PORT_8080_TCP_ADDR``): never a setting.
+_SERVICE_LINK = re.compile(r"_SERVICE_(HOST|PORT)(_|$)|_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$")
 
 
 def misspelt_settings(names: Iterable[str], *, source: str) -> list[str]:
@@ -263,7 +276,7 @@ def misspelt_settings(names: Iterable[str], *, source: str) -> list[str]:
     out = []
     for name in names:
         upper = name.upper()
-        if upper.startswith("MEMORY_") and upper not in fields:
+        if upper.startswith("MEMORY_") and upper not in fields and not _SERVICE_LINK.search(upper):
             close = difflib.get_close_matches(upper, fields, n=1, cutoff=0.85)
             if close:
                 out.append(f"{name} (in {source}) is not a setting: did you mean {close[0]}?")
