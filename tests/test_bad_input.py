@@ -164,3 +164,14 @@ def test_settings_read_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path)
     assert s.memory_recall_rounds == 4  # from .env
     assert s.memory_search_half_life_days == 20  # the environment wins over .env
     assert s.user_defaults().memory.rounds == 4
+
+
+def test_visible_text_and_the_archivers_hook_refuse_wrong_types() -> None:
+    from agent_memory.archiving import SessionArchiver
+    from data_layer import has_visible_text
+
+    assert has_visible_text("a\u200b") and not has_visible_text("\u200b\ufeff \u2060")
+    with pytest.raises(InvalidInputError, match="text must be a str, got int"):
+        has_visible_text(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on_archived must be an async function"):
+        SessionArchiver(None, on_archived="refresh")  # type: ignore[arg-type]

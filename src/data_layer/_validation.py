@@ -46,6 +46,8 @@ def has_visible_text(text: str) -> bool:
     """Whether ``text`` shows anything: ``str.strip()`` keeps a zero-width space (U+200B) or a BOM
     (U+FEFF), so a name or message of only those looked non-empty and was stored as a blank line.
     Stops at the first visible character (cheap on long text)."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
     return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
 
 

@@ -90,6 +90,8 @@ class SessionArchiver:
         """``on_archived(user_id)`` is awaited after a run that wrote memories for the user (the
         composition root brings the user's search index up to date there, so the next message of
         the chat does not pay for reading them; a failure of it is logged, never raised)."""
+        if on_archived is not None and not callable(on_archived):
+            raise TypeError("on_archived must be an async function of the user id (or None)")
         self.layer = layer
         self.on_archived = on_archived
         self.idle = idle

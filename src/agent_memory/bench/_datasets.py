@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import re
 from dataclasses import dataclass, field
@@ -59,7 +60,8 @@ def load_dataset(name: str, path: str | Path) -> BenchDataset:
     ``messages_and_QAs``) or ``generic`` (a folder with corpus.jsonl, queries.jsonl, qrels.tsv)."""
     source = Path(path)
     if not source.exists():
-        raise FileNotFoundError(f"benchmark data not found at {source}; see the README for where to download it")
+        reason = "no benchmark data there; see the README for where to download it"
+        raise FileNotFoundError(errno.ENOENT, reason, str(source))
     if name == "locomo":
         return _locomo(source)
     if name == "memdaily":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 #: Where a database URL comes from, for the hints.
@@ -95,14 +96,33 @@ def _storage(exc: BaseException, url: str | None) -> tuple[str, str | None]:
 
 
 def _os_error(exc: BaseException, url: str | None) -> tuple[str, str | None]:
+    """An OS error: the database's advice only when the file is the database (or a folder on its way);
+    another file (benchmark data, an import) is the command's own argument to check."""
     assert isinstance(exc, OSError)
     target = exc.filename or (url and _where(url)) or "a file"
     reason = exc.strerror or _one_line(str(exc))
     if isinstance(exc, FileExistsError | NotADirectoryError):
         reason = "a file is in the way of a folder"
-    if isinstance(exc, FileNotFoundError) and not exc.filename:  # a file the command reads (benchmark data)
-        return _one_line(str(exc)), "check the path you gave"
+    if not _is_database_path(exc.filename, url):
+        return f"cannot open {target}: {reason}", "check the path you gave"
     return f"cannot create or open {target}: {reason}", f"choose a writable path with {URL_SOURCES}"
+
+
+def _is_database_path(filename: object, url: str | None) -> bool:
+    """Whether ``filename`` (an OS error's) is the SQLite file of ``url`` or a folder that holds it; an
+    error naming no file is taken to be the database's."""
+    if filename is None:
+        return True
+    try:
+        from sqlalchemy.engine import make_url
+
+        database = make_url(url).database if url and url.startswith("sqlite") else None
+    except Exception:  # a malformed URL is reported elsewhere
+        database = None
+    if not database:
+        return False
+    path, db = Path(str(filename)).expanduser().absolute(), Path(database).expanduser().absolute()
+    return path == db or db.is_relative_to(path)
 
 
 def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:

@@ -155,7 +155,13 @@ def days_asked_about(text: str) -> str | None:
     >>> days_asked_about("上周说的那个方案呢？"), days_asked_about("去年发生了什么")
     (None, None)
     """
-    head = " ".join(str(text)[:500].split())
+    return _days_asked(" ".join(str(text)[:500].split()))
+
+
+@functools.lru_cache(maxsize=256)
+def _days_asked(head: str) -> str | None:
+    """:func:`days_asked_about` of a normalised text, kept: a planner asks at every step of one recall
+    (it depends on the text alone, as :func:`days_to_read` explains)."""
     if classify_intent(head) in ("greeting", "chitchat"):
         return None
     spans = parse_time_expressions(head, now=datetime.now(UTC))
@@ -178,7 +184,7 @@ def days_to_read(text: str) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _days_to_read(head: str) -> str | None:
-    return recent_days_told(head) or days_asked_about(head)
+    return recent_days_told(head) or _days_asked(head)
 
 
 def needs_memory(text: str) -> bool:
