@@ -30,6 +30,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 
+from ._cleanup import finish
 from ._errors import AgentMemoryError, UnsupportedDatabaseURLError
 from ._sqlite_loop import begin_on_loop, mark_wal, set_on_loop, sqlite_creator
 from ._storage_errors import translate
@@ -171,6 +172,16 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         set_on_loop(record.driver_connection, on_loop=True)  # the rollback on return waits for nothing
 
 
+@asynccontextmanager
+async def _session(conn: AsyncConnection) -> AsyncIterator[AsyncSession]:
+    """An ORM session on ``conn``, closed as :meth:`Database._connected` closes its connection."""
+    session = AsyncSession(bind=conn, expire_on_commit=False)
+    try:
+        yield session
+    finally:
+        await finish(session.close())
+
+
 #: One writer lock per (event loop, SQLite file): asyncio locks belong to the loop they wait on.
 _WRITER_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
@@ -228,18 +239,29 @@ class Database:
         On SQLite its statements run on the event loop's thread, ``bulk`` (a scan of many rows, which
         would hold the loop) on the connection's worker thread.
         """
-        async with storage_errors(self.where), self.engine.connect() as conn:
+        async with storage_errors(self.where), self._connected() as conn:
             if not bulk:
                 await self._on_loop(conn)
-            async with AsyncSession(bind=conn, expire_on_commit=False) as session:
+            async with _session(conn) as session:
                 yield session
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
         """A bare connection for short reads on hot paths (no ORM session; on the loop's thread)."""
-        async with storage_errors(self.where), self.engine.connect() as conn:
+        async with storage_errors(self.where), self._connected() as conn:
             await self._on_loop(conn)
             yield conn
+
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection, closed with :func:`~data_layer._cleanup.finish`: without a task and a
+        trip around the event loop when the close waits for nothing (``async with engine.connect()``
+        pays both on every use, and under load held the connection that long)."""
+        conn = await self.engine.connect()
+        try:
+            yield conn
+        finally:
+            await finish(conn.close())
 
     async def _on_loop(self, conn: AsyncConnection) -> None:
         """Let a SQLite connection's statements run on the loop's thread until it is returned."""
@@ -255,16 +277,16 @@ class Database:
         loop's thread once the write lock is held. Other writes may run for long (a friend's deletion,
         an import), so their statements stay on the worker thread.
         """
-        async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
+        async with self._writer_turn(), storage_errors(self.where), self._connected() as conn:
             if self.backend == "sqlite":
                 await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: short})
-            async with AsyncSession(bind=conn, expire_on_commit=False) as session, session.begin():
+            async with _session(conn) as session, session.begin():
                 yield session
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
         """A raw connection in a committing transaction (bulk statements)."""
-        async with self._writer_turn(), storage_errors(self.where), self.engine.connect() as conn:
+        async with self._writer_turn(), storage_errors(self.where), self._connected() as conn:
             if self.backend == "sqlite":
                 await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
             async with conn.begin():
