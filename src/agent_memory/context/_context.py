@@ -248,8 +248,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         try:
             # settings, engine start-up and the agent all count against the time budget; a time-out
             # cancels the model request (the task is cancelled) and keeps what was found so far
-            result = await asyncio.wait_for(self._run_recall(conversation, agent, settings),
-                                            timeout=self.options.time_budget_s)  # fmt: skip
+            async with asyncio.timeout(self.options.time_budget_s):
+                result = await self._run_recall(conversation, agent, settings)
         except TimeoutError:
             await self._emit(RecallTimeoutEvent(source="memory_context", budget_s=self.options.time_budget_s))
             if not agent or not settings:

@@ -203,7 +203,8 @@ class MemoryToolbox:
                 min_relevance_score=self._min_score(data),
                 now=self._now,
             )
-            hits = await asyncio.wait_for(self._search.run(query), timeout=timeout)
+            async with asyncio.timeout(timeout):  # in this task: no task of its own per search
+                hits = await self._search.run(query)
         except TimeoutError:
             out = SearchMemoriesOutput(
                 success=False,
