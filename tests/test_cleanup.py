@@ -173,7 +173,7 @@ async def test_a_reader_cancelled_while_closing_returns_its_connection(db_url: s
                 started.set()
             await asyncio.sleep(10)  # only reached when the cancellation came too late
 
-        for _ in range(20):  # cancel at different points of the close
+        for _ in range(20):  # the cancellation arrives at the close's first wait
             started.clear()
             task = asyncio.create_task(reader())
             await started.wait()

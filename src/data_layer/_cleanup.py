@@ -12,7 +12,13 @@ connections (a thread and five PRAGMAs each), about a quarter of a chat turn's C
 :func:`finish` runs the close in place up to its first real wait. A close that never waits is then
 done, and nothing could have cancelled it: a task is cancelled only where it waits. A close that
 does wait (PostgreSQL's network round trip, SQLite's worker thread) is handed to a task of its own
-and shielded, as SQLAlchemy does. This is what Python 3.12's eager tasks do for any task.
+and shielded, as SQLAlchemy does.
+
+Unlike Python 3.12's eager tasks, the part before the first wait runs as the *caller's* task (and in
+its context). So a clean-up given to :func:`finish` must not start a time limit of its own
+(``asyncio.timeout``, or ``wait_for`` on 3.12+) before its first wait: the timer would cancel the
+caller rather than the clean-up. SQLAlchemy's close and pool check-in, aiosqlite's and psycopg's
+rollback do not; that is why this is used for them only, not as a general helper.
 
 >>> conn = await engine.connect()  # doctest: +SKIP
 >>> try:  # doctest: +SKIP
