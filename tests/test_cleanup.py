@@ -1,4 +1,5 @@
-"""Closing a connection without a trip around the event loop, and still to the end when cancelled.
+"""Closing a connection without a trip around the event loop, and still to the end when cancelled;
+the quick path of the hot reads.
 
 The first tests drive :func:`data_layer._cleanup.finish` with clean-ups written here: one that waits
 for nothing, ones that wait for futures, ones that fail, and a caller cancelled half-way. The last
@@ -10,11 +11,14 @@ new ones, and a cancelled reader still returns its connection.
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.exc import SQLAlchemyError
 
+from data_layer import StorageError
 from data_layer._cleanup import finish
 from data_layer._engine import Database
 
@@ -183,5 +187,45 @@ async def test_a_reader_cancelled_while_closing_returns_its_connection(db_url: s
             assert db.engine.pool.checkedout() == baseline
         async with db.read() as session:  # the pool still works
             assert await session.scalar(text("SELECT 3")) == 3
+    finally:
+        await db.dispose()
+
+
+async def test_a_quick_read_runs_on_the_loop_and_gives_its_connection_back(tmp_path: Path) -> None:
+    """The hot reads' path (friend, settings, history, index state, memories): one pass through the
+    async bridge, the statement on the loop's thread on SQLite, the connection back in the pool."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'quick.db'}")
+    here = threading.get_ident()
+    ran_here: list[bool] = []
+    try:
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+            await conn.execute(text("INSERT INTO t VALUES (1), (2)"))
+        async with db.connect() as conn:  # the pool's one connection: trace its statements
+            driver = (await conn.get_raw_connection()).driver_connection
+            await driver.set_trace_callback(lambda sql: ran_here.append(sql.startswith("SELECT") and
+                                                                        threading.get_ident() == here))  # fmt: skip
+        ran_here.clear()
+        passed = _loop_passed()
+        rows = await db.quick_read(lambda c: c.execute(text("SELECT x FROM t ORDER BY x")).all())
+        assert [r.x for r in rows] == [1, 2]
+        assert passed == []  # nothing else ran meanwhile
+        assert True in ran_here
+        assert db.engine.pool.checkedout() == 0
+    finally:
+        await db.dispose()
+
+
+async def test_a_quick_read_raises_the_projects_error_and_returns_its_connection(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        with pytest.raises(StorageError) as caught:
+            await db.quick_read(lambda c: c.execute(text("SELECT * FROM no_such_table")).all())
+        assert isinstance(caught.value.__cause__, SQLAlchemyError)
+        assert db.engine.pool.checkedout() == 0
+        with pytest.raises(KeyError):  # the caller's own error passes unchanged
+            await db.quick_read(lambda c: {}["missing"])
+        assert db.engine.pool.checkedout() == 0
+        assert await db.quick_read(lambda c: c.scalar(text("SELECT 5"))) == 5
     finally:
         await db.dispose()

@@ -19,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.util import greenlet_spawn
 
 from ._cleanup import finish
 from ._errors import AgentMemoryError, UnsupportedDatabaseURLError
@@ -36,6 +37,7 @@ from ._sqlite_loop import begin_on_loop, mark_wal, set_on_loop, sqlite_creator
 from ._storage_errors import translate
 
 Backend = Literal["sqlite", "postgresql"]
+_T = TypeVar("_T")
 
 SUPPORTED = "sqlite+aiosqlite:///PATH (embedded) or postgresql+psycopg://USER@HOST:PORT/DB"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -90,11 +92,11 @@ def describe(url: URL) -> str:
     return f"PostgreSQL at {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
 
 
-@asynccontextmanager
-async def storage_errors(where: str) -> AsyncIterator[None]:
+@contextmanager
+def translated_errors(where: str) -> Iterator[None]:
     """Raise driver and OS errors of the block as the project's errors (``__cause__``: the original).
 
-    ``TimeoutError`` passes unchanged: it is how a caller's own time budget (``asyncio.wait_for``)
+    ``TimeoutError`` passes unchanged: it is how a caller's own time budget (``asyncio.timeout``)
     ends a call, not a storage failure.
     """
     try:
@@ -103,6 +105,13 @@ async def storage_errors(where: str) -> AsyncIterator[None]:
         raise
     except (SQLAlchemyError, OSError, UnicodeError) as exc:
         raise translate(exc, where=where) from exc
+
+
+@asynccontextmanager
+async def storage_errors(where: str) -> AsyncIterator[None]:
+    """:func:`translated_errors` for an ``async with`` block."""
+    with translated_errors(where):
+        yield
 
 
 def backend_of(url: URL) -> Backend:
@@ -251,6 +260,26 @@ class Database:
         async with storage_errors(self.where), self._connected() as conn:
             await self._on_loop(conn)
             yield conn
+
+    async def quick_read(self, fn: Callable[[Connection], _T]) -> _T:
+        """``fn(connection)``: a short read on a bare connection (no ORM session; on SQLite on the
+        loop's thread), with its rows fetched inside ``fn``.
+
+        The checkout, the statements and the close make one pass through SQLAlchemy's async bridge
+        (one greenlet) instead of one each, as ``async with db.connect()`` makes: about 90 us less
+        per read here, and a chat turn makes about eight such reads (its friend, settings, history,
+        index state, memories).
+
+        >>> rows = await db.quick_read(lambda conn: conn.execute(statement, params).all())  # doctest: +SKIP
+        """
+        with translated_errors(self.where):
+            return await greenlet_spawn(self._quick_read, fn)
+
+    def _quick_read(self, fn: Callable[[Connection], _T]) -> _T:
+        with self.engine.sync_engine.connect() as conn:
+            if self.backend == "sqlite":
+                set_on_loop(conn.connection.driver_connection, on_loop=True)
+            return fn(conn)
 
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[AsyncConnection]:

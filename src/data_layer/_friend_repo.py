@@ -136,8 +136,8 @@ class FriendRepository:
         """The user's friend; raises ``NotFoundError`` when the user has no such friend."""
         uid = v.user_id(user_id)
         fid = v.scope_id(friend_id, name="friend_id")
-        async with self._db.connect() as conn:  # read at the start of every chat turn: no ORM session
-            row = (await conn.execute(_ONE, {"uid": uid, "fid": fid})).first()
+        # read at the start of every chat turn: the quick path
+        row = await self._db.quick_read(lambda conn: conn.execute(_ONE, {"uid": uid, "fid": fid}).first())
         if row is None:
             raise NotFoundError(f"no AI friend {fid!r}: list the friends with GET /api/friends")
         return _record(row)

@@ -37,9 +37,9 @@ class IndexOpsMixin(KeywordOpsMixin):
     async def index_state(self, *, user_id: str | int) -> IndexState:
         """The user's change counters and the synonym vocabulary's (all 0 before the first write)."""
         uid = v.user_id(user_id)
-        # called before every search: a bare connection, no ORM session, a statement built once
-        async with self._db.connect() as conn:
-            rows = (await conn.execute(_STATES, {"uid": uid, "vocabulary": _revision.VOCABULARY})).all()
+        # called before every search: the quick path, a statement built once
+        params = {"uid": uid, "vocabulary": _revision.VOCABULARY}
+        rows = await self._db.quick_read(lambda conn: conn.execute(_STATES, params).all())
         by_user = {r[0]: (int(r[1]), int(r[2])) for r in rows}
         revision, hard = by_user.get(uid, (0, 0))
         return IndexState(revision, hard, by_user.get(_revision.VOCABULARY, (0, 0))[0])

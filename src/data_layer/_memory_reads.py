@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select, tuple_, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
@@ -80,27 +81,36 @@ class MemoryReadsMixin:
         if isinstance(memory_keys, str) or not isinstance(memory_keys, Sequence):
             raise InvalidInputError("memory_keys must be a list of keys")
         keys = [v.memory_key(k) for k in memory_keys]
-        found: dict[str, MemoryRecord] = {}
-        # a bare connection and a statement built once: every recall reads its memories here again
-        async with self._db.connect() as conn:
-            for start in range(0, len(keys), KEYS_PER_STATEMENT):
-                rows = await conn.execute(_BY_KEYS, {"uid": uid, "keys": keys[start : start + KEYS_PER_STATEMENT]})
-                found.update({r.memory_key: record_of(r) for r in rows if include_inactive or r.is_active})  # type: ignore[arg-type]
-        return found
+
+        # the quick path and a statement built once: every recall reads its memories here again
+        def read(conn: Connection) -> list[Any]:
+            return [
+                row
+                for start in range(0, len(keys), KEYS_PER_STATEMENT)
+                for row in conn.execute(_BY_KEYS, {"uid": uid, "keys": keys[start : start + KEYS_PER_STATEMENT]})
+            ]
+
+        rows = await self._db.quick_read(read)
+        return {r.memory_key: record_of(r) for r in rows if include_inactive or r.is_active}
 
     async def get_by_ids(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[MemoryRecord]:
         """The user's active memories with these ids, in the given order (others are left out)."""
         uid = v.user_id(user_id)
         wanted = v.uuid_list(ids, name="ids")
-        by_id: dict[uuid.UUID, MemoryRecord] = {}
         table = AgentMemoryTable.__table__
-        # a bare connection (search fetches its results here); by primary key only: with the user in
+
+        # the quick path (search fetches its results here); by primary key only: with the user in
         # the WHERE clause SQLite picks the per-user index and scans all of the user's rows, so
         # ownership is checked on the rows instead
-        async with self._db.connect() as conn:
-            for start in range(0, len(wanted), 500):
-                rows = await conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
-                by_id.update({r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active})  # type: ignore[arg-type]
+        def read(conn: Connection) -> list[Any]:
+            return [
+                row
+                for start in range(0, len(wanted), 500)
+                for row in conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
+            ]
+
+        rows = await self._db.quick_read(read)
+        by_id = {r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active}
         return [by_id[i] for i in wanted if i in by_id]
 
     def _filtered(

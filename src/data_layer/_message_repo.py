@@ -347,8 +347,8 @@ class MessageRepository:
             stmt = stmt.where(key < bound if newest_first else key > bound)
         order = (t.created_at.desc(), t.id.desc()) if newest_first else (t.created_at, t.id)
         stmt = stmt.order_by(*order)
-        async with self._db.connect() as conn:  # every chat turn reads its history here: no ORM session
-            rows = list(await conn.execute(stmt.limit(size + 1)))
+        # every chat turn reads its history here: the quick path
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt.limit(size + 1)).all())
         items = [_record(r) for r in rows[:size]]
         next_cursor = None
         if len(rows) > size:

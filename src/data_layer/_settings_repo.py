@@ -48,8 +48,7 @@ class SettingsRepository:
     async def get(self, *, user_id: str | int) -> UserSettings:
         """The user's settings: the stored values over the defaults."""
         uid = v.user_id(user_id)
-        async with self._db.connect() as conn:
-            stored = await conn.scalar(_STORED, {"uid": uid})
+        stored = await self._db.quick_read(lambda conn: conn.scalar(_STORED, {"uid": uid}))  # every chat turn
         if stored is None:
             return self.defaults
         return self._merge(self.defaults, stored)
