@@ -64,10 +64,10 @@ class MemoryReadsMixin:
         conditions = [AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key == key]
         if not include_inactive:
             conditions.append(AgentMemoryTable.is_active.is_(True))
-        if not touch:
-            async with self._db.read() as session:
-                row = await session.scalar(select(AgentMemoryTable).where(*conditions))
-            return record_of(row) if row is not None else None
+        if not touch:  # the recall's get_memory_detail: the quick path
+            stmt = select(AgentMemoryTable.__table__).where(*conditions)
+            row = await self._db.quick_read(lambda conn: conn.execute(stmt).first())
+            return record_of(row) if row is not None else None  # type: ignore[arg-type]
         if self._db.one_writer:  # reads at the same time count their accesses in one transaction
             return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
         # PostgreSQL: a transaction of its own (a batch touching rows in two orders could dead-lock)
