@@ -229,3 +229,21 @@ async def test_a_quick_read_raises_the_projects_error_and_returns_its_connection
         assert await db.quick_read(lambda c: c.scalar(text("SELECT 5"))) == 5
     finally:
         await db.dispose()
+
+
+@pytest.mark.postgres
+async def test_a_quick_read_cut_short_by_a_time_limit_returns_its_connection(pg_session_url: str) -> None:
+    """A recall's time budget cancels a read that waits for the server: the caller gets its
+    ``TimeoutError`` at once, and the connection is rolled back and back in the pool."""
+    db = Database(pg_session_url)
+    try:
+        for _ in range(3):
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await db.quick_read(lambda c: c.execute(text("SELECT pg_sleep(2)")).all())
+            assert asyncio.get_running_loop().time() - started < 1.5
+            assert db.engine.pool.checkedout() == 0
+        assert await db.quick_read(lambda c: c.scalar(text("SELECT 7"))) == 7
+    finally:
+        await db.dispose()
