@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from data_layer import StorageError
+from data_layer import InvalidInputError, StorageError
 from data_layer._cleanup import finish
 from data_layer._engine import Database
 
@@ -118,11 +118,6 @@ async def test_a_cancelled_caller_still_finishes_its_clean_up_first() -> None:
 async def test_a_read_gives_its_sqlite_connection_back_without_a_pass_of_the_loop(tmp_path: Path) -> None:
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'reads.db'}")
     try:
-        async with db.connect() as conn:
-            assert (await conn.execute(text("SELECT 1"))).scalar() == 1
-            passed = _loop_passed()
-        assert passed == []
-        assert db.engine.pool.checkedout() == 0
         async with db.read() as session:
             assert await session.scalar(text("SELECT 2")) == 2
             passed = _loop_passed()
@@ -140,8 +135,8 @@ async def test_many_concurrent_sqlite_readers_share_few_connections(tmp_path: Pa
     opened: list[int] = []
     event.listen(db.engine.sync_engine, "connect", lambda *_: opened.append(1))
     try:
-        async with db.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        async with db.read() as session:
+            await session.execute(text("SELECT 1"))
         opened.clear()
 
         async def reader(n: int) -> int:
@@ -201,7 +196,7 @@ async def test_a_quick_read_runs_on_the_loop_and_gives_its_connection_back(tmp_p
         async with db.connection() as conn:
             await conn.execute(text("CREATE TABLE t (x INTEGER)"))
             await conn.execute(text("INSERT INTO t VALUES (1), (2)"))
-        async with db.connect() as conn:  # the pool's one connection: trace its statements
+        async with db.engine.connect() as conn:  # the pool's one connection: trace its statements
             driver = (await conn.get_raw_connection()).driver_connection
             await driver.set_trace_callback(lambda sql: ran_here.append(sql.startswith("SELECT") and
                                                                         threading.get_ident() == here))  # fmt: skip
@@ -227,6 +222,9 @@ async def test_a_quick_read_raises_the_projects_error_and_returns_its_connection
             await db.quick_read(lambda c: {}["missing"])
         assert db.engine.pool.checkedout() == 0
         assert await db.quick_read(lambda c: c.scalar(text("SELECT 5"))) == 5
+        with pytest.raises(InvalidInputError, match="function of a connection"):
+            await db.quick_read("SELECT 1")  # type: ignore[arg-type]
+        assert db.engine.pool.checkedout() == 0
     finally:
         await db.dispose()
 

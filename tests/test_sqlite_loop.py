@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from data_layer import upgrade
 from data_layer._engine import Database
@@ -135,8 +136,8 @@ async def test_the_urls_options_still_reach_sqlite(tmp_path: Path, monkeypatch: 
 
 
 async def test_a_read_on_the_loop_sees_one_snapshot(tmp_path: Path) -> None:
-    """A read's BEGIN, sent straight to SQLite on the loop's thread, still opens a transaction: a row
-    another connection commits between two of the read's statements is not seen until the next read."""
+    """A quick read's BEGIN, sent straight to SQLite on the loop's thread, still opens a transaction: a
+    row another connection commits between two of the read's statements is not seen until the next read."""
     path = tmp_path / "snapshot.db"
     db = Database(f"sqlite+aiosqlite:///{path}")
     try:
@@ -145,13 +146,15 @@ async def test_a_read_on_the_loop_sees_one_snapshot(tmp_path: Path) -> None:
         seen = await _traced(db)
         other = sqlite3.connect(path)
         try:
-            async with db.connect() as conn:
-                assert await conn.scalar(text("SELECT count(*) FROM t")) == 0
+
+            def counts_with_a_commit_between(conn: Connection) -> tuple[int, int]:
+                before = conn.scalar(text("SELECT count(*) FROM t"))
                 other.execute("INSERT INTO t VALUES (1)")
                 other.commit()
-                assert await conn.scalar(text("SELECT count(*) FROM t")) == 0  # the read's own snapshot
-            async with db.connect() as conn:
-                assert await conn.scalar(text("SELECT count(*) FROM t")) == 1
+                return before, conn.scalar(text("SELECT count(*) FROM t"))  # the read's own snapshot
+
+            assert await db.quick_read(counts_with_a_commit_between) == (0, 0)
+            assert await db.quick_read(lambda conn: conn.scalar(text("SELECT count(*) FROM t"))) == 1
         finally:
             other.close()
         assert [s for s, _ in seen].count("BEGIN") == 2 and all(on_loop for _, on_loop in seen), seen

@@ -28,23 +28,13 @@ from pydantic import BaseModel
 ArgsT = TypeVar("ArgsT", bound=BaseModel, contravariant=True)
 ReturnT = TypeVar("ReturnT", bound=Any, covariant=True)
 
-#: Built schemas by (class, name, description, input model, strict, form), each with its ``marshal``
-#: form (``None`` if a value in it has none): loading that is a copy at half of :func:`copied`'s cost,
-#: and a turn asks for about 24 schemas.
-_SCHEMAS: dict[tuple[Any, ...], tuple[ToolSchema, bytes | None]] = {}
+#: Built schemas by (class, name, description, input model, strict, form), in ``marshal``'s form: a
+#: schema is JSON-like, and loading it is a fresh copy at half the cost of copying the dicts in
+#: Python (a turn asks for about 27 schemas).
+_SCHEMAS: dict[tuple[Any, ...], bytes] = {}
 #: A bound on the cache, for a subclass that makes a new description per instance (then the
 #: schemas past the bound are built per call, as AutoGen's own tools do).
 MAX_SCHEMAS = 1_000
-
-
-def copied(value: Any) -> Any:
-    """A copy of a JSON-like value (dicts and lists copied, strings and numbers shared): what
-    ``copy.deepcopy`` gives for a schema, at a tenth of its cost."""
-    if isinstance(value, dict):
-        return {k: copied(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copied(v) for v in value]
-    return value
 
 
 class FixedSchemaTool(BaseTool[ArgsT, ReturnT]):
@@ -57,17 +47,12 @@ class FixedSchemaTool(BaseTool[ArgsT, ReturnT]):
     @property
     def schema(self) -> ToolSchema:
         key = (type(self), self.name, self.description, self.args_type(), self._strict, self.schema_form())
-        cached = _SCHEMAS.get(key)
-        if cached is None:
-            built = self.build_schema()
-            try:
-                cached = (built, marshal.dumps(built))
-            except ValueError:  # a value marshal cannot write (none of ours): copied below
-                cached = (built, None)
+        frozen = _SCHEMAS.get(key)
+        if frozen is None:
+            frozen = marshal.dumps(self.build_schema())
             if len(_SCHEMAS) < MAX_SCHEMAS:
-                _SCHEMAS[key] = cached
-        schema, frozen = cached
-        return marshal.loads(frozen) if frozen is not None else copied(schema)  # type: ignore[no-any-return]
+                _SCHEMAS[key] = frozen
+        return marshal.loads(frozen)  # type: ignore[no-any-return]
 
     def schema_form(self) -> object:
         """What else the schema depends on (``None``: nothing)."""
