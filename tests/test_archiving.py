@@ -330,3 +330,90 @@ async def test_after_an_archive_the_next_message_neither_rereads_the_chat_nor_th
     await store(system, msg("我回来了", at=back))
     assert archiver.schedule(scope, now=back) is not None
     await archiver.drain()
+
+
+class _CountingExtractor:
+    """The offline rules, slowed by a wait, counting how many sessions are being extracted at once."""
+
+    def __init__(self) -> None:
+        from agent_memory.archiving import OfflineExtractor
+
+        self.inner = OfflineExtractor(tokenizer=Tokenizer(stem=False))
+        self.tokenizer = self.inner.tokenizer
+        self.active = self.most = self.sessions = 0
+        self.release: Any = None
+
+    async def extract(self, session: Any) -> Any:
+        import asyncio
+
+        self.active += 1
+        self.most = max(self.most, self.active)
+        try:
+            await asyncio.sleep(0.02)
+            if self.release is not None:
+                await self.release.wait()
+            self.sessions += 1
+            return await self.inner.extract(session)
+        finally:
+            self.active -= 1
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+async def test_background_runs_take_turns(system: MemorySystem, slots: int) -> None:
+    """Sessions of five chats end together: the background runs work on ``slots`` chats at once (all
+    five at once before), and every chat is archived in the end."""
+    from agent_memory.archiving import SessionArchiver
+    from data_layer import Scope
+
+    extractor = _CountingExtractor()
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=slots)  # type: ignore[arg-type]
+    friends = [f"friend{i}" for i in range(5)]
+    for i, friend in enumerate(friends):
+        await store(system, msg(f"我上周去了第{i}个城市旅行，玩得很开心", at=T0, friend=friend))
+    later = T0 + timedelta(hours=3)  # every session is over (idle gap)
+    tasks = [archiver.schedule(Scope.of("u1", friend), now=later) for friend in friends]
+    assert all(task is not None for task in tasks)
+    await archiver.drain()
+    assert extractor.most == slots and extractor.sessions == 5
+    for friend in friends:
+        page = await system.layer.memory.list_memories(user_id="u1", friend_id=friend, memory_types=["event"])
+        assert len(page.items) == 1, friend
+
+
+async def test_a_waiting_caller_does_not_queue_behind_background_runs(system: MemorySystem) -> None:
+    """``run`` (someone waits for it) goes ahead while the one background slot is taken and another
+    chat's background run waits for it."""
+    import asyncio
+
+    from agent_memory.archiving import SessionArchiver
+    from data_layer import Scope
+
+    extractor = _CountingExtractor()
+    gate = extractor.release = asyncio.Event()  # the first background run holds the slot until set
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)  # type: ignore[arg-type]
+    for friend in ("busy", "queued", "asked"):
+        await store(system, msg(f"我在{friend}公司工作了三年", at=T0, friend=friend))
+    later = T0 + timedelta(hours=3)
+    busy = archiver.schedule(Scope.of("u1", "busy"), now=later)
+    await asyncio.sleep(0.05)  # "busy" is extracting now
+    queued = archiver.schedule(Scope.of("u1", "queued"), now=later)
+    await asyncio.sleep(0.05)
+    assert busy is not None and queued is not None
+    assert extractor.active == 1 and not busy.done() and not queued.done()
+    extractor.release = None  # the asked run extracts without the gate
+    report = await asyncio.wait_for(archiver.run(user_id="u1", friend_id="asked", now=later), 5)
+    assert report.sessions == 1 and not busy.done() and not queued.done()
+    gate.set()
+    await archiver.drain()
+    assert extractor.sessions == 3 and extractor.most == 2  # the asked run beside the busy one
+    for friend in ("busy", "queued", "asked"):
+        page = await system.layer.memory.list_memories(user_id="u1", friend_id=friend, memory_types=["event"])
+        assert len(page.items) == 1, friend
+
+
+def test_background_runs_must_be_a_positive_whole_number(system: MemorySystem) -> None:
+    from agent_memory.archiving import SessionArchiver
+
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="background_runs must be a whole number"):
+            SessionArchiver(system.layer, background_runs=bad)  # type: ignore[arg-type]
