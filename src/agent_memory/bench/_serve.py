@@ -108,14 +108,17 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
 async def _turn(client: aiohttp.ClientSession, friend: str, text: str) -> tuple[float, float, bool]:
     """One chat turn: (total ms, first token ms, whether the recall card came before the reply)."""
     started = time.perf_counter()
-    first = 0.0
+    first = total = 0.0
     card_at = token_at = -1
     index = 0
     async with client.post(f"/api/friends/{friend}/chat", json={"message": text}) as response:
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}: {(await response.read()).decode()[:200]}")
+        # read to the end of the stream, as a browser does: a response left unread makes aiohttp close
+        # the connection, and the next turn would pay for a new one (with several workers, most likely
+        # on another worker, whose caches have not seen the user)
         async for raw in response.content:
-            if not raw.startswith(b"data: "):
+            if total or not raw.startswith(b"data: "):
                 continue
             event = json.loads(raw[6:])
             index += 1
@@ -127,8 +130,10 @@ async def _turn(client: aiohttp.ClientSession, friend: str, text: str) -> tuple[
             elif event["type"] == "error":
                 raise RuntimeError(event["message"])
             elif event["type"] == "done":
-                break
-    return (time.perf_counter() - started) * 1000, first, 0 <= card_at < token_at
+                total = (time.perf_counter() - started) * 1000  # the reply is whole: the turn's time
+    if not total:
+        raise RuntimeError("the chat stream ended without its done event")
+    return total, first, 0 <= card_at < token_at
 
 
 async def _stream(
