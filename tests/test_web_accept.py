@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import pytest
+
 from agent_memory.web._accept import OneAcceptLoop
 
 
@@ -92,3 +94,143 @@ def test_a_server_on_it_serves_every_connection() -> None:
         assert isinstance(runner.get_loop(), OneAcceptLoop)
     finally:
         runner.close()
+
+
+def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_path: pytest.TempPathFactory) -> None:
+    import time as clock
+
+    from agent_memory.web._accept import STALE_S, LoadBoard
+
+    path = tmp_path / "board"  # type: ignore[operator]
+    first, second, third = LoadBoard(path, slots=2), LoadBoard(path, slots=2), LoadBoard(path, slots=2)
+    try:
+        a, b = first.claim(), second.claim()
+        assert {a, b} == {0, 1} and third.claim() is None  # two slots, two workers
+        assert a is not None and b is not None
+        first.post(a, 7, 9)
+        second.post(b, 3, 4)
+        assert first.others(a) == [(3, 4)] and second.others(b) == [(7, 9)]
+        second.release(b)  # a worker that stops frees its slot ...
+        assert first.others(a) == [] and third.claim() == b
+        third.post(b, 0, 0)
+        clock.sleep(STALE_S + 0.1)  # ... and one that stops posting is no longer counted, its slot free again
+        assert first.others(a) == [] and second.claim() in (a, b)
+    finally:
+        for board in (first, second, third):
+            board.close()
+    with pytest.raises(ValueError, match="slots"):
+        LoadBoard(path, slots=0)
+
+
+class _Worker:
+    """An OneAcceptLoop on a thread of its own, serving a copy of a shared listening socket and keeping
+    every connection it accepts, as a worker process keeps its browsers."""
+
+    def __init__(self, listening: socket.socket, board_path: object) -> None:
+        import threading
+
+        from agent_memory.web._accept import LoadBoard
+
+        self.loop = OneAcceptLoop(board=LoadBoard(board_path))  # type: ignore[arg-type]
+        self.transports: list[asyncio.BaseTransport] = []
+        started = threading.Event()
+        transports = self.transports
+
+        class Kept(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                transports.append(transport)
+
+        async def serve() -> None:
+            self.server = await asyncio.get_running_loop().create_server(Kept, sock=listening.dup())
+            started.set()
+
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(serve(), self.loop).result(5)
+        started.wait(5)
+
+    def stall(self, seconds: float) -> None:
+        import time as clock
+
+        self.loop.call_soon_threadsafe(clock.sleep, seconds)  # a long step: the loop looks at nothing
+
+    def stop(self) -> None:
+        async def close() -> None:
+            for transport in self.transports:
+                transport.close()
+            self.server.close()
+
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+def _connect(address: object, n: int, clients: list[socket.socket]) -> None:
+    import time as clock
+
+    for _ in range(n):
+        clients.append(socket.create_connection(address))  # type: ignore[arg-type]
+        clock.sleep(0.01)
+
+
+def _wait_for(condition: object, seconds: float = 5.0) -> bool:
+    import time as clock
+
+    deadline = clock.monotonic() + seconds
+    while clock.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        clock.sleep(0.005)
+    return False
+
+
+def test_new_browsers_go_to_the_worker_holding_fewer(tmp_path: pytest.TempPathFactory) -> None:
+    """A worker holding ten browsers leaves the next ten to the worker that holds none (one connection
+    per look alone let the first worker awake take most of them)."""
+    listening = _listening()
+    clients: list[socket.socket] = []
+    busy = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
+    idle = None
+    try:
+        _connect(listening.getsockname(), 10, clients)
+        assert _wait_for(lambda: len(busy.transports) == 10)
+        idle = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
+        _connect(listening.getsockname(), 10, clients)
+        assert _wait_for(lambda: len(busy.transports) + len(idle.transports) == 20)
+        assert len(idle.transports) >= 9, (len(busy.transports), len(idle.transports))
+    finally:
+        for worker in (busy, idle):
+            if worker is not None:
+                worker.stop()
+        for s in [*clients, listening]:
+            s.close()
+
+
+def test_a_stuck_worker_does_not_keep_a_browser_waiting(tmp_path: pytest.TempPathFactory) -> None:
+    """The worker holding fewer connections is stuck in a long step: the other takes the browser after
+    its short wait rather than leaving it to the stuck one."""
+    import time as clock
+
+    from agent_memory.web._accept import DEFER_S
+
+    listening = _listening()
+    clients: list[socket.socket] = []
+    loaded = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
+    stuck = None
+    try:
+        _connect(listening.getsockname(), 3, clients)
+        assert _wait_for(lambda: len(loaded.transports) == 3)
+        stuck = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
+        stuck.stall(0.8)
+        clock.sleep(0.05)
+        started = clock.monotonic()
+        _connect(listening.getsockname(), 1, clients)
+        assert _wait_for(lambda: len(loaded.transports) == 4, seconds=0.6)
+        assert clock.monotonic() - started < DEFER_S + 0.3 and not stuck.transports
+    finally:
+        for worker in (loaded, stuck):
+            if worker is not None:
+                worker.stop()
+        for s in [*clients, listening]:
+            s.close()

@@ -41,6 +41,7 @@ from data_layer import InvalidInputError
 
 from ..serving import check_bind
 from ..system import MemorySystem
+from ._accept import BOARD_ENV, new_board
 from ._api import ROUTES
 from ._chat import ChatService
 from ._http import LoopbackHostMiddleware, problem
@@ -250,6 +251,7 @@ def _serve_workers(
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
         spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret}
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
+        os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
         ready, stopped = threading.Event(), threading.Event()
         watcher = threading.Thread(target=_watch, args=(address, ready, stopped, on_ready), daemon=True)
         watcher.start()
@@ -260,6 +262,7 @@ def _serve_workers(
         finally:
             stopped.set()
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
+            os.environ.pop(BOARD_ENV, None)
             watcher.join(timeout=5)
     if not ready.is_set():
         raise RuntimeError(f"no worker answered on {address} within {READY_SECONDS} s; see the log above")
