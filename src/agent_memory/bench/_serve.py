@@ -35,8 +35,19 @@ from ._retrieval import percentile
 
 #: What the streams tell their friend before the timed turns (archived into event gists).
 WARM_UP = ("我下周二要去北京出差，有点紧张", "最近在准备项目汇报，压力很大", "我喜欢科幻电影，周末想放松一下")
-#: What the timed turns ask (recall finds the warm-up's gists).
-QUESTIONS = ("北京出差的事你还记得吗", "汇报压力大怎么办", "推荐个电影吧", "周末做点什么好")
+#: What the timed turns say: about the warm-up's facts (recall finds its gists) and small talk. A stream
+#: starts at its own place in the list and says each once before any again: the same message again
+#: with no new memory in between is answered by the search's cache of recent searches, which real
+#: chats seldom hit (with four messages in turn, 2 workers did 214-227 turns/s at 20 turns a stream,
+#: against 164-169 with these).
+QUESTIONS = (
+    "北京出差的事你还记得吗", "汇报压力大怎么办", "推荐个电影吧", "周末做点什么好",
+    "下周二出差我要准备些什么", "项目汇报怎么准备比较好", "有什么好看的科幻片", "我最近有点紧张，怎么放松",
+    "出差那天我几点出发合适", "汇报的时候怎么才能不慌", "最近有什么新上映的电影", "周末想出去走走，去哪好",
+    "北京这几天天气怎么样", "做汇报PPT有什么技巧", "星际穿越这种电影还有类似的吗", "今天好累啊",
+    "出差住哪里比较方便", "领导问我汇报进度，我该怎么说", "晚上看什么片子好", "明天早上吃什么好",
+    "去北京带什么衣服", "压力大的时候你一般怎么做", "科幻小说有推荐的吗", "周末在家做点什么好",
+)  # fmt: skip
 MAX_STREAMS = 200
 MAX_TURNS = 100
 
