@@ -10,18 +10,23 @@ has little to do. Two rules share them out:
 - **One connection per look** (nginx's default, ``multi_accept off``): the loop accepts one waiting
   connection each time the socket is ready, not all of them.
 - **The fewest connections first** (a load balancer's ``least_conn``): each worker posts how many
-  connections it holds on a shared :class:`LoadBoard`; a worker holding more than another live
-  worker leaves a waiting connection to the others for :data:`DEFER_S` before it takes it itself.
-  The wait is bounded, so a connection is never left waiting for a worker that is stuck or gone.
+  connections it holds, and how many it has accepted so far, on a shared :class:`LoadBoard`. A worker
+  holding more than another live worker leaves a waiting connection to the others and looks again
+  every :data:`LOOK_S`; it takes the connection once it holds no more than the others, or when they
+  took none for :data:`DEFER_S` (stuck in a long step, or gone): then it goes on taking until they
+  take one again. So a connection waits a few milliseconds at most for a worker that is awake, and
+  :data:`DEFER_S` for one that is not.
 
 Measured with ``agent-memory bench serve --workers 2`` (50 browsers connecting together, on this
 2-core machine): one connection per look alone gave splits of 35/15 and 40/10; with the fewest first
-they split 25/25.
+they split 25/25. 40 connections arriving at once on an idle ``serve --workers 2`` were all accepted
+within 9-36 ms (5-10 ms without the board).
 
-It is asyncio's own selector loop with that one method narrowed (uvloop, when installed, is not used
-by the workers): ``_accept_connection`` and ``_start_serving`` are asyncio's own (arguments as in
-Python 3.11's ``selector_events``), and the count of a server's connections is its
-``_active_count``; where those are missing the loop accepts one connection per look, unbalanced.
+It is asyncio's own selector loop with its accepting narrowed (uvloop, when installed, is not used
+by the workers): ``_start_serving``, ``_accept_connection``, ``_accept_connection2`` and
+``_stop_serving`` are asyncio's own (arguments as in Python 3.11's ``selector_events``), and the count
+of a server's connections is its ``_active_count``; where that is missing the loop accepts one
+connection per look, unbalanced.
 
 >>> uvicorn.run(app, workers=2, loop="agent_memory.web._accept:OneAcceptLoop")  # doctest: +SKIP
 """
@@ -38,8 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: How long a worker holding more connections than another leaves a waiting connection to the others.
+#: How long the others may take no connection before a worker holding more takes them itself.
 DEFER_S = 0.02
+#: How often a worker holding more connections looks again at a connection it left to the others.
+LOOK_S = 0.002
 #: How often a worker posts its count (connections also close while no browser connects).
 POST_EVERY_S = 0.25
 #: A worker whose post is older than this is taken to be gone (stopped, or stuck in a long step).
@@ -47,11 +54,17 @@ STALE_S = 1.0
 #: How the worker processes find the board: a path in the environment the server gives them.
 BOARD_ENV = "AGENT_MEMORY_SERVE_LOAD_BOARD"
 
-_ENTRY = struct.Struct("<qqd")  # connections held, connections accepted so far, time posted (0: a free slot)
+_ENTRY = struct.Struct("<qqd")  # connections held, accepted so far, time posted (monotonic; 0: free)
 
 
 class LoadBoard:
     """How many connections each worker holds: a small shared file, one slot per worker.
+
+    A worker owns its slot by an exclusive ``flock`` on a lock file of that slot, held as long as the
+    board is open: the system drops it when the worker ends, however it ends, so a slot is never given
+    to two workers and a dead worker's slot is free at once. Whether a worker is live (counted by the
+    others) is whether it posted within :data:`STALE_S`, on the system's monotonic clock (the same for
+    every process; a change of the wall clock does not move it).
 
     >>> board = LoadBoard(path, slots=4)  # doctest: +SKIP
     >>> mine = board.claim()  # doctest: +SKIP
@@ -63,42 +76,49 @@ class LoadBoard:
         if not 1 <= slots <= 1024:
             raise ValueError("slots must be 1-1024")
         self.slots = slots
+        self.path = Path(path)
         size = slots * _ENTRY.size
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
             self._map = mmap.mmap(fd, size)
-            self._fd = os.dup(fd)  # kept for the lock taken while claiming a slot
         finally:
             os.close(fd)
+        self._owned: dict[int, int] = {}  # slot -> the descriptor holding its lock
 
     def claim(self) -> int | None:
-        """A free slot (or one whose worker stopped posting) for this worker; ``None`` when all are taken."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            now = time.time()
-            for slot in range(self.slots):
-                _, _, posted = _ENTRY.unpack_from(self._map, slot * _ENTRY.size)
-                if posted == 0 or now - posted > STALE_S:
-                    self.post(slot, 0, 0)
-                    return slot
-            return None
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        """A slot no running worker holds, now this board's (its lock held until :meth:`release` or
+        :meth:`close`); ``None`` when every slot is held."""
+        for slot in range(self.slots):
+            if slot in self._owned:
+                continue
+            fd = os.open(f"{self.path}.{slot}", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._owned[slot] = fd
+            self.post(slot, 0, 0)
+            return slot
+        return None
 
     def post(self, slot: int, connections: int, accepted: int) -> None:
         """Post what ``slot``'s worker holds and has accepted so far, with the time."""
-        _ENTRY.pack_into(self._map, slot * _ENTRY.size, connections, accepted, time.time())
+        _ENTRY.pack_into(self._map, slot * _ENTRY.size, connections, accepted, time.monotonic())
 
     def release(self, slot: int) -> None:
-        """Free ``slot`` (its worker stops)."""
+        """Free ``slot`` (its worker stops): cleared, and its lock given up."""
         _ENTRY.pack_into(self._map, slot * _ENTRY.size, 0, 0, 0.0)
+        fd = self._owned.pop(slot, None)
+        if fd is not None:
+            os.close(fd)
 
     def others(self, slot: int) -> list[tuple[int, int]]:
         """``(connections held, accepted so far)`` of the other live workers (those that posted within
         :data:`STALE_S`)."""
-        now = time.time()
+        now = time.monotonic()
         found = []
         for other in range(self.slots):
             if other != slot:
@@ -108,8 +128,10 @@ class LoadBoard:
         return found
 
     def close(self) -> None:
+        """Release this board's slots and unmap the file."""
+        for slot in list(self._owned):
+            self.release(slot)
         self._map.close()
-        os.close(self._fd)
 
 
 def _board_from_env() -> LoadBoard | None:
@@ -128,7 +150,9 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         self._board = board if board is not None else _board_from_env()
         self._slot: int | None = None
         self._accepted = 0  # connections this loop accepted so far (another worker sees it is awake)
-        self._waited_at: int | None = None  # the others' accepted total when this loop began to wait
+        self._others_took: int | None = None  # the others' accepted total when they last took one
+        self._others_took_at = 0.0  # and when this loop saw it
+        self._looked_at = 0.0  # when this loop last looked at a waiting connection
         self._posting: asyncio.TimerHandle | None = None
 
     def _start_serving(  # type: ignore[override]
@@ -155,24 +179,34 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         *args: Any,
     ) -> None:
         count = getattr(server, "_active_count", None)
-        if isinstance(count, int) and self._on_board(server):
-            assert self._board is not None and self._slot is not None
-            self._board.post(self._slot, count, self._accepted)
-            others = self._board.others(self._slot)
-            taken = sum(accepted for _, accepted in others)
-            # another worker holds fewer, and (when this worker already waited) has taken connections
-            # meanwhile: it is awake, leave this one to it; one that took nothing is stuck, take it
-            if (
-                others
-                and count > min(held for held, _ in others)
-                and (self._waited_at is None or taken > self._waited_at)
-            ):
-                self._waited_at = taken
-                self._remove_reader(sock.fileno())
-                self.call_later(DEFER_S, self._look_again, protocol_factory, sock, sslcontext, server, backlog, *args)
-                return
-            self._waited_at = None
+        if isinstance(count, int) and self._on_board(server) and self._leave(count):
+            self._remove_reader(sock.fileno())
+            self.call_later(LOOK_S, self._look_again, protocol_factory, sock, sslcontext, server, backlog, *args)
+            return
         super()._accept_connection(protocol_factory, sock, sslcontext, server, 1, *args)  # type: ignore[misc]
+
+    def _leave(self, count: int) -> bool:
+        """Whether to leave the waiting connection to the others for now (this worker holds ``count``)."""
+        assert self._board is not None and self._slot is not None
+        self._board.post(self._slot, count, self._accepted)
+        others = self._board.others(self._slot)
+        now = time.monotonic()
+        if now - self._looked_at > DEFER_S:  # a new burst: what the last one showed says nothing now
+            self._others_took = None
+        self._looked_at = now
+        if not others or count <= min(held for held, _ in others):
+            self._others_took = None
+            return False
+        took = sum(accepted for _, accepted in others)
+        if took != self._others_took:  # they took one since (or this wait begins): they are awake
+            self._others_took, self._others_took_at = took, now
+        # they took none for DEFER_S: stuck in a long step or gone; take it (and the next ones, until
+        # they take one again)
+        return now - self._others_took_at < DEFER_S
+
+    def _look_again(self, protocol_factory: Any, sock: socket.socket, sslcontext: Any, server: Any, *args: Any) -> None:
+        if server is not None and server.is_serving() and sock.fileno() != -1:
+            self._start_serving(protocol_factory, sock, sslcontext, server, *args)
 
     def _accept_connection2(self, *args: Any) -> Any:
         """asyncio's set-up of a connection just accepted (a coroutine it runs as a task): counted and
@@ -180,12 +214,8 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         self._accepted += 1
         server = args[4] if len(args) > 4 else None  # (protocol_factory, conn, extra, sslcontext, server, ...)
         if self._board is not None and self._slot is not None and server is not None:
-            self._board.post(self._slot, server._active_count, self._accepted)
+            self._board.post(self._slot, server._active_count + 1, self._accepted)  # attached in the task
         return super()._accept_connection2(*args)  # type: ignore[misc]
-
-    def _look_again(self, protocol_factory: Any, sock: socket.socket, sslcontext: Any, server: Any, *args: Any) -> None:
-        if server is not None and server.is_serving() and sock.fileno() != -1:
-            self._start_serving(protocol_factory, sock, sslcontext, server, *args)  # type: ignore[attr-defined]
 
     def _on_board(self, server: Any) -> bool:
         """Whether this loop posts on a board (claiming its slot and starting its posts the first time)."""
@@ -194,6 +224,7 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         if self._slot is None:
             self._slot = self._board.claim()
             if self._slot is None:  # more workers than slots: this one accepts unbalanced
+                self._board.close()
                 self._board = None
                 return False
             self._post_regularly(server)
@@ -204,15 +235,23 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
             self._board.post(self._slot, server._active_count, self._accepted)
             self._posting = self.call_later(POST_EVERY_S, self._post_regularly, server)
 
-    def close(self) -> None:
+    def _stop_serving(self, sock: socket.socket) -> None:  # type: ignore[override]
+        """asyncio's stop of a server's accepting (``Server.close``): the slot is freed here, since
+        uvicorn's worker ends by raising SIGTERM again and never reaches :meth:`close`."""
+        self._leave_board()
+        super()._stop_serving(sock)  # type: ignore[misc]
+
+    def _leave_board(self) -> None:
         if self._posting is not None:
             self._posting.cancel()
+            self._posting = None
         if self._board is not None:
-            if self._slot is not None:
-                self._board.release(self._slot)
-            self._board.close()
+            self._board.close()  # releases the slot
             self._board = None
-        super().close()
+
+    def close(self) -> None:
+        super().close()  # raises on a running loop: then the board stays as it is
+        self._leave_board()
 
 
 def new_board(folder: str | os.PathLike[str]) -> str:
