@@ -14,13 +14,13 @@ has little to do. Two rules share them out:
   holding more than another live worker leaves a waiting connection to the others and looks again
   every :data:`LOOK_S`; it takes the connection once it holds no more than the others, or when they
   took none for :data:`DEFER_S` (stuck in a long step, or gone): then it goes on taking until they
-  take one again. So a connection waits a few milliseconds at most for a worker that is awake, and
-  :data:`DEFER_S` for one that is not.
+  take one again. So a waiting connection goes to the worker holding fewer at its next look at the
+  socket, and a worker that is stuck delays it by :data:`DEFER_S`.
 
 Measured with ``agent-memory bench serve --workers 2`` (50 browsers connecting together, on this
 2-core machine): one connection per look alone gave splits of 35/15 and 40/10; with the fewest first
 they split 25/25. 40 connections arriving at once on an idle ``serve --workers 2`` were all accepted
-within 9-36 ms (5-10 ms without the board).
+within 11-47 ms (5-10 ms without the board).
 
 It is asyncio's own selector loop with its accepting narrowed (uvloop, when installed, is not used
 by the workers): ``_start_serving``, ``_accept_connection``, ``_accept_connection2`` and
