@@ -34,7 +34,6 @@ connection per look, unbalanced.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import mmap
 import os
 import socket
@@ -90,6 +89,8 @@ class LoadBoard:
     def claim(self) -> int | None:
         """A slot no running worker holds, now this board's (its lock held until :meth:`release` or
         :meth:`close`); ``None`` when every slot is held."""
+        import fcntl  # POSIX only, as the workers' chat locks (imported here: the web app imports this module)
+
         for slot in range(self.slots):
             if slot in self._owned:
                 continue
