@@ -417,3 +417,30 @@ def test_background_runs_must_be_a_positive_whole_number(system: MemorySystem) -
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="background_runs must be a whole number"):
             SessionArchiver(system.layer, background_runs=bad)  # type: ignore[arg-type]
+
+
+async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySystem) -> None:
+    """Before a friend is deleted, only its chat's background run is waited for: with the runs taking
+    turns, waiting for all would wait for every other chat's run queued before."""
+    import asyncio
+
+    from agent_memory.archiving import SessionArchiver
+    from data_layer import Scope
+
+    extractor = _CountingExtractor()
+    gate = extractor.release = asyncio.Event()
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)  # type: ignore[arg-type]
+    for friend in ("busy", "queued"):
+        await store(system, msg(f"我在{friend}公司工作了三年", at=T0, friend=friend))
+    later = T0 + timedelta(hours=3)
+    busy = archiver.schedule(Scope.of("u1", "busy"), now=later)
+    await asyncio.sleep(0.05)
+    queued = archiver.schedule(Scope.of("u1", "queued"), now=later)
+    assert busy is not None and queued is not None
+    await asyncio.wait_for(archiver.drain(scope=Scope.of("u1", "idle")), 1)  # no run of its own: at once
+    waiting = asyncio.ensure_future(archiver.drain(scope=Scope.of("u1", "queued")))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # its run waits for the busy one's slot
+    gate.set()
+    await asyncio.wait_for(waiting, 5)
+    assert queued.done() and busy.done()

@@ -280,8 +280,11 @@ class SessionArchiver:
         except Exception:  # archiving is best effort; the chat goes on
             logger.warning("background session archiving failed", exc_info=True)
 
-    async def drain(self) -> None:
-        """Wait for background runs (tests, shutdown)."""
-        tasks = [t for t in self._tasks.values() if not t.done()]
+    async def drain(self, *, scope: Scope | None = None) -> None:
+        """Wait for the background runs (shutdown, tests), or with ``scope`` for that chat's only (before
+        its friend is deleted): the runs take turns, so waiting for all could mean waiting for every
+        other chat's run queued before."""
+        chosen = self._tasks.values() if scope is None else [self._tasks.get((scope.user_id, scope.friend_id))]
+        tasks = [t for t in chosen if t is not None and not t.done()]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)

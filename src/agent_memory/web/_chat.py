@@ -165,7 +165,7 @@ class ChatService:
         after it is gone."""
         locks, scope = self.system.locks, Scope.of(user_id, friend_id)  # the keys the archiver locks
         async with locks.hold("turn", scope.user_id, scope.friend_id):
-            await self.system.session_archiver.drain()
+            await self.system.session_archiver.drain(scope=scope)
             async with locks.hold("archive", scope.user_id, scope.friend_id):
                 return await self.system.layer.friends.delete(user_id=user_id, friend_id=friend_id)
 
