@@ -444,3 +444,5 @@ async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySyst
     gate.set()
     await asyncio.wait_for(waiting, 5)
     assert queued.done() and busy.done()
+    with pytest.raises(TypeError, match="scope must be a Scope"):
+        await archiver.drain(scope=("u1", "queued"))  # type: ignore[arg-type]

@@ -1,10 +1,13 @@
 """The event loop of ``serve --workers N``: a worker takes one waiting connection each time it looks at
-the shared socket, so the workers take turns rather than the first awake taking every browser."""
+the shared socket, and leaves it to a worker holding fewer connections, so browsers are shared out
+evenly rather than the first worker awake taking most of them."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -96,12 +99,12 @@ def test_a_server_on_it_serves_every_connection() -> None:
         runner.close()
 
 
-def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_path: pytest.TempPathFactory) -> None:
+def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_path: Path) -> None:
     import time as clock
 
     from agent_memory.web._accept import STALE_S, LoadBoard
 
-    path = tmp_path / "board"  # type: ignore[operator]
+    path = tmp_path / "board"
     first, second, third = LoadBoard(path, slots=2), LoadBoard(path, slots=2), LoadBoard(path, slots=2)
     try:
         a, b = first.claim(), second.claim()
@@ -120,11 +123,12 @@ def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_
     finally:
         for board in (first, second, third):
             board.close()
-    with pytest.raises(ValueError, match="slots"):
-        LoadBoard(path, slots=0)
+    for bad in (0, 1025, True, 2.0):
+        with pytest.raises(ValueError, match="slots must be a whole number"):
+            LoadBoard(path, slots=bad)  # type: ignore[arg-type]
 
 
-def test_a_worker_that_dies_frees_its_slot_at_once(tmp_path: pytest.TempPathFactory) -> None:
+def test_a_worker_that_dies_frees_its_slot_at_once(tmp_path: Path) -> None:
     """However a worker ends (here: killed), the system drops its lock, so a worker started in its place
     gets its slot, and no two live workers ever share one."""
     import signal
@@ -133,7 +137,7 @@ def test_a_worker_that_dies_frees_its_slot_at_once(tmp_path: pytest.TempPathFact
 
     from agent_memory.web._accept import LoadBoard
 
-    path = tmp_path / "board"  # type: ignore[operator]
+    path = tmp_path / "board"
     code = (
         "import sys, time; from agent_memory.web._accept import LoadBoard; "
         f"b = LoadBoard({str(path)!r}, slots=1); print(b.claim(), flush=True); time.sleep(60)"
@@ -155,12 +159,12 @@ class _Worker:
     """An OneAcceptLoop on a thread of its own, serving a copy of a shared listening socket and keeping
     every connection it accepts, as a worker process keeps its browsers."""
 
-    def __init__(self, listening: socket.socket, board_path: object) -> None:
+    def __init__(self, listening: socket.socket, board_path: Path) -> None:
         import threading
 
         from agent_memory.web._accept import LoadBoard
 
-        self.loop = OneAcceptLoop(board=LoadBoard(board_path))  # type: ignore[arg-type]
+        self.loop = OneAcceptLoop(board=LoadBoard(board_path))
         self.transports: list[asyncio.BaseTransport] = []
         started = threading.Event()
         transports = self.transports
@@ -195,95 +199,96 @@ class _Worker:
         self.loop.close()
 
 
-def _connect(address: object, n: int, clients: list[socket.socket]) -> None:
-    import time as clock
+class _Server:
+    """One listening socket and one board shared by the workers a test starts (all stopped, every
+    socket closed, at the end), and the browsers it connects."""
 
-    for _ in range(n):
-        clients.append(socket.create_connection(address))  # type: ignore[arg-type]
-        clock.sleep(0.01)
+    def __init__(self, board_path: Path) -> None:
+        self.listening = _listening()
+        self.board_path = board_path
+        self.workers: list[_Worker] = []
+        self.clients: list[socket.socket] = []
+
+    def worker(self) -> _Worker:
+        self.workers.append(_Worker(self.listening, self.board_path))
+        return self.workers[-1]
+
+    def connect(self, n: int, *, pause: float = 0.0) -> None:
+        """``n`` browsers connect and keep their connections (``pause`` seconds apart)."""
+        import time as clock
+
+        for _ in range(n):
+            self.clients.append(socket.create_connection(self.listening.getsockname()))
+            clock.sleep(pause)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        for s in [*self.clients, self.listening]:
+            s.close()
 
 
-def _wait_for(condition: object, seconds: float = 5.0) -> bool:
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[_Server]:
+    shared = _Server(tmp_path / "board")
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
     import time as clock
 
     deadline = clock.monotonic() + seconds
     while clock.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
+        if condition():
             return True
         clock.sleep(0.005)
     return False
 
 
-def test_new_browsers_go_to_the_worker_holding_fewer(tmp_path: pytest.TempPathFactory) -> None:
+def test_new_browsers_go_to_the_worker_holding_fewer(server: _Server) -> None:
     """A worker holding ten browsers leaves the next ten to the worker that holds none (one connection
     per look alone let the first worker awake take most of them)."""
-    listening = _listening()
-    clients: list[socket.socket] = []
-    busy = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
-    idle = None
-    try:
-        _connect(listening.getsockname(), 10, clients)
-        assert _wait_for(lambda: len(busy.transports) == 10)
-        idle = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
-        _connect(listening.getsockname(), 10, clients)
-        assert _wait_for(lambda: len(busy.transports) + len(idle.transports) == 20)
-        assert len(idle.transports) >= 9, (len(busy.transports), len(idle.transports))
-    finally:
-        for worker in (busy, idle):
-            if worker is not None:
-                worker.stop()
-        for s in [*clients, listening]:
-            s.close()
+    busy = server.worker()
+    server.connect(10, pause=0.01)
+    assert _wait_for(lambda: len(busy.transports) == 10)
+    idle = server.worker()
+    server.connect(10, pause=0.01)
+    assert _wait_for(lambda: len(busy.transports) + len(idle.transports) == 20)
+    assert len(idle.transports) >= 9, (len(busy.transports), len(idle.transports))
 
 
-def test_a_stuck_worker_does_not_keep_browsers_waiting(tmp_path: pytest.TempPathFactory) -> None:
+def test_a_stuck_worker_does_not_keep_browsers_waiting(server: _Server) -> None:
     """The worker holding fewer connections is stuck in a long step: the other takes the browsers after
     one short wait (not one wait for each), rather than leaving them to the stuck one."""
     import time as clock
 
     from agent_memory.web._accept import DEFER_S
 
-    listening = _listening()
-    clients: list[socket.socket] = []
-    loaded = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
-    stuck = None
-    try:
-        _connect(listening.getsockname(), 3, clients)
-        assert _wait_for(lambda: len(loaded.transports) == 3)
-        stuck = _Worker(listening, tmp_path / "board")  # type: ignore[operator]
-        stuck.stall(0.8)
-        clock.sleep(0.05)
-        started = clock.monotonic()
-        burst = [socket.create_connection(listening.getsockname()) for _ in range(5)]
-        clients += burst
-        assert _wait_for(lambda: len(loaded.transports) == 8, seconds=0.6)
-        assert clock.monotonic() - started < DEFER_S + 0.06 and not stuck.transports  # one wait: 5 took 100 ms
-    finally:
-        for worker in (loaded, stuck):
-            if worker is not None:
-                worker.stop()
-        for s in [*clients, listening]:
-            s.close()
+    loaded = server.worker()
+    server.connect(3, pause=0.01)
+    assert _wait_for(lambda: len(loaded.transports) == 3)
+    stuck = server.worker()
+    stuck.stall(0.8)
+    clock.sleep(0.05)
+    started = clock.monotonic()
+    server.connect(5)
+    assert _wait_for(lambda: len(loaded.transports) == 8, seconds=0.6)
+    assert clock.monotonic() - started < DEFER_S + 0.06 and not stuck.transports  # one wait: 5 took 100 ms
 
 
-def test_a_burst_is_accepted_at_once_and_shared(tmp_path: pytest.TempPathFactory) -> None:
+def test_a_burst_is_accepted_at_once_and_shared(server: _Server) -> None:
     """40 browsers at once on two awake workers: all accepted within a short time (two workers each
     waiting the other out took about 200 ms) and shared about evenly."""
     import time as clock
 
-    listening = _listening()
-    clients: list[socket.socket] = []
-    workers = [_Worker(listening, tmp_path / "board") for _ in range(2)]  # type: ignore[operator]
-    try:
-        clock.sleep(0.05)
-        started = clock.monotonic()
-        clients += [socket.create_connection(listening.getsockname()) for _ in range(40)]
-        assert _wait_for(lambda: sum(len(w.transports) for w in workers) == 40, seconds=2)
-        took = clock.monotonic() - started
-        split = sorted(len(w.transports) for w in workers)
-        assert took < 0.1 and split[0] >= 15, (took, split)
-    finally:
-        for worker in workers:
-            worker.stop()
-        for s in [*clients, listening]:
-            s.close()
+    workers = [server.worker(), server.worker()]
+    clock.sleep(0.05)
+    started = clock.monotonic()
+    server.connect(40)
+    assert _wait_for(lambda: sum(len(w.transports) for w in workers) == 40, seconds=2)
+    took = clock.monotonic() - started
+    split = sorted(len(w.transports) for w in workers)
+    assert took < 0.1 and split[0] >= 15, (took, split)

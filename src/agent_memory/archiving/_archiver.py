@@ -284,6 +284,8 @@ class SessionArchiver:
         """Wait for the background runs (shutdown, tests), or with ``scope`` for that chat's only (before
         its friend is deleted): the runs take turns, so waiting for all could mean waiting for every
         other chat's run queued before."""
+        if scope is not None and not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a Scope (Scope.of(user_id, friend_id)) or None, got {type(scope).__name__}")
         chosen = self._tasks.values() if scope is None else [self._tasks.get((scope.user_id, scope.friend_id))]
         tasks = [t for t in chosen if t is not None and not t.done()]
         if tasks:

@@ -72,8 +72,8 @@ class LoadBoard:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, slots: int = 32) -> None:
-        if not 1 <= slots <= 1024:
-            raise ValueError("slots must be 1-1024")
+        if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 1024:
+            raise ValueError(f"slots must be a whole number 1-1024, got {slots!r}")
         self.slots = slots
         self.path = Path(path)
         size = slots * _ENTRY.size
