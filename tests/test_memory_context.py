@@ -401,3 +401,20 @@ async def test_output_of_records_refuses_bad_limits_and_non_records(memory: Memo
             output_of_records([record], profile_topk=5, event_topk=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="MemoryRecord"):
         output_of_records([{"content": "x"}], profile_topk=5, event_topk=5)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("我喜欢科幻电影", 7),  # one per Chinese character
+        ("sci-fi", 2),  # one per four other characters, rounded up
+        ("我喜欢 sci-fi", 5),
+        ("㐀 and 鿿 at the edges", 2 + 5),  # U+3400 and U+9FFF count; 18 others
+        ("ｱｲｳｴｵｶｷｸｹ", 3),  # half-width kana are "other" characters
+    ],
+)
+def test_token_estimate(text: str, tokens: int) -> None:
+    from agent_memory.context._block import estimate_tokens
+
+    assert estimate_tokens(text) == tokens

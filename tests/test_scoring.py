@@ -241,3 +241,89 @@ def test_only_turns_of_one_session_are_neighbours() -> None:
     assert cafe["cafe"] == pytest.approx(1.0) and cafe["trip"] == 0.0
     pg = at(index, c.keyword_tiers(index, {"postgr": 1.0}))
     assert pg["a"] == pytest.approx(0.5) and pg["other"] == 0.0
+
+
+def _propagate_by_loop(index: UserIndex, relevance, query, mask, *, sources=3, share=0.3, terms=8):
+    """Pseudo-relevance feedback as a plain loop over the sources and their terms, each term's postings
+    added on their own (the reference for the kept feedback terms and the postings added at once)."""
+    import math
+
+    hit = np.flatnonzero(mask & (relevance > 0))
+    if hit.size == 0:
+        return relevance
+    top = sorted((int(s) for s in hit), key=lambda s: (-relevance[s], s))[:sources]
+    common = max(50, int(0.05 * index.size))
+    acc = np.zeros(index.capacity, dtype=np.float64)
+    own_links = []
+    for slot in top:
+        weighted = [
+            ((1.0 + math.log(count)) * index.tfidf_idf(df), term)
+            for term, count in index.slot_terms(slot).items()
+            if term not in query and (df := index.document_frequency(term)) <= common
+        ]
+        weighted.sort(key=lambda wt: (-wt[0], wt[1]))
+        extra = [term for _, term in weighted[:terms]]
+        if not extra:
+            continue
+        weights = {t: index.tfidf_idf(index.document_frequency(t)) for t in extra}
+        factor = share * float(relevance[slot]) / math.sqrt(sum(w * w for w in weights.values()))
+        self_dot = 0.0
+        for term, idf in weights.items():
+            slots, tf = index.postings(term)
+            acc[slots] += factor * idf * (1.0 + np.log(tf)) * idf
+            self_dot += factor * idf * (1.0 + math.log(index.slot_terms(slot)[term])) * idf
+        own_links.append((slot, self_dot))
+    for slot, self_dot in own_links:
+        acc[slot] -= self_dot
+    norms = index.norms()
+    gain = np.divide(acc, norms, out=np.zeros_like(acc), where=(norms > 0) & mask)
+    out = relevance + np.maximum(gain, 0.0)
+    peak, new_peak = float(relevance[hit].max()), float(out.max())
+    return out * (peak / new_peak) if new_peak > 0 else out
+
+
+def test_propagation_gives_exactly_what_the_plain_loop_gives() -> None:
+    """The feedback terms kept between searches and the postings added up at once change no score, also
+    after memories are replaced (slots reused, kept terms dropped)."""
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(60)]
+    index = UserIndex()
+    for i in range(40):
+        text = " ".join(rng.choice(words, size=int(rng.integers(3, 15))))
+        index.put(IndexedMemory(f"m{i}", f"m{i}", None, "general", T0 + timedelta(minutes=i), tuple(text.split())))
+    for round_ in range(4):
+        for _ in range(10):
+            query = c.query_terms(list(rng.choice(words, size=3)))
+            base = np.where(index.mask(), rng.random(index.capacity), 0.0)
+            base[rng.random(index.capacity) < 0.5] = 0.0
+            mask = index.mask()
+            assert np.array_equal(c.propagate(index, base, query, mask), _propagate_by_loop(index, base, query, mask))
+        for i in range(round_ * 5, round_ * 5 + 5):  # a write between rounds: kept values must not outlive it
+            index.remove(f"m{i}")
+            text = tuple(rng.choice(words, size=8))
+            index.put(IndexedMemory(f"n{round_}{i}", f"n{round_}{i}", None, "general", T0, text))
+
+
+def test_derived_values_last_until_a_write_and_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.search import _index
+
+    index = build({"a": "咖啡 拿铁", "b": "北京 出差"})
+    calls: list[str] = []
+
+    def compute(name: str) -> str:
+        calls.append(name)
+        return name.upper()
+
+    assert index.derived("k", lambda: compute("x")) == "X"
+    assert index.derived("k", lambda: compute("y")) == "X"  # kept: not computed again
+    assert index.has_derived("k") and calls == ["x"]
+    index.put(IndexedMemory("c", "c", None, "general", T0, ("上海",)))
+    assert not index.has_derived("k")
+    assert index.derived("k", lambda: compute("z")) == "Z"
+    index.remove("c")
+    assert index.derived("k", lambda: compute("w")) == "W"
+    monkeypatch.setattr(_index, "DERIVED_ENTRIES", 3)
+    for key in ("p", "q", "r"):
+        index.derived(key, lambda key=key: compute(key))
+    assert not index.has_derived("k")  # the oldest of four went
+    assert all(index.has_derived(key) for key in ("p", "q", "r"))

@@ -122,6 +122,19 @@ async def test_synonyms_expand_and_new_synonyms_apply_at_once(
     assert hits[0].keyword == pytest.approx(0.7 * 0.9, abs=0.01)
 
 
+async def test_a_synonym_held_by_a_new_memory_counts_at_once(
+    layer: AgentFusionDataLayer, search: HybridMemorySearch
+) -> None:
+    """Which synonyms of a query word the user's memories hold is kept between searches; a memory
+    written later that holds one is found by the next search."""
+    await layer.memory.add_synonym("espresso", "拿铁", similarity_score=0.9)
+    assert await keys(search, "espresso") == []  # no memory says 拿铁 yet
+    await layer.memory.add(user_id="alice", memory_key="latte", content="下午常点一杯拿铁", created_at=NOW)
+    assert (await keys(search, "espresso"))[0] == "latte"
+    await layer.memory.delete(user_id="alice", memory_key="latte")
+    assert await keys(search, "espresso") == []
+
+
 async def test_modes(search: HybridMemorySearch) -> None:
     assert (await keys(search, "mysql", mode="keyword"))[0] == "db-config"
     assert (await keys(search, "science fiction movie", mode="semantic"))[0] == "likes-scifi"

@@ -16,6 +16,7 @@ and a sensitive memory of another friend or of the shared profile needs the user
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,9 +29,16 @@ SLOT_HEADER = "[记忆召回]"
 _FLATTEN = str.maketrans({"[": "(", "]": ")", "【": "(", "】": ")"})
 
 
+_CJK_RUN = re.compile("[\u3400-\u9fff]+")
+
+
 def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: Chinese characters count one each, other text one per four characters."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    """A cheap token estimate: Chinese characters count one each, other text one per four characters.
+
+    >>> estimate_tokens("我喜欢 sci-fi")
+    5
+    """
+    cjk = sum(map(len, _CJK_RUN.findall(text)))  # runs, not characters: counted in C
     return cjk + (len(text) - cjk + 3) // 4
 
 

@@ -176,7 +176,7 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
                 data = _json(result.content)
                 if name == "search_memories":
                     if data.get("success"):
-                        seen.searches.append(_items(data.get("results")))
+                        seen.searches.append(list(_items(result.content)))
                         seen.searched.append(calls.get(result.call_id, {}))
                     elif TIMED_OUT not in str(data.get("message") or ""):
                         seen.search_blocked = True  # a timed-out round is searched again, in the next one's time
@@ -185,14 +185,19 @@ def _read(messages: Sequence[LLMMessage]) -> _Seen:
     return seen
 
 
-def _items(results: Any) -> list[MemorySearchResultItem]:
+@functools.lru_cache(maxsize=256)
+def _items(text: str) -> tuple[MemorySearchResultItem, ...]:
+    """The results of a successful search's output. Kept for the next calls of the same recall, which
+    read the whole conversation again (every round's results, once per round); the planner never
+    changes what it read."""
+    results = _json(text).get("results")
     items = []
     for raw in results if isinstance(results, list) else []:
         try:
             items.append(MemorySearchResultItem.model_validate(raw))
         except ValidationError:
             continue
-    return items
+    return tuple(items)
 
 
 def _is_round(args: Mapping[str, Any], config: RoundConfig, semantic: bool, query: str) -> bool:

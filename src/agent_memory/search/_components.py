@@ -303,19 +303,43 @@ def query_terms(tokens: Sequence[str]) -> dict[str, int]:
     return counts
 
 
-def feedback_terms(index: UserIndex, slot: int, exclude: Mapping[str, int], *, limit: int = 8) -> dict[str, int]:
-    """The ``limit`` heaviest tf-idf terms of a memory that are not in the query (ties by term).
+def feedback_terms(
+    index: UserIndex, slot: int, exclude: Mapping[str, int], *, limit: int = 8
+) -> dict[str, tuple[float, float]]:
+    """The ``limit`` heaviest tf-idf terms of a memory that are not in the query (ties by term), each
+    with its smoothed idf and its ``1 + ln tf`` in the memory.
 
     Terms in more than 5 % of the memories (and over 50 of them) are left out: they link everything.
     """
+    found: dict[str, tuple[float, float]] = {}
+    for term, idf, log_tf in index.derived(("feedback", slot), lambda: _ranked_terms(index, slot)):
+        if term not in exclude:
+            found[term] = (idf, log_tf)
+            if len(found) == limit:
+                break
+    return found
+
+
+def _ranked_terms(index: UserIndex, slot: int) -> tuple[tuple[str, float, float], ...]:
+    """A memory's ``(term, idf, 1 + ln tf)`` by tf-idf weight, heaviest first (ties by term), without
+    the common terms."""
     common = max(50, int(0.05 * index.size))
     weighted = [
-        ((1.0 + math.log(count)) * index.tfidf_idf(df), term)
+        ((log_tf := 1.0 + math.log(count)) * (idf := index.tfidf_idf(df)), term, idf, log_tf)
         for term, count in index.slot_terms(slot).items()
-        if term not in exclude and (df := index.document_frequency(term)) <= common
+        if (df := index.document_frequency(term)) <= common
     ]
     weighted.sort(key=lambda wt: (-wt[0], wt[1]))
-    return {term: 1 for _, term in weighted[:limit]}
+    return tuple((term, idf, log_tf) for _, term, idf, log_tf in weighted)
+
+
+def _log_tf(index: UserIndex, term: str) -> tuple[IntArray, FloatArray] | None:
+    """``(slots, 1 + ln tf)`` of a term's postings: its tf-idf weight in each memory, but for the idf."""
+    postings = index.postings(term)
+    if postings is None:
+        return None
+    slots, tf = postings
+    return slots, 1.0 + np.log(tf)
 
 
 def propagate(
@@ -339,27 +363,33 @@ def propagate(
     hit_top = hit[np.argpartition(-relevance[hit], sources - 1)[:sources]] if hit.size > sources else hit
     top = hit_top[np.lexsort((hit_top, -relevance[hit_top]))]
     # sum_i share * rel_i * cos(F_i, d) = (1 / |d|) * sum_i (share * rel_i / |F_i|) * dot(F_i, d):
-    # one pass over the feedback terms' postings and one division for all sources together
-    acc = np.zeros(index.capacity, dtype=np.float64)
+    # one pass over the feedback terms' postings (all of them at once, added up in order, as a loop
+    # of `acc[slots] += ...` would) and one division for all sources together
+    parts: list[tuple[IntArray, FloatArray]] = []
+    scales: list[tuple[float, float, int]] = []  # per term: factor * idf, idf, postings
     own_links: list[tuple[int, float]] = []
     norms = index.norms()
     for slot in top:
         extra = feedback_terms(index, int(slot), query, limit=terms)
         if not extra:
             continue
-        weights = {t: index.tfidf_idf(index.document_frequency(t)) for t in extra}
-        q_norm = math.sqrt(sum(w * w for w in weights.values()))
+        q_norm = math.sqrt(sum(idf * idf for idf, _ in extra.values()))
         factor = share * float(relevance[slot]) / q_norm
         self_dot = 0.0
-        own_tf = index.slot_terms(int(slot))
-        for term, idf in weights.items():
-            postings = index.postings(term)
-            if postings is None:
+        for term, (idf, own_log_tf) in extra.items():
+            part = index.memo(("log-tf", term), lambda t=term: _log_tf(index, t))
+            if part is None:
                 continue
-            slots, tf = postings
-            acc[slots] += factor * idf * (1.0 + np.log(tf)) * idf
-            self_dot += factor * idf * (1.0 + math.log(own_tf[term])) * idf
+            parts.append(part)
+            scales.append((factor * idf, idf, len(part[0])))
+            self_dot += factor * idf * own_log_tf * idf
         own_links.append((int(slot), self_dot))
+    acc = np.zeros(index.capacity, dtype=np.float64)
+    if parts:
+        counts = [n for _, _, n in scales]
+        log_tf = np.concatenate([lt for _, lt in parts])
+        lift = np.repeat([f for f, _, _ in scales], counts) * log_tf * np.repeat([i for _, i, _ in scales], counts)
+        acc += np.bincount(np.concatenate([s for s, _ in parts]), weights=lift, minlength=index.capacity)
     for slot, self_dot in own_links:
         acc[slot] -= self_dot  # a memory does not lift itself
     gain = np.divide(acc, norms, out=np.zeros_like(acc), where=(norms > 0) & mask)

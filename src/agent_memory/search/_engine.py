@@ -431,19 +431,29 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                     mapped[token] = max(mapped.get(token, 0.0), similarity)
             self._synonyms[(vocab, term)] = mapped
         near = self.neighbours
-        if near is not None and not near.prepared:  # loads once (about 0.3 s), off the event loop
+        # the same words come back in every round of a recall and in the next turns: which of their
+        # synonyms the user's memories hold is kept with the index until a memory changes
+        keys = {t: ("synonyms", vocab, t, self.thesaurus, near) for t in terms}
+        new = [t for t in terms if not index.has_derived(keys[t])]
+        if near is not None and new and not near.prepared:  # loads once (about 0.3 s), off the event loop
             await asyncio.to_thread(near.prepare)
-        if near is not None:
-            near.prefetch(terms)  # the message's new words together: one read of the table per 64 words
+        if near is not None and new:
+            near.prefetch(new)  # the message's new words together: one read of the table per 64 words
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            mapped = self._synonyms.get((vocab, term), {})
-            held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
-            if near is not None:
-                held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+            held = index.derived(keys[term], lambda t=term: self._held_synonyms(index, vocab, t))
             if held:
                 result[term] = held
         return result
+
+    def _held_synonyms(self, index: UserIndex, vocab: int, term: str) -> dict[str, float]:
+        """``term``'s synonyms (table and thesaurus, then its nearest words) that some memory holds."""
+        mapped = self._synonyms.get((vocab, term), {})
+        held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
+        near = self.neighbours
+        if near is not None:
+            held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+        return held
 
 
 def _user(value: str | int, name: str = "user_id") -> str:

@@ -9,8 +9,9 @@ This module holds the write path (put/remove, posting upkeep) and the term stati
 (vocabulary, postings, idf, tf-idf norms, embeddings). The derived per-slot arrays, neighbour links and
 filter masks come from ``_index_arrays``; slot and posting records from ``_index_postings``. An index
 loaded from a snapshot (``_snapshot``) holds lazy containers (``_index_lazy``) that make a slot's or a
-term's objects when first touched; per-term score parts of earlier searches are kept by :meth:`memo`
-until the next write (the same numbers, computed once).
+term's objects when first touched; per-term score parts of earlier searches are kept by :meth:`memo`,
+and other small values derived from the index by :meth:`derived`, until the next write (the same
+numbers, computed once).
 
 >>> from datetime import UTC, datetime
 >>> ix = UserIndex()
@@ -31,6 +32,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +46,10 @@ from ._scoring import bm25_idf
 
 #: Bounds of :meth:`UserIndex.memo`: vectors kept, and values over all of them (16 bytes each).
 MEMO_ENTRIES, MEMO_VALUES = 256, 1_000_000
+#: Bound of :meth:`UserIndex.derived`: small values kept (oldest dropped first).
+DERIVED_ENTRIES = 2048
 _NO_MEMO = object()
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,8 @@ class UserIndex(SlotArraysMixin):
         #: per-term score parts of earlier searches (:meth:`memo`), valid until the next write
         self._memo: dict[Hashable, tuple[IntArray, FloatArray] | None] = {}
         self._memo_size = 0
+        #: small values derived from the index (a memory's feedback terms, a word's held neighbours)
+        self._derived: dict[Hashable, object] = {}
         #: what a snapshot-loaded index came from (``_snapshot._Source``): saving again copies untouched slots
         self._snapshot_source: object | None = None
         #: per slot, whether a snapshot's slot carries an embedding (lets missing_embeddings skip loading)
@@ -146,7 +153,7 @@ class UserIndex(SlotArraysMixin):
         has_vectors = self._embeddings is not None or self._snapshot_embedded is not None
         vectors = dim * 4 * len(self._slots) if has_vectors else 0
         terms = len(self._terms) + len(self._keywords)
-        memo = 16 * self._memo_size
+        memo = 16 * self._memo_size + 400 * len(self._derived)
         return 2048 + 600 * len(self._slots) + 90 * self._postings_total + 160 * terms + vectors + memo
 
     def put(self, memory: IndexedMemory) -> None:
@@ -234,6 +241,8 @@ class UserIndex(SlotArraysMixin):
         if self._memo:
             self._memo.clear()
             self._memo_size = 0
+        if self._derived:
+            self._derived.clear()
 
     def memo(
         self, key: Hashable, compute: Callable[[], tuple[IntArray, FloatArray] | None]
@@ -261,6 +270,27 @@ class UserIndex(SlotArraysMixin):
         self._memo[key] = value
         self._memo_size += size
         return value
+
+    def derived(self, key: Hashable, compute: Callable[[], _V]) -> _V:
+        """``compute()``, kept until the next write: a small value that depends only on the index and
+        ``key`` (a memory's feedback terms, which memories hold a word's neighbours). The search rounds
+        of one recall, and the next turns until a memory changes, ask for the same ones. At most
+        :data:`DERIVED_ENTRIES` are kept (oldest dropped first); callers must not change what they get.
+
+        >>> index.derived(("feedback", 3), lambda: ranked_terms(index, 3))  # doctest: +SKIP
+        """
+        found = self._derived.get(key, _NO_MEMO)
+        if found is not _NO_MEMO:
+            return found  # type: ignore[return-value]
+        value = compute()
+        if len(self._derived) >= DERIVED_ENTRIES:
+            del self._derived[next(iter(self._derived))]
+        self._derived[key] = value
+        return value
+
+    def has_derived(self, key: Hashable) -> bool:
+        """Whether :meth:`derived` holds a value for ``key``."""
+        return key in self._derived
 
     def _set_embedding_row(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
         """Keep a built embedding matrix in step with one slot (a grown index rebuilds it when asked)."""
