@@ -8,6 +8,7 @@ as many messages with its role and content (at any time). The ``content_hash`` i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, literal, or_, select, tuple_
+from sqlalchemy import Integer, Select, and_, bindparam, func, literal, or_, select, tuple_
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -105,6 +106,42 @@ def _record(row: ChatMessageTable | Row[Any]) -> MessageRecord:
         content=row.content,
         created_at=row.created_at,
     )
+
+
+#: The columns of a :class:`MessageRecord`, in the order of its fields (a row unpacks into it).
+_RECORD_COLUMNS = tuple(
+    ChatMessageTable.__table__.c[name]
+    for name in ("id", "user_id", "friend_id", "thread_id", "role", "content", "created_at")
+)
+
+
+@functools.lru_cache(maxsize=128)
+def _listing(
+    *, since: bool, until: bool, role: bool, friend: bool, thread: bool, cursor: bool, newest_first: bool
+) -> Select[Any]:
+    """The statement of a listing with these filters, its values as bound parameters (``uid``,
+    ``since``, ``until``, ``role``, ``fid``, ``tid``, ``at``/``at_id`` of the cursor, ``limit``). Built
+    once per shape: every chat turn reads its history with one, and building it cost more than running
+    it."""
+    t = ChatMessageTable
+    when = t.created_at.type
+    stmt = select(*_RECORD_COLUMNS).where(t.user_id == bindparam("uid"))
+    if since:
+        stmt = stmt.where(t.created_at >= bindparam("since", type_=when))
+    if until:
+        stmt = stmt.where(t.created_at < bindparam("until", type_=when))
+    if role:
+        stmt = stmt.where(t.role == bindparam("role"))
+    if friend:
+        stmt = stmt.where(t.friend_id == bindparam("fid"))
+    if thread:
+        stmt = stmt.where(t.thread_id == bindparam("tid"))
+    if cursor:
+        key = tuple_(t.created_at, t.id)
+        bound = tuple_(bindparam("at", type_=when), bindparam("at_id", type_=t.id.type))
+        stmt = stmt.where(key < bound if newest_first else key > bound)
+    order = (t.created_at.desc(), t.id.desc()) if newest_first else (t.created_at, t.id)
+    return stmt.order_by(*order).limit(bindparam("limit", type_=Integer()))
 
 
 def _same_scope(column: Any, value: str | None) -> Any:
@@ -326,30 +363,26 @@ class MessageRepository:
         uid = v.user_id(user_id)
         lo, hi = v.time_range(since, until)
         size = v.bounded_int(page_size, name="page_size", low=1, high=MAX_PAGE)
-        t = ChatMessageTable
-        stmt = select(ChatMessageTable.__table__).where(t.user_id == uid)  # rows, not ORM objects
-        if lo is not None:
-            stmt = stmt.where(t.created_at >= lo)
-        if hi is not None:
-            stmt = stmt.where(t.created_at < hi)
+        params: dict[str, Any] = {"uid": uid, "since": lo, "until": hi, "limit": size + 1}
         if role is not None:
-            stmt = stmt.where(t.role == v.message_role(role))
-        fid = v.scope_id(friend_id, name="friend_id", optional=True)
-        if fid is not None:
-            stmt = stmt.where(t.friend_id == fid)
-        tid = v.scope_id(thread_id, name="thread_id", optional=True)
-        if tid is not None:
-            stmt = stmt.where(t.thread_id == tid)
+            params["role"] = v.message_role(role)
+        params["fid"] = v.scope_id(friend_id, name="friend_id", optional=True)
+        params["tid"] = v.scope_id(thread_id, name="thread_id", optional=True)
         if cursor is not None:
-            at_iso, at_id = v.decode_cursor(cursor, kinds=(str, int))
-            key = tuple_(t.created_at, t.id)
-            bound = tuple_(datetime.fromisoformat(at_iso), at_id)  # type: ignore[arg-type]
-            stmt = stmt.where(key < bound if newest_first else key > bound)
-        order = (t.created_at.desc(), t.id.desc()) if newest_first else (t.created_at, t.id)
-        stmt = stmt.order_by(*order)
+            at_iso, params["at_id"] = v.decode_cursor(cursor, kinds=(str, int))
+            params["at"] = datetime.fromisoformat(at_iso)  # type: ignore[arg-type]
+        stmt = _listing(
+            since=lo is not None,
+            until=hi is not None,
+            role=role is not None,
+            friend=params["fid"] is not None,
+            thread=params["tid"] is not None,
+            cursor=cursor is not None,
+            newest_first=newest_first,
+        )
         # every chat turn reads its history here: the quick path
-        rows = await self._db.quick_read(lambda conn: conn.execute(stmt.limit(size + 1)).all())
-        items = [_record(r) for r in rows[:size]]
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt, params).all())
+        items = [MessageRecord(*row) for row in rows[:size]]
         next_cursor = None
         if len(rows) > size:
             next_cursor = v.encode_cursor([items[-1].created_at.isoformat(), items[-1].id])
