@@ -210,6 +210,10 @@ async def test_the_cache_cap_drops_the_least_recently_used_user(layer: AgentFusi
     assert engine.cached_users() == ["u3", "u2"]
     hits = await engine.search("kubernetes", user_id="u1")  # dropped, reloaded from its snapshot
     assert hits and engine._users["u1"].snapshot_revision >= 0
+    engine.forget(user_id="u3")
+    await layer.memory.add(user_id="u2", memory_key="more", content="周末去看科幻电影 " * 50)
+    await engine.search("电影", user_id="u2")  # grown: the running total follows
+    assert engine._cached_bytes == sum(s.approx_bytes for s in engine._users.values()) > 0
     with pytest.raises(ValueError, match="index_cache_mb"):
         _engine(layer, None, index_cache_mb=0)
 

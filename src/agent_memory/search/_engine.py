@@ -122,6 +122,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._recent: TTLCache[Hashable, SearchResults] = TTLCache(4_096, ttl.recent_searches)
         self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
         self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
+        self._cached_bytes = 0
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
         self._warmed: asyncio.Future[None] | None = None
 
@@ -294,7 +295,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         cached record expires (10 minutes) or after this call.
         """
         uid = _user(user_id)
-        self._users.pop(uid, None)
+        self._drop(uid)
         for key in [k for k in list(self._hot.keys()) if k[0] == uid]:
             self._hot.pop(key, None)
         for key in [k for k in list(self._recent.keys()) if isinstance(k, tuple) and k[0] == uid]:

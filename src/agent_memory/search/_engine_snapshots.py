@@ -54,6 +54,8 @@ class SnapshotCacheMixin:
     snapshots: SnapshotStore | None
     index_cache_mb: float | None
     _users: OrderedDict[str, _UserState]
+    #: the sum of the cached users' ``approx_bytes`` (kept up to date by ``_touch`` and ``_drop``)
+    _cached_bytes: int
 
     def _snapshot_meta(self, uid: str, revision: int = -1, hard_delete_revision: int = 0) -> SnapshotMeta:
         return SnapshotMeta(
@@ -112,20 +114,26 @@ class SnapshotCacheMixin:
 
     def _touch(self, uid: str, state: _UserState) -> None:
         """Mark the user most recently used; drop least recently used users' indexes past the cap."""
+        size = state.index.approx_bytes()
         if self._users.get(uid) is state:
             self._users.move_to_end(uid)
-        state.approx_bytes = state.index.approx_bytes()
-        if self.index_cache_mb is None:
-            return
+            self._cached_bytes += size - state.approx_bytes
+        state.approx_bytes = size
+        if self.index_cache_mb is None or self._cached_bytes <= self.index_cache_mb * 1024 * 1024:
+            return  # the running total, not a sum over every cached user on every search
         cap = self.index_cache_mb * 1024 * 1024
-        total = sum(s.approx_bytes for s in self._users.values())
         for other in list(self._users):
-            if total <= cap:
+            if self._cached_bytes <= cap:
                 break
             if other == uid:
                 continue  # the user just searched always stays
-            dropped = self._users.pop(other)
-            total -= dropped.approx_bytes
+            self._drop(other)
+
+    def _drop(self, uid: str) -> None:
+        """Forget the user's cached index (its size leaves the running total)."""
+        dropped = self._users.pop(uid, None)
+        if dropped is not None:
+            self._cached_bytes -= dropped.approx_bytes
 
     def cached_users(self) -> list[str]:
         """Users whose index is loaded, least recently searched first (the first to be dropped)."""
