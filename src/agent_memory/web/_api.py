@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from data_layer import FriendRecord, MemoryRecord, scope_id
 
+from ..context import PROFILE_TYPES
 from ..system import MemorySystem
 from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
 from ._http import (
@@ -33,7 +34,6 @@ from ._http import (
 )
 
 Handler = Callable[[Request], Awaitable[Response]]
-PROFILE_TYPES = ("profile", "user_preference")
 #: Most memories one listing returns per section.
 MEMORY_PAGE = 200
 
@@ -322,11 +322,12 @@ async def list_memory(request: Request) -> Response:
         raise HTTPProblem(400, "the search text is over 500 characters; shorten it")
     friends = await system.layer.friends.list(user_id=user)
     if query:
-        hits = await system.search.search(query, user_id=user, memory_types=[*PROFILE_TYPES, "event"], limit=100)
+        types = [*sorted(PROFILE_TYPES), "event"]
+        hits = await system.search.search(query, user_id=user, memory_types=types, limit=100)
         records = [h.record for h in hits]
     else:
         profiles = await system.layer.memory.list_memories(
-            user_id=user, memory_types=list(PROFILE_TYPES), limit=MEMORY_PAGE
+            user_id=user, memory_types=sorted(PROFILE_TYPES), limit=MEMORY_PAGE
         )
         events = await system.layer.memory.list_memories(user_id=user, memory_types=["event"], limit=MEMORY_PAGE)
         records = [*profiles.items, *events.items]
