@@ -15,6 +15,7 @@ from data_layer import (
     UnsupportedDatabaseURLError,
     normalize_url,
 )
+from data_layer._validation import encode_cursor
 
 
 async def test_oversized_content_refused_when_asked(layer: AgentFusionDataLayer) -> None:
@@ -91,6 +92,14 @@ async def test_invalid_memory_fields(layer: AgentFusionDataLayer, kwargs: dict[s
         (lambda dl: dl.memory.list_memories(user_id="u1", cursor="garbage!"), "cursor is not one this library"),
         (lambda dl: dl.memory.list_memories(user_id="u1", memory_types=[]), "must not be empty"),
         (lambda dl: dl.messages.list_range(user_id="u1", page_size=-1), "out of range"),
+        *(  # forged cursors: a time without its zone, no time, an id out of range
+            (lambda dl, c=cursor: dl.messages.list_range(user_id="u1", cursor=c), "cursor is not one this library")
+            for cursor in (
+                encode_cursor(["2026-03-01T12:00:00", 5]),
+                encode_cursor(["yesterday", 5]),
+                encode_cursor(["2026-03-01T12:00:00+00:00", 2**70]),
+            )
+        ),
         (lambda dl: dl.messages.append(user_id="u1", role="robot", content="x"), "role 'robot' unknown"),
         (
             lambda dl: dl.messages.append(user_id="u1", role="user", content="x" * (1024 * 1024 + 1)),

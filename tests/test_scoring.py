@@ -302,6 +302,18 @@ def test_propagation_gives_exactly_what_the_plain_loop_gives() -> None:
             index.remove(f"m{i}")
             text = tuple(rng.choice(words, size=8))
             index.put(IndexedMemory(f"n{round_}{i}", f"n{round_}{i}", None, "general", T0, text))
+    # long memories and queries that hold most of their heaviest terms: more than are kept between searches
+    long = UserIndex()
+    many = [f"t{i}" for i in range(400)]
+    for i in range(30):
+        text = tuple(rng.choice(many, size=int(rng.integers(40, 90))))
+        long.put(IndexedMemory(f"l{i}", f"l{i}", None, "general", T0 + timedelta(minutes=i), text))
+    for _ in range(40):
+        source = long.slot_terms(int(rng.integers(0, 30)))
+        query = c.query_terms(list(rng.choice(sorted(source), size=min(len(source), 35), replace=False)))
+        base = np.where(long.mask(), rng.random(long.capacity), 0.0)
+        mask = long.mask()
+        assert np.array_equal(c.propagate(long, base, query, mask), _propagate_by_loop(long, base, query, mask))
 
 
 def test_derived_values_last_until_a_write_and_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

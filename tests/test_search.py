@@ -135,6 +135,35 @@ async def test_a_synonym_held_by_a_new_memory_counts_at_once(
     assert await keys(search, "espresso") == []
 
 
+async def test_a_full_synonym_cache_loses_no_synonym_for_later_searches(layer: AgentFusionDataLayer) -> None:
+    """The engine-wide cache of query words' synonyms is full on a busy server (two entries here): a
+    search's own words push each other out while it runs, and what the search keeps with the user's
+    index must still be built from the synonyms it read."""
+    from cachetools import TTLCache
+
+    engine = HybridMemorySearch(layer.memory, thesaurus=None, neighbours=None)
+    engine._synonyms = TTLCache(2, 300)
+    layer.memory.set_analyzer(engine.analyzer)
+    await layer.memory.add(user_id="alice", memory_key="latte", content="下午常点一杯拿铁", created_at=NOW)
+    await layer.memory.add(user_id="bob", memory_key="tea", content="喜欢喝绿茶", created_at=NOW)
+    await layer.memory.add_synonym("espresso", "拿铁", similarity_score=0.9)
+    assert await keys(engine, "espresso", user_id="bob") == []
+    await keys(engine, "espresso tea coffee")
+    for query in ("espresso", "espresso please"):
+        assert await keys(engine, query) == ["latte"]
+
+
+async def test_a_thesaurus_swapped_on_a_live_engine_applies_to_the_next_search(layer: AgentFusionDataLayer) -> None:
+    from agent_memory.text import Thesaurus
+
+    engine = HybridMemorySearch(layer.memory, thesaurus=Thesaurus({}), neighbours=None)
+    layer.memory.set_analyzer(engine.analyzer)
+    await layer.memory.add(user_id="alice", memory_key="latte", content="下午常点一杯拿铁", created_at=NOW)
+    assert await keys(engine, "咖啡") == []
+    engine.thesaurus = Thesaurus({"Bp01A01=": ["咖啡", "拿铁"]})
+    assert await keys(engine, "咖啡") == ["latte"]
+
+
 async def test_modes(search: HybridMemorySearch) -> None:
     assert (await keys(search, "mysql", mode="keyword"))[0] == "db-config"
     assert (await keys(search, "science fiction movie", mode="semantic"))[0] == "likes-scifi"

@@ -303,6 +303,11 @@ def query_terms(tokens: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+#: How many of a memory's heaviest terms are kept between searches for feedback (the query's own words
+#: are skipped, so a few more than ``feedback_terms``' limit); a search that skips more reads them all.
+FEEDBACK_KEPT = 24
+
+
 def feedback_terms(
     index: UserIndex, slot: int, exclude: Mapping[str, int], *, limit: int = 8
 ) -> dict[str, tuple[float, float]]:
@@ -311,8 +316,18 @@ def feedback_terms(
 
     Terms in more than 5 % of the memories (and over 50 of them) are left out: they link everything.
     """
+    kept, complete = index.derived(("feedback", slot), lambda: _ranked_terms(index, slot, FEEDBACK_KEPT))
+    found = _first_terms(kept, exclude, limit)
+    if len(found) < limit and not complete:  # the query held too many of the kept ones
+        found = _first_terms(_ranked_terms(index, slot, None)[0], exclude, limit)
+    return found
+
+
+def _first_terms(
+    ranked: Sequence[tuple[str, float, float]], exclude: Mapping[str, int], limit: int
+) -> dict[str, tuple[float, float]]:
     found: dict[str, tuple[float, float]] = {}
-    for term, idf, log_tf in index.derived(("feedback", slot), lambda: _ranked_terms(index, slot)):
+    for term, idf, log_tf in ranked:
         if term not in exclude:
             found[term] = (idf, log_tf)
             if len(found) == limit:
@@ -320,9 +335,9 @@ def feedback_terms(
     return found
 
 
-def _ranked_terms(index: UserIndex, slot: int) -> tuple[tuple[str, float, float], ...]:
-    """A memory's ``(term, idf, 1 + ln tf)`` by tf-idf weight, heaviest first (ties by term), without
-    the common terms."""
+def _ranked_terms(index: UserIndex, slot: int, keep: int | None) -> tuple[tuple[tuple[str, float, float], ...], bool]:
+    """A memory's heaviest ``keep`` (all with ``None``) ``(term, idf, 1 + ln tf)`` by tf-idf weight (ties
+    by term), without the common terms, and whether that is all of them."""
     common = max(50, int(0.05 * index.size))
     weighted = [
         ((log_tf := 1.0 + math.log(count)) * (idf := index.tfidf_idf(df)), term, idf, log_tf)
@@ -330,7 +345,8 @@ def _ranked_terms(index: UserIndex, slot: int) -> tuple[tuple[str, float, float]
         if (df := index.document_frequency(term)) <= common
     ]
     weighted.sort(key=lambda wt: (-wt[0], wt[1]))
-    return tuple((term, idf, log_tf) for _, term, idf, log_tf in weighted)
+    kept = weighted if keep is None else weighted[:keep]
+    return tuple((term, idf, log_tf) for _, term, idf, log_tf in kept), len(kept) == len(weighted)
 
 
 def _log_tf(index: UserIndex, term: str) -> tuple[IntArray, FloatArray] | None:

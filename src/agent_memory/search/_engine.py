@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -118,7 +118,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self.link_minutes = link_minutes
         self.default_mode: SearchMode = default_mode
         ttl = cache_ttl or CacheTTL()
-        self._synonyms: TTLCache[tuple[int, str], dict[str, float]] = TTLCache(20_000, ttl.keyword_expansion)
+        self._synonyms: TTLCache[tuple[int, object, str], dict[str, float]] = TTLCache(20_000, ttl.keyword_expansion)
         self._recent: TTLCache[Hashable, SearchResults] = TTLCache(4_096, ttl.recent_searches)
         self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
         self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
@@ -419,22 +419,29 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         terms = [
             t for t in query_terms(self.analyzer.tokenizer.tokens(query.text)) if len(t) <= 100 and t.isprintable()
         ]
-        missing = [t for t in terms if (vocab, t) not in self._synonyms]
+        # read once, before anything waits: the shared cache may drop or expire an entry meanwhile, and a
+        # value computed from a lost entry would be kept with the index (below) until the next write
+        thesaurus, near = self.thesaurus, self.neighbours
+        mapped: dict[str, dict[str, float]] = {}
+        for term in terms:
+            found = self._synonyms.get((vocab, thesaurus, term))
+            if found is not None:
+                mapped[term] = found
+        missing = [t for t in terms if t not in mapped]
         table = await self.memory.synonyms_for(missing) if missing and vocab > 0 else {}
         for term in missing:
-            mapped: dict[str, float] = {}
             pairs = [(s.synonym, float(s.similarity_score)) for s in table.get(term, [])]
             given = {word for word, _ in pairs}
-            if self.thesaurus is not None:
-                pairs += [(w, sim) for w, sim in self.thesaurus.related(term).items() if w not in given]
+            if thesaurus is not None:
+                pairs += [(w, sim) for w, sim in thesaurus.related(term).items() if w not in given]
+            tokens: dict[str, float] = {}
             for word, similarity in pairs:
                 for token in self.analyzer.tokenizer.unique_tokens(word)[:1]:
-                    mapped[token] = max(mapped.get(token, 0.0), similarity)
-            self._synonyms[(vocab, term)] = mapped
-        near = self.neighbours
+                    tokens[token] = max(tokens.get(token, 0.0), similarity)
+            self._synonyms[(vocab, thesaurus, term)] = mapped[term] = tokens
         # the same words come back in every round of a recall and in the next turns: which of their
         # synonyms the user's memories hold is kept with the index until a memory changes
-        keys = {t: ("synonyms", vocab, t, self.thesaurus, near) for t in terms}
+        keys = {t: ("synonyms", vocab, t, thesaurus, near) for t in terms}
         new = [t for t in terms if not index.has_derived(keys[t])]
         if near is not None and new and not near.prepared:  # loads once (about 0.3 s), off the event loop
             await asyncio.to_thread(near.prepare)
@@ -442,19 +449,20 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             near.prefetch(new)  # the message's new words together: one read of the table per 64 words
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = index.derived(keys[term], lambda t=term: self._held_synonyms(index, vocab, t))
+            held = index.derived(keys[term], lambda t=term: _held_synonyms(index, t, mapped[t], near))
             if held:
                 result[term] = held
         return result
 
-    def _held_synonyms(self, index: UserIndex, vocab: int, term: str) -> dict[str, float]:
-        """``term``'s synonyms (table and thesaurus, then its nearest words) that some memory holds."""
-        mapped = self._synonyms.get((vocab, term), {})
-        held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
-        near = self.neighbours
-        if near is not None:
-            held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
-        return held
+
+def _held_synonyms(
+    index: UserIndex, term: str, mapped: Mapping[str, float], near: WordNeighbours | None
+) -> dict[str, float]:
+    """``term``'s synonyms ``mapped`` (table and thesaurus), then its nearest words, that some memory holds."""
+    held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
+    if near is not None:
+        held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+    return held
 
 
 def _user(value: str | int, name: str = "user_id") -> str:

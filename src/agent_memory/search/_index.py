@@ -46,10 +46,16 @@ from ._scoring import bm25_idf
 
 #: Bounds of :meth:`UserIndex.memo`: vectors kept, and values over all of them (16 bytes each).
 MEMO_ENTRIES, MEMO_VALUES = 256, 1_000_000
-#: Bound of :meth:`UserIndex.derived`: small values kept (oldest dropped first).
-DERIVED_ENTRIES = 2048
+#: Bounds of :meth:`UserIndex.derived`: small values kept, and their estimated bytes (oldest dropped first).
+DERIVED_ENTRIES, DERIVED_BYTES = 2048, 2_000_000
 _NO_MEMO = object()
 _V = TypeVar("_V")
+
+
+def _estimated_bytes(value: object) -> int:
+    """A rough size of a kept value: a container counts about 120 bytes an item (a short string or a
+    float with its slot), anything else 64."""
+    return 64 + 120 * len(value) if isinstance(value, tuple | list | dict | set | frozenset) else 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +116,8 @@ class UserIndex(SlotArraysMixin):
         self._memo: dict[Hashable, tuple[IntArray, FloatArray] | None] = {}
         self._memo_size = 0
         #: small values derived from the index (a memory's feedback terms, a word's held neighbours)
-        self._derived: dict[Hashable, object] = {}
+        self._derived: dict[Hashable, tuple[object, int]] = {}
+        self._derived_bytes = 0
         #: what a snapshot-loaded index came from (``_snapshot._Source``): saving again copies untouched slots
         self._snapshot_source: object | None = None
         #: per slot, whether a snapshot's slot carries an embedding (lets missing_embeddings skip loading)
@@ -153,7 +160,7 @@ class UserIndex(SlotArraysMixin):
         has_vectors = self._embeddings is not None or self._snapshot_embedded is not None
         vectors = dim * 4 * len(self._slots) if has_vectors else 0
         terms = len(self._terms) + len(self._keywords)
-        memo = 16 * self._memo_size + 400 * len(self._derived)
+        memo = 16 * self._memo_size + self._derived_bytes
         return 2048 + 600 * len(self._slots) + 90 * self._postings_total + 160 * terms + vectors + memo
 
     def put(self, memory: IndexedMemory) -> None:
@@ -243,6 +250,7 @@ class UserIndex(SlotArraysMixin):
             self._memo_size = 0
         if self._derived:
             self._derived.clear()
+            self._derived_bytes = 0
 
     def memo(
         self, key: Hashable, compute: Callable[[], tuple[IntArray, FloatArray] | None]
@@ -275,17 +283,21 @@ class UserIndex(SlotArraysMixin):
         """``compute()``, kept until the next write: a small value that depends only on the index and
         ``key`` (a memory's feedback terms, which memories hold a word's neighbours). The search rounds
         of one recall, and the next turns until a memory changes, ask for the same ones. At most
-        :data:`DERIVED_ENTRIES` are kept (oldest dropped first); callers must not change what they get.
+        :data:`DERIVED_ENTRIES` values of :data:`DERIVED_BYTES` (estimated, counted in
+        :meth:`approx_bytes`) are kept, oldest dropped first; callers must not change what they get.
 
         >>> index.derived(("feedback", 3), lambda: ranked_terms(index, 3))  # doctest: +SKIP
         """
-        found = self._derived.get(key, _NO_MEMO)
-        if found is not _NO_MEMO:
-            return found  # type: ignore[return-value]
+        found = self._derived.get(key)
+        if found is not None:
+            return found[0]  # type: ignore[return-value]
         value = compute()
-        if len(self._derived) >= DERIVED_ENTRIES:
-            del self._derived[next(iter(self._derived))]
-        self._derived[key] = value
+        size = _estimated_bytes(value)
+        while self._derived and (len(self._derived) >= DERIVED_ENTRIES or self._derived_bytes + size > DERIVED_BYTES):
+            self._derived_bytes -= self._derived.pop(next(iter(self._derived)))[1]
+        if size <= DERIVED_BYTES:
+            self._derived[key] = (value, size)
+            self._derived_bytes += size
         return value
 
     def has_derived(self, key: Hashable) -> bool:
