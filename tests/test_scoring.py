@@ -282,9 +282,11 @@ def _propagate_by_loop(index: UserIndex, relevance, query, mask, *, sources=3, s
     return out * (peak / new_peak) if new_peak > 0 else out
 
 
-def test_propagation_gives_exactly_what_the_plain_loop_gives() -> None:
+@pytest.mark.parametrize("one_pass", [0, 8, 10**9], ids=["term by term", "as chosen", "in one pass"])
+def test_propagation_gives_exactly_what_the_plain_loop_gives(monkeypatch: pytest.MonkeyPatch, one_pass: int) -> None:
     """The feedback terms kept between searches and the postings added up at once change no score, also
     after memories are replaced (slots reused, kept terms dropped)."""
+    monkeypatch.setattr(c, "ONE_PASS", one_pass)
     rng = np.random.default_rng(7)
     words = [f"w{i}" for i in range(60)]
     index = UserIndex()

@@ -306,6 +306,9 @@ def query_terms(tokens: Sequence[str]) -> dict[str, int]:
 #: How many of a memory's heaviest terms are kept between searches for feedback (the query's own words
 #: are skipped, so a few more than ``feedback_terms``' limit); a search that skips more reads them all.
 FEEDBACK_KEPT = 24
+#: Feedback postings are added in one pass (``np.bincount`` over every slot) when there are at least
+#: 1/ONE_PASS as many of them as slots, else term by term: the same sums either way.
+ONE_PASS = 8
 
 
 def feedback_terms(
@@ -379,8 +382,8 @@ def propagate(
     hit_top = hit[np.argpartition(-relevance[hit], sources - 1)[:sources]] if hit.size > sources else hit
     top = hit_top[np.lexsort((hit_top, -relevance[hit_top]))]
     # sum_i share * rel_i * cos(F_i, d) = (1 / |d|) * sum_i (share * rel_i / |F_i|) * dot(F_i, d):
-    # one pass over the feedback terms' postings (all of them at once, added up in order, as a loop
-    # of `acc[slots] += ...` would) and one division for all sources together
+    # one pass over the feedback terms' postings and one division for all sources together; in a small
+    # index the postings are added up at once (in order, as the loop over terms adds them: the same sums)
     parts: list[tuple[IntArray, FloatArray]] = []
     scales: list[tuple[float, float, int]] = []  # per term: factor * idf, idf, postings
     own_links: list[tuple[int, float]] = []
@@ -401,11 +404,14 @@ def propagate(
             self_dot += factor * idf * own_log_tf * idf
         own_links.append((int(slot), self_dot))
     acc = np.zeros(index.capacity, dtype=np.float64)
-    if parts:
-        counts = [n for _, _, n in scales]
+    counts = [n for _, _, n in scales]
+    if parts and ONE_PASS * sum(counts) >= index.capacity:  # a small index: all postings in one pass
         log_tf = np.concatenate([lt for _, lt in parts])
         lift = np.repeat([f for f, _, _ in scales], counts) * log_tf * np.repeat([i for _, i, _ in scales], counts)
         acc += np.bincount(np.concatenate([s for s, _ in parts]), weights=lift, minlength=index.capacity)
+    else:  # a few postings in a large index: each term's own, not passes over every slot
+        for (slots, log_tf), (scaled, idf, _) in zip(parts, scales, strict=True):
+            acc[slots] += scaled * log_tf * idf
     for slot, self_dot in own_links:
         acc[slot] -= self_dot  # a memory does not lift itself
     gain = np.divide(acc, norms, out=np.zeros_like(acc), where=(norms > 0) & mask)
