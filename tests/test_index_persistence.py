@@ -200,6 +200,9 @@ async def test_the_cache_cap_drops_the_least_recently_used_user(layer: AgentFusi
     sizer = _engine(layer, None)
     for user in ("u1", "u2", "u3"):
         await _fill(layer, sizer, user, copies=2)
+    for user in ("u1", "u2", "u3"):  # a search keeps values with the index, counted in its size
+        for query in ("咖啡", "电影", "kubernetes"):
+            await sizer.search(query, user_id=user)
     sizes = [(await sizer.refresh(user_id=u)).approx_bytes() for u in ("u1", "u2", "u3")]
     cap_mb = (2 * max(sizes) + min(sizes) // 2) / (1024 * 1024)  # any two fit, three do not
     engine = _engine(layer, tmp_path, index_cache_mb=cap_mb)
