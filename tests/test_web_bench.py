@@ -1,5 +1,6 @@
 """``agent-memory bench serve`` on a small scale: the real server as a subprocess, concurrent streams,
-every turn answered with the recall card before the first reply token."""
+every turn answered with the recall card before the first reply token; ``bench turns``, the same turns
+in one process."""
 
 from __future__ import annotations
 
@@ -19,6 +20,26 @@ async def test_bench_serve_measures_concurrent_turns() -> None:
     assert 0 < figures.turn_p50_ms <= figures.turn_p95_ms <= figures.turn_max_ms
     assert 0 < figures.first_token_p50_ms <= figures.turn_max_ms
     assert figures.recall_before_reply is True
+
+
+@pytest.mark.parametrize("recall", [True, False])
+async def test_bench_turns_runs_every_turn_in_process_with_the_recall_or_without(recall: bool) -> None:
+    from agent_memory.bench._turns import bench_turns
+
+    figures = await bench_turns(users=3, turns=2, recall=recall)
+    assert figures.errors == 0, figures.error_samples
+    assert figures.turns == 6 and figures.turns_per_s > 0 and figures.cpu_per_turn_ms > 0
+    assert 0 < figures.turn_p50_ms <= figures.turn_p95_ms
+    assert figures.first_turn_p50_ms > 0 and figures.later_turn_p50_ms > 0
+    assert figures.recalled_turns == (6 if recall else 0)  # the recall card, as the page gets it
+
+
+@pytest.mark.parametrize("kwargs", [{"users": 0}, {"users": 501}, {"turns": 101}, {"turns": True}])
+async def test_bench_turns_is_bounded(kwargs: dict[str, object]) -> None:
+    from agent_memory.bench._turns import bench_turns
+
+    with pytest.raises(ValueError, match="must be a whole number"):
+        await bench_turns(**kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("args", [["--streams", "0"], ["--streams", "201"], ["--turns", "101"]])

@@ -320,6 +320,21 @@ async def load_cmd(
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 
 
+@app.command("turns")
+@run
+async def turns_cmd(
+    users: int = typer.Option(50, "--users", "-n", min=1, max=500, help="Users chatting at once, one friend each"),
+    turns: int = typer.Option(8, "--turns", min=1, max=100, help="Timed turns per user"),
+    recall: bool = typer.Option(True, "--recall/--no-recall", help="The recall before every reply (启用记忆召回)"),
+) -> None:
+    """The web chat's turns in this process, without HTTP, on a new SQLite file (offline responder):
+    CPU per turn, turns/s and p50/p95 turn latency (one JSON object)."""
+    from ..bench._turns import bench_turns
+
+    figures = await bench_turns(users=users, turns=turns, recall=recall)
+    emit_json({"bench": "turns", **dataclasses.asdict(figures)})
+
+
 @app.command("serve")
 @run
 async def serve_cmd(
