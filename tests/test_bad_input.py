@@ -98,6 +98,14 @@ async def test_invalid_memory_fields(layer: AgentFusionDataLayer, kwargs: dict[s
                 encode_cursor(["2026-03-01T12:00:00", 5]),
                 encode_cursor(["yesterday", 5]),
                 encode_cursor(["2026-03-01T12:00:00+00:00", 2**70]),
+                encode_cursor(["2026-03-01T12:00:00+00:00", True]),
+            )
+        ),
+        *(  # the same rule for the memory listing's cursors (time, memory id)
+            (lambda dl, c=cursor: dl.memory.list_memories(user_id="u1", cursor=c), "cursor is not one this library")
+            for cursor in (
+                encode_cursor(["2026-03-01T12:00:00", "7d4f1c9e-2a6b-4c3d-9e8f-0a1b2c3d4e5f"]),
+                encode_cursor(["2026-03-01T12:00:00+00:00", "not-a-uuid"]),
             )
         ),
         (lambda dl: dl.messages.append(user_id="u1", role="robot", content="x"), "role 'robot' unknown"),

@@ -42,9 +42,13 @@ async def test_bench_turns_is_bounded(kwargs: dict[str, object]) -> None:
         await bench_turns(**kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("args", [["--streams", "0"], ["--streams", "201"], ["--turns", "101"]])
-def test_bench_serve_is_bounded(args: list[str]) -> None:
-    done = subprocess.run([AGENT_MEMORY, "bench", "serve", *args], capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize(
+    ("bench", "args"),
+    [("serve", ["--streams", "0"]), ("serve", ["--streams", "201"]), ("serve", ["--turns", "101"]),
+     ("turns", ["--users", "0"]), ("turns", ["--users", "501"]), ("turns", ["--turns", "0"])],
+)  # fmt: skip
+def test_bench_serve_is_bounded(bench: str, args: list[str]) -> None:
+    done = subprocess.run([AGENT_MEMORY, "bench", bench, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Invalid value" in done.stderr
     assert not done.stdout.strip()  # no figures printed
 

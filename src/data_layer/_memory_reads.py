@@ -169,11 +169,7 @@ class MemoryReadsMixin:
             include_inactive=include_inactive,
         )
         if cursor is not None:
-            at_iso, at_id = v.decode_cursor(cursor, kinds=(str, str))
-            try:
-                bound = tuple_(datetime.fromisoformat(at_iso), uuid.UUID(at_id))  # type: ignore[arg-type]
-            except ValueError:
-                raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged") from None
+            bound = tuple_(*v.cursor_position(cursor, id_kind=uuid.UUID))
             stmt = stmt.where(tuple_(AgentMemoryTable.created_at, AgentMemoryTable.id) < bound)
         stmt = stmt.order_by(AgentMemoryTable.created_at.desc(), AgentMemoryTable.id.desc()).limit(size + 1)
         async with self._db.read() as session:

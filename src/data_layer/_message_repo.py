@@ -108,18 +108,6 @@ def _record(row: ChatMessageTable | Row[Any]) -> MessageRecord:
     )
 
 
-def _cursor_position(at_iso: str, at_id: int) -> tuple[datetime, int]:
-    """The ``(created_at, id)`` a listing's cursor points at (an aware time and an id in range, as the
-    listing wrote them); anything else was not written by it."""
-    try:
-        at = datetime.fromisoformat(at_iso)
-    except ValueError:
-        at = None
-    if at is None or at.tzinfo is None or not 0 <= at_id < 2**63:
-        raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged")
-    return at, at_id
-
-
 #: The columns of a :class:`MessageRecord`, in the order of its fields (a row unpacks into it).
 _RECORD_COLUMNS = tuple(
     ChatMessageTable.__table__.c[name]
@@ -381,8 +369,7 @@ class MessageRepository:
         params["fid"] = v.scope_id(friend_id, name="friend_id", optional=True)
         params["tid"] = v.scope_id(thread_id, name="thread_id", optional=True)
         if cursor is not None:
-            at_iso, at_id = v.decode_cursor(cursor, kinds=(str, int))
-            params["at"], params["at_id"] = _cursor_position(at_iso, at_id)
+            params["at"], params["at_id"] = v.cursor_position(cursor, id_kind=int)
         stmt = _listing(
             since=lo is not None,
             until=hi is not None,

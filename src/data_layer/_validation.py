@@ -401,3 +401,23 @@ def decode_cursor(cursor: object, *, kinds: tuple[type, ...]) -> list[Any]:
     ):
         raise InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged")
     return parts
+
+
+def cursor_position(cursor: object, *, id_kind: type[int] | type[uuid.UUID]) -> tuple[datetime, Any]:
+    """The ``(created_at, id)`` a keyset listing's cursor points at: an aware time and an id (a whole
+    number in range, or a UUID), as the listing wrote them. Anything else was not written by it.
+
+    >>> at, mid = cursor_position(encode_cursor(["2026-03-01T12:00:00+00:00", 7]), id_kind=int)
+    >>> at.tzinfo is not None, mid
+    (True, 7)
+    """
+    at_iso, raw_id = decode_cursor(cursor, kinds=(str, int if id_kind is int else str))
+    refused = InvalidInputError("cursor is not one this library produced; pass next_cursor unchanged")
+    try:
+        at = datetime.fromisoformat(at_iso)
+        found: Any = uuid.UUID(raw_id) if id_kind is uuid.UUID else raw_id
+    except ValueError:
+        raise refused from None
+    if at.tzinfo is None or (id_kind is int and (isinstance(found, bool) or not 0 <= found < 2**63)):
+        raise refused
+    return at, found
