@@ -418,3 +418,15 @@ def test_token_estimate(text: str, tokens: int) -> None:
     from agent_memory.context._block import estimate_tokens
 
     assert estimate_tokens(text) == tokens
+
+
+def test_a_message_over_the_history_limit_is_stored_cut_and_says_so() -> None:
+    from agent_memory.context._turns import message_to_store
+    from data_layer import MAX_MESSAGE_BYTES
+
+    huge = "汇报" * (MAX_MESSAGE_BYTES // 3)  # 2 MB of UTF-8
+    stored = message_to_store(huge)
+    assert len(stored.encode("utf-8")) <= MAX_MESSAGE_BYTES
+    assert stored.startswith("汇报汇报") and f"原文 {len(huge.encode())} 字节" in stored
+    assert message_to_store("正常\ud800消息") == "正常\ufffd消息"
+    assert message_to_store("不变") == "不变"

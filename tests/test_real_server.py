@@ -127,6 +127,36 @@ async def test_empty_and_malformed_answers(db_url: str, server: StrictServer) ->
     assert server.errors == []
 
 
+async def test_a_message_the_database_refuses_is_stored_as_a_copy_and_later_turns_alternate(
+    db_url: str, server: StrictServer
+) -> None:
+    """A NUL in the user's message: the model got it, so the history stores a copy (U+FFFD for the NUL)
+    rather than the reply alone. A reply that said nothing is not stored, and the two user messages then
+    in a row come back as one. Each turn resumes the stored chat, as an app serving a new request does."""
+    system = await _system(db_url)
+    client = server.client()
+    sent: list[list[str]] = []
+    try:
+        for task, reply in [("第一句话", "回复一"), ("第二句\x00话", "回复二"), ("在吗", ""), ("第三句话", "回复三")]:
+            agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1",
+                                               friend_id="chat", system_message="你是职场导师。")  # fmt: skip
+            await agent.model_context.resume(limit=40)
+            server.script(Reply(text=reply))
+            await agent.run(task=task)
+            sent.append(server.roles())
+        saved = await system.layer.messages.latest(user_id="u1", friend_id="chat", limit=20)
+    finally:
+        await client.close()
+        await system.close()
+    assert server.errors == []
+    assert [(m.role, m.content) for m in saved] == [
+        ("user", "第一句话"), ("assistant", "回复一"), ("user", "第二句\ufffd话"), ("assistant", "回复二"),
+        ("user", "在吗"), ("user", "第三句话"), ("assistant", "回复三"),
+    ]  # fmt: skip
+    assert sent[-1] == ["system", "user", "assistant", "user", "assistant", "user"]  # 在吗 joined with 第三句话
+    assert server.requests[-1]["messages"][-1]["content"].startswith("在吗\n\n")
+
+
 async def test_history_stays_within_the_servers_context(db_url: str) -> None:
     with StrictServer(context_tokens=2500) as server:
         system = await _system(db_url, memory_context_token_budget=1200)

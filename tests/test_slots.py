@@ -136,6 +136,21 @@ async def test_the_db_config_slot_resolves_inside_code(executor: CommandExecutor
     assert record["code"] == code and record["result"] == 3306 and record["referenced_keys"] == ["db-config-001"]
 
 
+async def test_a_run_whose_result_no_backend_stores_is_still_recorded(
+    executor: CommandExecutor, layer: AgentFusionDataLayer
+) -> None:
+    """A result holding a lone surrogate: the run is recorded with U+FFFD for it (a NUL is kept: JSON
+    writes it as an escape, which every backend stores)."""
+    result = await executor.execute_with_memory_env("print('a\\x00b')\n_result = 'x\\ud800y'", {})
+    assert result.success, result.error
+    assert result.result == "x\ud800y"  # the caller gets what the code returned
+    assert result.memory_key is not None
+    saved = await layer.memory.retrieve_memory(memory_key=result.memory_key, user_id="u1")
+    assert saved is not None
+    record = json.loads(saved.content)
+    assert (record["result"], record["output"]) == ("x\ufffdy", "a\x00b\n")
+
+
 async def test_messages_and_memory_variables(executor: CommandExecutor) -> None:
     slots = await executor.slots(["db-config-001"])
     code = "_result = [len(messages), messages[-1], memory['db-config-001']['user'], [memory:db-config-001:summary]]"

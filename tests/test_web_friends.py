@@ -123,3 +123,75 @@ async def test_a_chat_turn_reads_the_users_settings_once(system: Any) -> None:
         assert len(reads) == 1 and "tool_call" not in {e["type"] for e in second}
     finally:
         event.remove(system.layer.db.engine.sync_engine, "before_cursor_execute", record)
+
+
+async def test_an_edit_after_its_memory_or_friend_was_deleted_stores_nothing(system: Any) -> None:
+    """The web page's edit reads the memory, then writes it: a delete committed in between (of the memory
+    or of its friend) makes the edit a ``NotFoundError``, never the memory stored again."""
+    memory, friends = system.layer.memory, system.layer.friends
+    user = f"dave-{uuid.uuid4().hex[:6]}"
+    await friends.create(user_id=user, name="小助手", friend_id="helper")
+    await memory.add(user_id=user, memory_key="gist", content="周六去看牙医", memory_type="event", friend_id="helper")
+    await memory.add(user_id=user, memory_key="note", content="护照放在书房抽屉", memory_type="general")
+
+    read = await memory.retrieve_memory(memory_key="note", user_id=user, touch=False)
+    assert read is not None
+    assert await memory.delete(user_id=user, memory_key="note")  # soft: the row stays, inactive
+    with pytest.raises(NotFoundError, match="deleted"):
+        await memory.upsert(user_id=user, memory_key="note", content="护照在客厅", must_exist=True)
+    assert await memory.retrieve_memory(memory_key="note", user_id=user) is None
+    kept = await memory.retrieve_memory(memory_key="note", user_id=user, include_inactive=True)
+    assert kept is not None and (kept.content, kept.is_active) == ("护照放在书房抽屉", False)
+
+    gist = await memory.retrieve_memory(memory_key="gist", user_id=user, touch=False)
+    assert gist is not None
+    await friends.delete(user_id=user, friend_id="helper")
+    with pytest.raises(NotFoundError):
+        await memory.upsert(user_id=user, memory_key="gist", content="改到周日", memory_type="event",
+                            friend_id="helper", must_exist=True)  # fmt: skip
+    assert await memory.retrieve_memory(memory_key="gist", user_id=user, include_inactive=True) is None
+    assert "gist" not in {h.memory_key for h in await system.search.search("牙医", user_id=user)}
+
+    # an edit of a live memory goes through; a missing key and a bad flag are refused
+    await memory.add(user_id=user, memory_key="plan", content="下周去杭州")
+    edited = await memory.upsert(user_id=user, memory_key="plan", content="下周去苏州", must_exist=True)
+    assert (edited.created, edited.record.content) == (False, "下周去苏州")
+    with pytest.raises(NotFoundError):
+        await memory.upsert(user_id=user, memory_key="never", content="x", must_exist=True)
+    assert await memory.retrieve_memory(memory_key="never", user_id=user, include_inactive=True) is None
+    with pytest.raises(InvalidInputError, match="must_exist"):
+        await memory.upsert(user_id=user, memory_key="plan", content="x", must_exist="yes")
+
+
+async def test_edits_racing_a_friends_deletion_leave_none_of_its_memories(system: Any) -> None:
+    """Edits and the deletion of their friend at the same time, in separate transactions (on PostgreSQL
+    on separate connections): whichever commits first, no memory of the deleted friend remains."""
+    import asyncio
+
+    memory, friends = system.layer.memory, system.layer.friends
+    user = f"erin-{uuid.uuid4().hex[:6]}"
+    outcomes = set()
+    for round_ in range(12):
+        friend = f"f{round_}"
+        await friends.create(user_id=user, name="朋友", friend_id=friend)
+        keys = [f"gist-{round_}-{i}" for i in range(3)]
+        for key in keys:
+            await memory.add(user_id=user, memory_key=key, content="周末去爬山", memory_type="event", friend_id=friend)
+
+        async def edit(key: str, delay: float, friend: str = friend) -> str:
+            await asyncio.sleep(delay)
+            try:
+                await memory.upsert(user_id=user, memory_key=key, content="改成去游泳", memory_type="event",
+                                    friend_id=friend, must_exist=True)  # fmt: skip
+            except NotFoundError:
+                return "refused"
+            return "edited"
+
+        results = await asyncio.gather(
+            *(edit(k, 0.002 * (i + round_ % 3)) for i, k in enumerate(keys)),
+            friends.delete(user_id=user, friend_id=friend),
+        )
+        outcomes.update(r for r in results if isinstance(r, str))
+        left = await memory.get_many(user_id=user, memory_keys=keys, include_inactive=True)
+        assert left == {}, f"round {round_}: {sorted(left)} outlived their friend ({results[:3]})"
+    assert outcomes  # every edit either went through before the deletion or was refused after it

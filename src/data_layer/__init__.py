@@ -50,14 +50,15 @@ from ._records import (
 )
 from ._scope import Scope
 from ._settings_repo import SettingsRepository
-from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_json, storable_text
+from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_copy, storable_json, storable_text
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
-from ._validation import MAX_CONTENT_BYTES, has_visible_text, scope_id
+from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id
 from ._validation import memory_type as check_memory_type
 
 __all__ = [
     "FOLD_VERSION",
     "MAX_CONTENT_BYTES",
+    "MAX_MESSAGE_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "SESSION_FIELD",
@@ -116,6 +117,7 @@ __all__ = [
     "normalize_url",
     "schema_differences",
     "scope_id",
+    "storable_copy",
     "storable_json",
     "storable_text",
     "upgrade",

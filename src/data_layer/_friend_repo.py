@@ -190,10 +190,13 @@ class FriendRepository:
             messages = await session.execute(
                 delete(ChatMessageTable).where(ChatMessageTable.user_id == uid, ChatMessageTable.friend_id == fid)
             )
+            # the revision row before the look-up: on PostgreSQL a memory write of this user (an edit)
+            # then commits before the look-up sees the friend's memories, or waits for this deletion and
+            # finds its memory gone. Search indexes rebuild on a hard-delete revision: the friend's
+            # memories leave every index.
+            await _revision.bump(session, self._db.backend, uid, hard_delete=True)
             ids = (await session.scalars(select(m.id).where(m.user_id == uid, m.friend_id == fid))).all()
             if ids:
-                # search indexes rebuild on a hard-delete revision: the friend's memories leave every index
-                await _revision.bump(session, self._db.backend, uid, hard_delete=True)
                 for start in range(0, len(ids), 500):
                     chunk = ids[start : start + 500]
                     # explicit, not only ON DELETE CASCADE: a SQLite connection may run without foreign keys

@@ -23,7 +23,7 @@ from . import _revision
 from . import _validation as v
 from ._combiner import CombinerPool
 from ._engine import Database
-from ._errors import DuplicateMemoryKeyError, InvalidInputError, StorageError
+from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StorageError
 from ._index_ops import IndexOpsMixin
 from ._memory_reads import MemoryReadsMixin
 from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
@@ -258,12 +258,22 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None,
         on_oversize: OnOversize = "truncate",
         shared: bool = False,
+        must_exist: bool = False,
     ) -> UpsertResult:
         """Store a memory under ``memory_key``, replacing the user's memory of that key if any.
 
         Replacing keeps ``id`` and ``created_at`` (unless given), reactivates a deleted memory,
         resets access statistics and recomputes its keywords.
+
+        ``must_exist=True`` is an edit: it replaces the user's active memory of that key, or raises
+        ``NotFoundError`` and writes nothing when there is none, also when a delete (of the memory or of
+        its AI friend) committed after the caller read it. Without it an edit racing a delete would
+        store the memory again, after the delete had reported success.
+
+        >>> await repo.upsert(user_id="u1", memory_key="k", content="改过的内容", must_exist=True)  # doctest: +SKIP
         """
+        if not isinstance(must_exist, bool):
+            raise InvalidInputError(f"must_exist must be True or False, got {type(must_exist).__name__}")
         uid = v.user_id(user_id)
         item = NewMemory(
             memory_key=memory_key,
@@ -280,8 +290,14 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         for attempt in range(2):
             try:
                 async with self._db.write() as session:
-                    existing = (await self._existing(session, uid, [memory_key])).get(memory_key)
+                    # the revision row first: on PostgreSQL it holds the user's other writers (a delete)
+                    # until this commits, so the look-up below sees what they committed before
                     revision = await _revision.bump(session, self._db.backend, uid)
+                    existing = (await self._existing(session, uid, [memory_key])).get(memory_key)
+                    if must_exist and (existing is None or not existing.is_active):
+                        raise NotFoundError(
+                            f"no memory {memory_key[:80]!r} to change: it was deleted; list the memories again"
+                        )
                     if existing is not None:
                         values = await self._replace(
                             session, existing, prepared, revision=revision, keep_created=created_at is None

@@ -11,6 +11,7 @@ message instead of a ``RecursionError``, and the walk stops as soon as the size 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ MAX_METADATA_DEPTH = 32
 MAX_METADATA_BYTES = 64 * 1024
 
 _SCALARS = (str, int, float, bool, type(None))
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def storable_text(text: str, *, name: str) -> str:
@@ -43,6 +45,25 @@ def storable_text(text: str, *, name: str) -> str:
             "Unicode; decode the source with errors='replace' or remove the character"
         ) from None
     return text
+
+
+def storable_copy(text: str) -> str:
+    """``text`` with the characters no backend stores (NUL, lone surrogates) replaced by U+FFFD.
+
+    For text the library records on its own rather than refuses: a tool's output (binary data, a badly
+    decoded file), a chat message already sent to the model (its reply must not be stored without it),
+    a code run's result. The rest of the text is kept.
+
+    >>> storable_copy("caf\\x00e")
+    'caf\\ufffde'
+    """
+    if "\x00" not in text:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def storable_json(value: object, *, name: str) -> dict[str, Any]:

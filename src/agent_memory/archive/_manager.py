@@ -26,6 +26,7 @@ from data_layer import (
     ArchiveRecord,
     InvalidInputError,
     scope_id,
+    storable_copy,
     storable_json,
 )
 
@@ -67,7 +68,6 @@ ARCHIVE_PROMPT = """## 历史工具结果管理
 THREAD_CHARS = 50_000
 #: Characters of a result searched for sources (a 20 MB result names its sources near the top).
 SOURCE_SCAN_CHARS = 200_000
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A bounded repr of argument values (a 10 MB list costs no more than a short one).
 _SHORT_REPR = reprlib.Repr()
 _SHORT_REPR.maxstring = _SHORT_REPR.maxother = _SHORT_REPR.maxlong = 200
@@ -82,21 +82,6 @@ def extract_sources(text: str, *, limit: int = 3) -> list[str]:
     head = text[:SOURCE_SCAN_CHARS]
     found = [m.strip()[:200] for m in _SOURCE_LINE.findall(head)] + [u[:2000] for u in _URL.findall(head)]
     return list(dict.fromkeys(found))[:limit]
-
-
-def storable_copy(text: str) -> str:
-    """``text`` with the characters no database stores (NUL, lone surrogates) replaced by U+FFFD.
-
-    Tool output can hold them (binary data, a badly decoded file); the archive keeps the rest of the
-    text rather than refusing it and leaving the whole result in the context window.
-    """
-    if "\x00" not in text:
-        try:
-            text.encode("utf-8")
-            return text
-        except UnicodeEncodeError:
-            pass
-    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def _query_summary(tool_input: Mapping[str, Any]) -> str:

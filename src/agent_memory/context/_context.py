@@ -57,7 +57,7 @@ from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._block import RecallBlock, reachable, recall_block
 from ._options import RecallOptions
-from ._turns import MAX_RECALL_HISTORY, chat_pairs, conversation_of, current_turn, stored_before
+from ._turns import MAX_RECALL_HISTORY, chat_pairs, conversation_of, current_turn, message_to_store, stored_before
 from ._window import bounded, message_tokens
 
 if TYPE_CHECKING:
@@ -134,7 +134,13 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         a tool result over the archive threshold is archived and kept as its placeholder."""
         if isinstance(message, FunctionExecutionResultMessage) and self.archive is not None:
             message = await archive_results(self.archive, message, self._messages[-6:], emit=self._emit)
-        await super().add_message(message)
+        last = self._messages[-1] if self._messages else None
+        if _plain_user(message) and last is not None and _plain_user(last):
+            # a user message the last turn left unanswered (its reply failed or said nothing): strict chat
+            # templates refuse two in a row, so the model gets both as one; each is stored as it came
+            self._messages[-1] = UserMessage(content=f"{last.content}\n\n{message.content}", source=message.source)
+        else:
+            await super().add_message(message)
         if not self.persist:
             return
         role = (
@@ -150,7 +156,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self.system.layer.messages.append(
                 user_id=self.scope.user_id,
                 role=role,  # type: ignore[arg-type]
-                content=message.content,
+                content=message_to_store(message.content),
                 friend_id=self.scope.friend_id,
                 thread_id=self.scope.thread_id,
             )
@@ -184,6 +190,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                                          limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
         self._stored = chat_pairs(stored)
         shown = self._stored[-limit:] if limit > 0 else []
+        if shown and shown[0][0] == "assistant":
+            shown = shown[1:]  # the window opens on a user message, as strict chat templates require
         for role, content in shown:
             if role == "user":
                 await super().add_message(UserMessage(content=content, source="user"))
@@ -402,3 +410,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                  options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
         context._owns_system = True
         return context  # type: ignore[return-value]
+
+
+def _plain_user(message: LLMMessage) -> bool:
+    return isinstance(message, UserMessage) and isinstance(message.content, str)

@@ -7,15 +7,51 @@ from collections.abc import Sequence
 
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
-from data_layer import MessageRecord
+from data_layer import MAX_MESSAGE_BYTES, MessageRecord, storable_copy
 
 #: The most messages of stored history a recall can look back over (the largest window).
 MAX_RECALL_HISTORY = 50
+#: Ends a message cut to what the chat history stores.
+CUT_MARK = "\n…[消息过长，只保存了前 {kept} 字节，原文 {size} 字节]"
+
+
+def message_to_store(text: str) -> str:
+    """What the chat history stores of a user or assistant message the model was already given.
+
+    The turn goes on with the message as it was, so refusing to store it would leave the reply stored
+    without its question: the stored chat would then say two replies in a row, which strict chat
+    templates refuse in every later turn. So a character no backend stores (NUL, a lone surrogate)
+    becomes U+FFFD, and a message over the history's limit (1 MB) keeps its start and says it was cut.
+
+    >>> message_to_store("第二句\x00话")
+    '第二句\ufffd话'
+    """
+    text = storable_copy(text)
+    raw = text.encode("utf-8")
+    if len(raw) <= MAX_MESSAGE_BYTES:
+        return text
+    mark = CUT_MARK.format(kept=MAX_MESSAGE_BYTES - 200, size=len(raw))
+    return raw[: MAX_MESSAGE_BYTES - 200].decode("utf-8", errors="ignore") + mark
 
 
 def chat_pairs(stored: Sequence[MessageRecord]) -> list[tuple[str, str]]:
-    """The user and assistant messages of a stored chat that say something, as ``(role, text)``."""
-    return [(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+    """The user and assistant messages of a stored chat that say something, as ``(role, text)``, with
+    messages of one role in a row joined into one.
+
+    A chat stores one user message and one reply a turn, but a reply that said nothing (blank text is
+    not stored) or a message that could not be stored (the database was down) leaves two of one role in
+    a row, and strict chat templates refuse a conversation that does not alternate, in every later turn:
+    stored "在吗" and "我周六搬家" with no reply between them come back as one user message.
+    """
+    pairs: list[tuple[str, str]] = []
+    for m in stored:
+        if m.role not in ("user", "assistant") or not m.content.strip():
+            continue
+        if pairs and pairs[-1][0] == m.role:
+            pairs[-1] = (m.role, f"{pairs[-1][1]}\n\n{m.content}")
+        else:
+            pairs.append((m.role, m.content))
+    return pairs
 
 
 def stored_before(stored: Sequence[tuple[str, str]], conversation: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, UserMessage
 
-from data_layer import AgentFusionDataLayer, InvalidInputError, Scope
+from data_layer import AgentFusionDataLayer, InvalidInputError, Scope, storable_copy
 
 from ._isolation import Isolation, detect_isolation, unisolated_error, workdir_problem
 from ._placeholders import Placeholder, PlaceholderError, SlotValue, format_value, placeholder_keys, substitute
@@ -276,8 +276,10 @@ class CommandExecutor:
             friend_id=self.friend_id,
             memory_key=key,
             memory_type="command_output",
-            summary=f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120],
-            content=json.dumps(record, ensure_ascii=False, default=repr),
+            # what a run printed may hold what no backend stores (a NUL, a lone surrogate): the record
+            # keeps the rest rather than being lost
+            summary=storable_copy(f"执行{'成功' if outcome.ok else '失败'}: {first}"[:120]),
+            content=storable_copy(json.dumps(record, ensure_ascii=False, default=repr)),
             metadata={
                 "referenced_keys": list(refs),
                 "success": outcome.ok,

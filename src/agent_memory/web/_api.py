@@ -375,6 +375,7 @@ async def edit_memory(request: Request) -> Response:
         created_at=record.created_at,
         on_oversize="error",
         shared=record.friend_id is None,
+        must_exist=True,  # deleted meanwhile (the memory or its friend): a 404, not the memory stored again
     )
     return JSONResponse(memory_json(result.record))
 
