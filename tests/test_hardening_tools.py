@@ -133,3 +133,16 @@ async def test_unstorable_results_and_inputs_are_still_archived(layer: AgentFusi
     record = (await layer.archive.list_results(user_id="u1"))[0]
     assert record.result_full == "二进制\ufffd输出\ufffd" + BIG and record.tool_input is None
     assert "rows=[0, 1, 2, 3, 4, 5, ...]" in record.query_summary and _uuid(placeholder) == record.uuid
+
+
+async def test_a_query_with_a_lone_surrogate_is_searched_not_a_crash(box: MemoryToolbox) -> None:
+    """Text decoded badly (a lone surrogate) in the user's message reaches the search through the recall:
+    it matches nothing stored (nothing stored can hold it), and the rest of the query is searched."""
+    found = await box.search_memories(SearchMemoriesInput(query="科幻\ud800电影"))
+    assert found.success, found.message
+    assert [r.memory_key for r in found.results] == ["movies"]
+    words = await box.extract_search_keywords(ExtractKeywordsInput(query="推荐\ud800科幻电影"))
+    assert words.success, words.message
+    assert any("科幻" in k.keyword for k in words.keywords)
+    traditional = await box.search_memories(SearchMemoriesInput(query="電影\udcff"))  # folded to 电影 too
+    assert [r.memory_key for r in traditional.results] == ["movies"]

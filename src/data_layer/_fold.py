@@ -32,6 +32,8 @@ import threading
 import unicodedata
 from typing import Any
 
+from ._storable import storable_copy
+
 #: Identifies the folding rule; part of the search tokenizer's name, so a change re-analyses memories.
 FOLD_VERSION = "fold2"
 
@@ -67,7 +69,10 @@ def fold_text(text: str) -> str:
         return text.lower()
     text = unicodedata.normalize("NFKC", text)
     if _HAN.search(text):
-        text = _t2s().convert(text)
+        try:
+            text = _t2s().convert(text)
+        except UnicodeEncodeError:  # a lone surrogate (text decoded badly) matches nothing stored: U+FFFD
+            text = _t2s().convert(storable_copy(text))
     text = text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     if _ACCENTS.search(decomposed):

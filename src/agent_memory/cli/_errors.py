@@ -44,7 +44,15 @@ def _handlers() -> list[tuple[type[BaseException], Handler]]:
         kind = getattr(sys.modules.get(module), name, None)
         if isinstance(kind, type) and issubclass(kind, BaseException):
             found.append((kind, handler))
-    return [*found, (OSError, _os_error), (ValueError, _data_layer)]
+    return [*found, (OSError, _os_error), (UnicodeError, _not_utf8), (ValueError, _data_layer)]
+
+
+def _not_utf8(exc: BaseException, _url: str | None) -> tuple[str, str | None]:
+    """Text from the command line that is not UTF-8 (Python keeps such bytes as lone surrogates)."""
+    return (
+        "an argument (a text, a name or a path) holds bytes that are not UTF-8",
+        "type it again in a UTF-8 terminal (LANG=C.UTF-8), or rename the file",
+    )
 
 
 def _first_line(text: str) -> str:

@@ -72,7 +72,7 @@ class ScanBudget:
 
     def whole(self, text: str) -> bool:
         """Whether ``text`` is read whole (it is at most ``whole_bytes`` in UTF-8)."""
-        return len(text) <= self.whole_bytes and len(text.encode("utf-8")) <= self.whole_bytes
+        return len(text) <= self.whole_bytes and len(text.encode("utf-8", "surrogatepass")) <= self.whole_bytes
 
     def windows(self, text: str) -> Iterator[str]:
         """The windows of ``text`` in reading order, limited by ``max_chars`` only (the cost is charged by
