@@ -246,6 +246,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("add_memory", {"content": "x" * 200_000}, "content"),
     ("add_memory", {"content": "汉" * 50_000, "memory_key": "huge"}, "bytes as UTF-8"),
     ("add_memory", {"content": "去医院复查", "memory_type": "event"}, "friend_id"),
+    ("add_memory", {"content": "喜欢爬山", "memory_type": "profile", "friend_id": FRIEND_HELPER}, "shared by every"),
+    ("add_memory", {"content": "不吃香菜", "memory_type": "user_preference", "friend_id": 1}, "leave friend_id out"),
     ("add_memory", {"content": "x", "memory_key": "a/b"}, "letters, digits"),
     ("add_memory", {"content": "x", "memory_type": "secret"}, "memory_type"),
     ("add_memory", {"content": "   "}, "empty"),
@@ -354,6 +356,26 @@ async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on
     finally:
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), timeout=30)
+
+
+async def test_a_friends_listing_leaves_out_what_its_search_and_detail_withhold(sqlite_db: Path) -> None:
+    """A sensitive shared profile: listed for the user's own view, not for an AI friend it is not shared
+    with, as search_memories and get_memory_detail for that friend withhold it."""
+    async with _stdio(sqlite_db) as wb:
+        await _call(
+            wb, "add_memory", {"content": "我的月薪是三万元", "memory_type": "profile", "memory_key": "salary1"}
+        )
+        mine = await _call(wb, "list_memories", {"memory_types": ["profile"], "limit": 100})
+        assert "salary1" in {i["memory_key"] for i in mine["items"]}
+        friends = await _call(
+            wb, "list_memories", {"memory_types": ["profile"], "friend_id": FRIEND_HELPER, "limit": 100}
+        )
+        listed = {i["memory_key"] for i in friends["items"]}
+        assert "salary1" not in listed and "profile-job" in listed  # the rest of the shared profile stays
+        found = await _call(wb, "search_memories", {"query": "月薪", "friend_id": FRIEND_HELPER})
+        assert "salary1" not in {r["memory_key"] for r in found["results"]}
+        withheld = await _error(wb, "get_memory_detail", {"memory_key": "salary1", "friend_id": FRIEND_HELPER})
+        assert "授权" in withheld
 
 
 async def test_another_user_is_served_only_its_own_memories(sqlite_db: Path) -> None:

@@ -34,8 +34,10 @@ from data_layer import (
     StorageError,
 )
 
+from ..context import PROFILE_TYPES
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
+from ..slots import reaches
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput
 from ..tools import SearchMemoriesOutput as SearchResult
 from ._models import (
@@ -148,7 +150,9 @@ MCP_TOOLS: dict[str, McpTool] = {
     "list_memories": McpTool(
         "list_memories",
         "List the user's memories, newest first, a page at a time (summary and a preview; the full content: "
-        "get_memory_detail). Filter by memory_types and by friend_id (what that AI friend may see).",
+        "get_memory_detail). Filter by memory_types and by friend_id (what that AI friend may see). Sensitive "
+        "memories (health, money, ids ...) are listed only to the friend they belong to or are shared with, "
+        "as search_memories and get_memory_detail give them; a page may then hold fewer than limit.",
         ListMemoriesArgs,
         ListMemoriesResult,
     ),
@@ -301,6 +305,11 @@ class MemoryMcpTools:
             )
         if args.memory_type == "event" and args.friend_id is None:
             raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
+        if args.memory_type in PROFILE_TYPES and args.friend_id is not None:
+            raise McpToolError(
+                f"a {args.memory_type} memory is shared by every AI friend of the user: leave friend_id out "
+                "(a memory for one friend alone is an event)"
+            )
         fields: dict[str, Any] = {
             "user_id": self.user_id,
             "memory_key": args.memory_key or f"mcp-{uuid.uuid4().hex[:16]}",
@@ -328,7 +337,8 @@ class MemoryMcpTools:
         )
 
     async def _list_memories(self, args: ListMemoriesArgs) -> ListMemoriesResult:
-        friend = self._scope(args.friend_id).friend_id
+        scope = self._scope(args.friend_id)
+        friend = scope.friend_id
         page = await self.system.layer.memory.list_memories(
             user_id=self.user_id,
             memory_types=args.memory_types,
@@ -348,6 +358,9 @@ class MemoryMcpTools:
                 updated_at=r.updated_at.isoformat(),
             )
             for r in page.items
+            # the rule of every path that hands a memory on (search, detail, recall): a sensitive memory
+            # stays out unless it is that friend's own or shared with it; a page may then hold fewer
+            if reaches(scope, r)
         ]
         return ListMemoriesResult(items=items, next_cursor=page.next_cursor)
 
