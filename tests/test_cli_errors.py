@@ -79,6 +79,26 @@ def test_a_new_file_is_announced_so_a_mistyped_path_is_seen(tmp_path: Path) -> N
     assert again.exit_code == 0 and "created a new" not in again.stderr
 
 
+def test_db_current_only_reads_and_a_file_without_tables_is_new_too(tmp_path: Path) -> None:
+    """``db current`` on a mistyped path made the file, and the next command then took it for an
+    existing database and said nothing: it now only reads, and a file without tables is announced."""
+    path = tmp_path / "never.db"
+    current = runner.invoke(app, ["db", "current", "--db", str(path)])
+    assert current.exit_code == 0 and "current: none" in current.output and "no database file" in current.output
+    assert not path.exists()
+    path.touch()  # left by another tool: no tables
+    first = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", str(path)])
+    assert first.exit_code == 0 and f"created a new database at {path}" in first.stderr
+    assert "up to date" in runner.invoke(app, ["db", "current", "--db", str(path)]).output
+
+
+def test_a_folder_given_as_the_database_is_named_as_one(tmp_path: Path) -> None:
+    for given in (str(tmp_path), _sqlite(tmp_path)):
+        out = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", given])
+        err = _short_error(out, f"{tmp_path} is a folder, not a SQLite file")
+        assert str(tmp_path / "memory.db") in err
+
+
 def test_messages_import_on_a_new_path(tmp_path: Path) -> None:
     data = tmp_path / "m.jsonl"
     data.write_text('{"user_id": "u1", "role": "user", "content": "你好"}\n', encoding="utf-8")
@@ -151,11 +171,6 @@ def test_read_only_directory_for_the_sqlite_file(tmp_path: Path) -> None:
         assert "writable" in err
     finally:
         locked.chmod(0o700)
-
-
-def test_a_folder_given_as_the_sqlite_file(tmp_path: Path) -> None:
-    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--url", _sqlite(tmp_path)])
-    _short_error(out, f"SQLite file {tmp_path}")
 
 
 def test_bad_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,3 +96,12 @@ def test_exec_without_isolation_refuses_and_says_how_to_opt_in(
     monkeypatch.setenv("MEMORY_EXEC_ALLOW_UNISOLATED", "true")
     opted = runner.invoke(app, ["exec", "_result = 6 * 7", "--user", "u1", "--url", url])
     assert opted.exit_code == 0 and opted.stdout == "42\n", opted.output
+
+
+def test_exec_help_shows_the_slot_syntax() -> None:
+    """``[memory:KEY]`` is rich markup to --help's renderer: written plainly it vanished from the text."""
+    result = runner.invoke(app, ["exec", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "with [memory:KEY] slots filled" in text
+    assert "Python code with [memory:KEY] slots (with --command: the [memory:KEY] of a remembered command)" in text

@@ -93,7 +93,7 @@ async def open_system(url: str | None, *, announce_new: bool = True) -> AsyncIte
     state.url = as_database_url(url) or settings.memory_database_url
     system = MemorySystem.from_settings(settings, database_url=state.url)
     try:
-        new_file = _new_sqlite_file(system)
+        new_file = await _new_sqlite_file(system)
         created = await system.ensure_schema() and new_file is not None and announce_new
         yield system
         if created:  # after the command's own output, and only when it succeeded (an error stays 1-2 lines)
@@ -105,13 +105,26 @@ async def open_system(url: str | None, *, announce_new: bool = True) -> AsyncIte
         await system.close()
 
 
-def _new_sqlite_file(system: MemorySystem) -> str | None:
-    """The path of the SQLite file ``system`` is about to create (``None``: it exists, or not a file)."""
-    url = system.layer.url
-    path = url.database
-    if system.layer.backend != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+async def _new_sqlite_file(system: MemorySystem) -> str | None:
+    """The path of the SQLite file ``system`` is about to create or fill for the first time (``None``: a
+    database with tables, or not a file). A file without tables (empty, or left by a tool that opened
+    the path) is as new as a missing one: its memories cannot be what the user expected to find."""
+    from data_layer import current_revision
+
+    path = sqlite_file(system.layer.url)
+    if path is None:
         return None
-    return None if Path(path).expanduser().exists() else str(Path(path).expanduser())
+    if path.exists() and (path.is_dir() or await current_revision(system.layer.url) is not None):
+        return None
+    return str(path)
+
+
+def sqlite_file(url: Any) -> Path | None:
+    """The file of a SQLite URL (``None``: another backend, in memory, or a ``file:`` URI)."""
+    path = url.database
+    if url.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return Path(path).expanduser()
 
 
 def fail(message: str, hint: str | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ._common import URL_HELP, console, database_url, esc, run
+from ._common import URL_HELP, console, database_url, esc, run, sqlite_file
 
 app = typer.Typer(help="Create and migrate the database schema (Alembic).", no_args_is_help=True)
 
@@ -50,10 +50,17 @@ async def downgrade_cmd(
 @app.command("current")
 @run
 async def current_cmd(url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP)) -> None:
-    """Show the database's revision and the newest one this version ships."""
-    from data_layer import current_revision, head_revision
+    """Show the database's revision and the newest one this version ships (only reads: a SQLite file
+    that does not exist is not created)."""
+    from data_layer import current_revision, head_revision, normalize_url
 
-    rev = await current_revision(database_url(url))
+    target = database_url(url)
     head = head_revision()
+    path = sqlite_file(normalize_url(target))
+    if path is not None and not path.exists():
+        console.print(f"current: [bold]none[/] (no database file at {esc(str(path))}; data commands create it)")
+        console.print(f"head: {esc(head)}")
+        return
+    rev = await current_revision(target)
     state = "up to date" if rev == head else "run `agent-memory db upgrade`"
     console.print(f"current: [bold]{esc(rev or 'none')}[/]\nhead: {esc(head)} ({state})")

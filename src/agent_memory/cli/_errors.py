@@ -121,16 +121,22 @@ def _is_database_path(filename: object, url: str | None) -> bool:
     error naming no file is taken to be the database's."""
     if filename is None:
         return True
+    database = _sqlite_path(url)
+    if database is None:
+        return False
+    path, db = Path(str(filename)).expanduser().absolute(), database.absolute()
+    return path == db or db.is_relative_to(path)
+
+
+def _sqlite_path(url: str | None) -> Path | None:
+    """The file of a SQLite ``url`` (``None`` for anything else)."""
     try:
         from sqlalchemy.engine import make_url
 
         database = make_url(url).database if url and url.startswith("sqlite") else None
     except Exception:  # a malformed URL is reported elsewhere
-        database = None
-    if not database:
-        return False
-    path, db = Path(str(filename)).expanduser().absolute(), Path(database).expanduser().absolute()
-    return path == db or db.is_relative_to(path)
+        return None
+    return Path(database).expanduser() if database and database != ":memory:" else None
 
 
 def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
@@ -165,6 +171,9 @@ def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
             f"cannot reach the PostgreSQL server at {where} ({_reason(first)})",
             f"start the server, or fix host and port in {URL_SOURCES}",
         )
+    folder = _sqlite_path(url)
+    if "unable to open database file" in lowered and folder is not None and folder.is_dir():
+        return f"{folder} is a folder, not a SQLite file", f"name a file in it, e.g. --db {folder / 'memory.db'}"
     if "unable to open database file" in lowered or "readonly database" in lowered:
         return (
             f"cannot write the {where}: {first}",

@@ -13,7 +13,8 @@ import typer
 
 from ._common import URL_HELP, emit_json, fail, open_system, run
 
-CODE_HELP = "Python code with [memory:KEY] slots (with --command: the [memory:KEY] of a remembered command)"
+#: "\[" keeps the slots' brackets out of rich markup, which --help renders (and would drop them)
+CODE_HELP = r"Python code with \[memory:KEY] slots (with --command: the \[memory:KEY] of a remembered command)"
 
 
 @run
@@ -28,7 +29,7 @@ async def exec_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON"),
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
-    """Run CODE isolated, with [memory:KEY] slots filled from the user's memories; print its output
+    r"""Run CODE isolated, with \[memory:KEY] slots filled from the user's memories; print its output
     (as it comes) and its _result."""
     import sys
 
