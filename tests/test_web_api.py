@@ -134,6 +134,16 @@ def test_unknown_route_and_wrong_method_answer_json(base: str) -> None:
         assert wrong.status_code == 405
         assert "GET" in wrong.headers["allow"]
         assert "use" in wrong.json()["error"] and "GET" in wrong.json()["error"]
+        # a path with a route per method names them all, not only the first route's
+        for method, path, allowed in (
+            ("PUT", "/api/friends", "GET, HEAD, POST"),
+            ("GET", "/api/session", "DELETE, POST"),
+            ("POST", "/api/settings", "GET, HEAD, PUT"),
+            ("GET", "/api/memories/abc", "DELETE, PATCH"),
+        ):
+            answer = client.request(method, path)
+            assert answer.status_code == 405, (method, path, answer.text)
+            assert answer.headers["allow"] == allowed and answer.json()["error"].endswith(f"use {allowed}")
 
 
 def test_settings_round_trip_and_out_of_range(base: str) -> None:
@@ -385,6 +395,35 @@ def test_bad_text_and_deep_json_are_refused_before_the_turn(base: str, db_url: s
             answer = client.post(path, content=deep, headers=headers)
             assert answer.status_code == 400 and "nested too deeply" in answer.json()["error"]
     assert rows(db_url, "SELECT count(*) FROM chat_messages WHERE user_id = :u", u=me) == 0
+
+
+def test_json_that_python_reads_but_json_is_not_is_refused_and_a_full_message_fits(base: str, db_url: str) -> None:
+    """NaN, Infinity and a field given twice were read (NaN reported as out of range, the last of two
+    fields taken); a message of the advertised 8,000 characters, escaped as a client escapes it, did not
+    fit the body limit."""
+    me = user()
+    headers = {"content-type": "application/json"}
+    with signed_in(base, me) as client:
+        for raw, said in (
+            (b'{"memory": {"similarity_threshold": NaN}}', "NaN is no JSON number"),
+            (b'{"memory": {"similarity_threshold": -Infinity}}', "-Infinity is no JSON number"),
+            (b'{"memory": {"rounds": 2, "rounds": 5}}', "'rounds' is given twice"),
+        ):
+            answer = client.put("/api/settings", content=raw, headers=headers)
+            assert answer.status_code == 400 and said in answer.json()["error"], answer.text
+        assert client.get("/api/settings").json()["settings"]["memory"]["rounds"] == 3  # nothing stored
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        extra = client.post(f"/api/friends/{friend}/archive", json={"x": 1})
+        assert extra.status_code == 400 and "takes no fields" in extra.json()["error"]
+        limit = client.get("/api/me").json()["limits"]["message_chars"]
+        escaped = json.dumps({"message": "😀" * limit}).encode()  # ASCII escapes: 12 bytes a character
+        assert len(escaped) > 65_536
+        turn = client.post(f"/api/friends/{friend}/chat", content=escaped, headers=headers)
+        assert turn.status_code == 200 and events(turn)[-1]["type"] == "done", turn.text[:300]
+        over = client.post(f"/api/friends/{friend}/chat", content=json.dumps({"message": "😀" * (limit + 1)}),
+                           headers=headers)  # fmt: skip
+        assert over.status_code == 400 and f"at most {limit}" in over.json()["error"]
+    assert rows(db_url, "SELECT count(*) FROM chat_messages WHERE user_id = :u AND role = 'user'", u=me) == 1
 
 
 def test_a_foreign_host_is_refused_on_loopback_without_a_token(base: str) -> None:

@@ -94,6 +94,11 @@ def _path_id(request: Request, name: str) -> str:
     return value
 
 
+#: A chat body holds a message of up to MAX_MESSAGE_CHARS characters however a client escapes it (an
+#: emoji written as two \uXXXX escapes is 12 bytes), with room for the field's name.
+CHAT_BODY_BYTES = MAX_MESSAGE_CHARS * 12 + 1024
+
+
 # -- health and session ----------------------------------------------------------------------------
 
 
@@ -198,7 +203,7 @@ async def history(request: Request) -> Response:
 @guarded
 async def chat(request: Request) -> Response:
     user = current_user(request)
-    data = await json_body(request)
+    data = await json_body(request, max_bytes=CHAT_BODY_BYTES)
     only_fields(data, {"message"})
     text = check_message(data.get("message"))
     fid = _path_id(request, "friend_id")

@@ -34,7 +34,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from data_layer import InvalidInputError
@@ -59,12 +59,26 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     message = str(exc.detail)
     if exc.status_code == 404:
         message = f"no such page or API route: {request.method} {request.url.path}"
-    elif exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette's Allow names the first route of the path only; a path has a route per method
+        methods = _methods_of(request)
+        if methods:
+            headers["Allow"] = ", ".join(methods)
+        allowed = headers.get("Allow", "")
         message = f"{request.method} is not allowed on {request.url.path}" + (f"; use {allowed}" if allowed else "")
     response = problem(exc.status_code, message)
-    response.headers.update(exc.headers or {})
+    response.headers.update(headers)
     return response
+
+
+def _methods_of(request: Request) -> list[str]:
+    """Every method some route of the app takes on the request's path, sorted."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
+    return sorted(methods)
 
 
 async def _index(request: Request) -> Response:

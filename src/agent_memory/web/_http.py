@@ -128,7 +128,9 @@ async def json_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> dic
         if len(raw) > max_bytes:
             raise HTTPProblem(413, f"the request body is over {max_bytes} bytes; at most {max_bytes} allowed")
     try:
-        data = json.loads(raw or b"{}")
+        data = json.loads(raw or b"{}", parse_constant=_no_constant, object_pairs_hook=_no_repeats)
+    except _NotJson as exc:
+        raise HTTPProblem(400, f"the body is not valid JSON: {exc}") from None
     except ValueError:
         raise HTTPProblem(400, "the body is not valid JSON") from None
     except RecursionError:
@@ -136,6 +138,23 @@ async def json_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> dic
     if not isinstance(data, dict):
         raise HTTPProblem(400, "the body must be a JSON object")
     no_user_fields(request, data)
+    return data
+
+
+class _NotJson(ValueError):
+    """What Python's parser takes but JSON is not (NaN, Infinity) or says twice (a repeated field)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is no JSON number; send a number such as 0.5")
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _NotJson(f"the field {key[:80]!r} is given twice; give it once")
+        data[key] = value
     return data
 
 
@@ -152,5 +171,7 @@ def text_field(data: dict[str, Any], name: str, *, required: bool = True) -> str
 def only_fields(data: dict[str, Any], allowed: set[str]) -> None:
     """Refuse unknown body fields, naming the known ones."""
     unknown = set(data) - allowed
+    if unknown and not allowed:
+        raise HTTPProblem(400, f"unknown field {sorted(unknown)[0]!r}: this request takes no fields; send {{}}")
     if unknown:
         raise HTTPProblem(400, f"unknown field {sorted(unknown)[0]!r}; known: {', '.join(sorted(allowed))}")
