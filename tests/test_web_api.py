@@ -207,7 +207,8 @@ def test_another_users_memory_key_is_not_found(base: str, db_url: str) -> None:
         assert b.patch(f"/api/memories/{key}", json={"content": "被改了"}).status_code == 404
         assert b.delete(f"/api/memories/{key}").status_code == 404
         assert b.get(f"/api/memories/{key}/sources").status_code == 404
-        assert b.get("/api/memories").json() == {"query": "", "profiles": [], "friends": []}
+        assert b.get("/api/memories").json() == {"query": "", "profiles": [], "profiles_more": False, "friends": [],
+                                                 "other": [], "other_more": False}  # fmt: skip
         assert b.get("/api/memories", params={"q": "北京"}).json()["friends"] == []
         assert a.get("/api/memories").json()["friends"][0]["events"][0]["content"] == before
         sources = a.get(f"/api/memories/{key}/sources").json()["messages"]
@@ -218,6 +219,44 @@ def test_another_users_memory_key_is_not_found(base: str, db_url: str) -> None:
         assert [e["key"] for e in found["friends"][0]["events"]][:1] == [key]
         assert a.delete(f"/api/memories/{key}").status_code == 200
         assert key not in json.dumps(a.get("/api/memories").json())
+
+
+def test_the_memory_page_shows_every_friend_and_what_fits_no_section(base: str, db_url: str) -> None:
+    """Events were capped at 200 over all friends (a busy friend hid a quiet one's), and memories written
+    through MCP or the library (another kind, or an event of a friend the page does not know) never
+    showed, not even in a search."""
+    import asyncio
+
+    from data_layer import AgentFusionDataLayer, NewMemory
+
+    me = user()
+    with signed_in(base, me) as client:
+        quiet = client.post("/api/friends", json={"name": "安静的"}).json()["id"]
+        busy = client.post("/api/friends", json={"name": "忙碌的"}).json()["id"]
+
+        async def write() -> None:
+            async with AgentFusionDataLayer(db_url) as layer:
+                memories = [NewMemory(f"busy-{i:03d}", f"第{i}次跑步打卡", memory_type="event", friend_id=busy)
+                            for i in range(205)]  # fmt: skip
+                memories += [
+                    NewMemory("quiet-1", "上周去了苏州园林", memory_type="event", friend_id=quiet),
+                    NewMemory("note-1", "护照放在书房抽屉", memory_type="general"),
+                    NewMemory("ghost-1", "和另一个应用的好友聊过露营", memory_type="event", friend_id="ghost-friend"),
+                    NewMemory("pref-1", "不吃香菜", memory_type="user_preference"),
+                ]
+                await layer.memory.add_many(user_id=me, memories=memories)
+
+        asyncio.run(write())
+        page = client.get("/api/memories").json()
+        friends = {f["id"]: f for f in page["friends"]}
+        assert [e["key"] for e in friends[quiet]["events"]] == ["quiet-1"] and friends[quiet]["more"] is False
+        assert len(friends[busy]["events"]) == 200 and friends[busy]["more"] is True
+        assert {m["key"] for m in page["other"]} == {"note-1", "ghost-1"} and page["other_more"] is False
+        assert [m["key"] for m in page["profiles"]] == ["pref-1"]
+        found = client.get("/api/memories", params={"q": "护照"}).json()
+        assert [m["key"] for m in found["other"]] == ["note-1"]
+        camping = client.get("/api/memories", params={"q": "露营"}).json()
+        assert [m["key"] for m in camping["other"]] == ["ghost-1"]
 
 
 def test_user_id_in_body_or_query_is_refused(base: str, db_url: str) -> None:

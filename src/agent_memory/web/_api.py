@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from data_layer import FriendRecord, MemoryRecord, scope_id
+from data_layer import FriendRecord, MemoryRecord, MemoryType, scope_id
 
 from ..context import PROFILE_TYPES
 from ..system import MemorySystem
@@ -36,6 +36,8 @@ from ._http import (
 Handler = Callable[[Request], Awaitable[Response]]
 #: Most memories one listing returns per section.
 MEMORY_PAGE = 200
+#: Kinds of memory the page lists under "other": neither the shared profile nor a friend's events.
+OTHER_TYPES = sorted(t.value for t in MemoryType if t.value not in PROFILE_TYPES and t.value != "event")
 
 
 def guarded(handler: Handler) -> Handler:
@@ -319,35 +321,59 @@ def _strict_types(data: dict[str, Any]) -> None:
 
 @guarded
 async def list_memory(request: Request) -> Response:
-    """The shared profile and each friend's event gists; ``?q=`` searches them."""
+    """The shared profile, each friend's event gists and the user's other memories (of other kinds, or
+    of a friend the page does not know: written through MCP or the library); ``?q=`` searches them all.
+    Each section lists its newest :data:`MEMORY_PAGE` and says whether it holds more (``more``)."""
     user = current_user(request)
     system = system_of(request)
     query = request.query_params.get("q", "").strip()
     if len(query) > 500:
         raise HTTPProblem(400, "the search text is over 500 characters; shorten it")
     friends = await system.layer.friends.list(user_id=user)
+    known = {f.friend_id for f in friends}
+    more: dict[str, bool] = {}
     if query:
-        types = [*sorted(PROFILE_TYPES), "event"]
-        hits = await system.search.search(query, user_id=user, memory_types=types, limit=100)
+        hits = await system.search.search(query, user_id=user, limit=100)
         records = [h.record for h in hits]
     else:
-        profiles = await system.layer.memory.list_memories(
-            user_id=user, memory_types=sorted(PROFILE_TYPES), limit=MEMORY_PAGE
-        )
-        events = await system.layer.memory.list_memories(user_id=user, memory_types=["event"], limit=MEMORY_PAGE)
-        records = [*profiles.items, *events.items]
+        memory = system.layer.memory
+        records = []
+        sections = [("profiles", sorted(PROFILE_TYPES), None), ("other", OTHER_TYPES, None)]
+        sections += [(f"friend:{f.friend_id}", ["event"], f.friend_id) for f in friends]
+        for name, types, friend in sections:
+            page = await memory.list_memories(user_id=user, memory_types=types, friend_id=friend,
+                                              include_shared=False, limit=MEMORY_PAGE)  # fmt: skip
+            records += page.items
+            more[name] = page.next_cursor is not None
+        # events of a friend the page does not list (written for another app's friend id), among the
+        # newest events of all friends: older ones are found by the search
+        strays = await memory.list_memories(user_id=user, memory_types=["event"], limit=MEMORY_PAGE)
+        records += [r for r in strays.items if r.friend_id not in known]
     by_friend: dict[str, list[dict[str, Any]]] = {f.friend_id: [] for f in friends}
-    shared = []
+    shared, other = [], []
     for record in records:
-        if record.memory_type in PROFILE_TYPES or record.friend_id is None:
+        if record.memory_type in PROFILE_TYPES and record.friend_id is None:
             shared.append(memory_json(record))
-        elif record.friend_id in by_friend:
+        elif record.memory_type == "event" and record.friend_id in by_friend:
             by_friend[record.friend_id].append(memory_json(record))
+        else:
+            other.append(memory_json(record))
     return JSONResponse(
         {
             "query": query,
             "profiles": shared,
-            "friends": [{"id": f.friend_id, "name": f.name, "events": by_friend[f.friend_id]} for f in friends],
+            "profiles_more": more.get("profiles", False),
+            "friends": [
+                {
+                    "id": f.friend_id,
+                    "name": f.name,
+                    "events": by_friend[f.friend_id],
+                    "more": more.get(f"friend:{f.friend_id}", False),
+                }
+                for f in friends
+            ],
+            "other": other,
+            "other_more": more.get("other", False),
         }
     )
 

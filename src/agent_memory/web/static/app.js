@@ -421,17 +421,22 @@ async function loadMemories() {
     $("memory-error").textContent = e.message;
     return;
   }
-  const profiles = $("memory-profiles");
-  profiles.replaceChildren(...data.profiles.map(memoryItem));
-  if (!data.profiles.length) profiles.append(el("li", { class: "muted", text: "（没有画像）" }));
+  // a section lists its newest memories; "more" says there are older ones, which the search finds
+  const fill = (list, items, more, empty) => {
+    list.replaceChildren(...items.map(memoryItem));
+    if (!items.length) list.append(el("li", { class: "muted", text: empty }));
+    if (more) list.append(el("li", { class: "muted more", text: `只显示最新的 ${items.length} 条；更早的请用搜索查找。` }));
+  };
+  fill($("memory-profiles"), data.profiles, data.profiles_more, "（没有画像）");
   const friends = $("memory-friends");
   friends.replaceChildren();
   for (const f of data.friends) {
-    const list = el("ul", { class: "memories" }, ...f.events.map(memoryItem));
-    if (!f.events.length) list.append(el("li", { class: "muted", text: "（没有事件记忆）" }));
+    const list = el("ul", { class: "memories" });
+    fill(list, f.events, f.more, "（没有事件记忆）");
     friends.append(el("section", { class: "friend-memories", "data-friend": f.id },
       el("h2", { text: `与「${f.name}」的事件` }), list));
   }
+  fill($("memory-other"), data.other || [], data.other_more, "（没有其他记忆）");
   $("memory-page").dataset.loaded = "yes";
 }
 
