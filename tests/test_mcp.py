@@ -344,6 +344,17 @@ async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on
         await send("[" * 5000 + "]" * 5000)  # Python's own parser gives up too (it ended the server)
         deepest = await answer()
         assert deepest["id"] is None and deepest["error"]["code"] == -32700
+        # an "id" the SDK does not take made the request a notification, never answered
+        for bad_id in (None, 1.5, True, {"a": 1}, [1]):
+            await send(json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": "ping"}))
+            refused = await answer()
+            assert refused["id"] is None and refused["error"]["code"] == -32600, bad_id
+            assert '"id" must be a string or an integer' in refused["error"]["message"]
+        # bytes that are not UTF-8 were read as U+FFFD and the memory stored with it
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 16, "method": "ping", "params": {"text": "caf\xc3"}}\n')
+        await proc.stdin.drain()
+        not_utf8 = await answer()
+        assert not_utf8["error"]["code"] == -32700 and "byte 0xc3" in not_utf8["error"]["message"]
         await send("")  # a blank line owes nothing: the next answer is the initialize result
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
         await send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
@@ -490,6 +501,14 @@ async def test_http_on_loopback_without_a_token(sqlite_db: Path) -> None:
             assert {i["memory_key"] for i in page["items"]} >= {"profile-job", "profile-movies"}
         async with httpx.AsyncClient(timeout=30) as http:  # a rebound DNS name is refused on loopback
             rebound = await http.post(url, json=_INIT, headers={**_HEADERS, "Host": "evil.example:80"})
+            # a body that is not UTF-8, or nested deeper than Python's parser goes, was a 500 and a traceback
+            for body, said in ((json.dumps(_INIT).encode()[:-2] + b'"\xc3"}', "byte 0xc3"),
+                               (b"[" * 5000 + b"]" * 5000, "nested too deeply")):  # fmt: skip
+                refused = await http.post(url, content=body, headers=_HEADERS)
+                assert refused.status_code == 400, refused.text
+                assert refused.json()["error"]["code"] == -32700 and said in refused.json()["error"]["message"]
+            started = await http.post(url, json=_INIT, headers=_HEADERS)  # and the server goes on
+            assert started.status_code == 200
         assert rebound.status_code in (400, 421)
 
 

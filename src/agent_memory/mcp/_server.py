@@ -31,7 +31,7 @@ from ._stdio import CheckedLines, LockedLines
 from ._tools import MCP_TOOLS, McpToolError, MemoryMcpTools
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..system import MemorySystem
 
@@ -94,7 +94,9 @@ async def serve_stdio(system: MemorySystem, *, user_id: str | int) -> None:
     tools = MemoryMcpTools(system, user_id=user_id)
     server = build_server(tools)
     protocol = LockedLines(anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8")))
-    lines = CheckedLines(anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")), protocol)
+    # bytes that are not UTF-8 stay visible (as lone surrogates) so the line is answered, not stored as U+FFFD
+    stdin = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+    lines = CheckedLines(anyio.wrap_file(stdin), protocol)
     saved, sys.stdout = sys.stdout, sys.stderr
     try:
         async with stdio_server(stdin=lines, stdout=protocol) as (read, write):  # type: ignore[arg-type]
@@ -125,6 +127,57 @@ class BearerTokenMiddleware:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class CheckedBody:
+    """ASGI middleware: a POST body that is not UTF-8, or JSON nested too deeply for Python's parser, gets
+    the JSON-RPC parse error (HTTP 400) it is owed; the SDK answered both with a 500 and a traceback in
+    the log. Any other body reaches the app unchanged (a body over the SDK's limit is the SDK's 413)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        size, more = 0, True
+        while more and size <= self.max_bytes:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        problem = None if more else _unreadable(b"".join(m.get("body", b"") for m in messages))
+        if problem is not None:
+            from starlette.responses import JSONResponse
+
+            error = {"code": types.PARSE_ERROR, "message": f"{problem}; send one JSON-RPC message as UTF-8 JSON"}
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=400)(scope, receive, send)
+            return
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _unreadable(body: bytes) -> str | None:
+    """Why ``body`` cannot be read as JSON text at all (``None``: leave it to the SDK)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at {exc.start})"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "the body is nested too deeply"
+    except ValueError:
+        return None  # the SDK's own parse error, which it answers
+    return None
 
 
 class _Endpoint:
@@ -171,7 +224,7 @@ def http_app(system: MemorySystem, *, user_id: str | int, host: str, token: str)
                 await tools.stop_warm_up()
 
     app = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
-    return BearerTokenMiddleware(app, token=token)
+    return BearerTokenMiddleware(CheckedBody(app), token=token)
 
 
 class ClientClosedStream(logging.Filter):

@@ -80,14 +80,25 @@ def bad_message(line: str) -> dict[str, Any] | None:
     >>> bad_message('{"id": 7, "method": "ping"}')["error"]["code"], bad_message("not json")["id"]
     (-32600, None)
     """
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:  # stdin keeps bytes that are not UTF-8 as lone surrogates
+        byte = ord(line[exc.start]) - 0xDC00 if 0xDC80 <= ord(line[exc.start]) <= 0xDCFF else None
+        where = f"byte 0x{byte:02x}" if byte is not None else repr(line[exc.start])
+        return _error(None, types.PARSE_ERROR, f"not UTF-8 text ({where} at character {exc.start}): send UTF-8")
     shown = line.strip()[:QUOTE_CHARS]
     try:
-        types.JSONRPCMessage.model_validate_json(line)
-        return None
+        message = types.JSONRPCMessage.model_validate_json(line)
     except ValidationError as exc:
         unreadable = next((e["msg"] for e in exc.errors() if e["type"] == "json_invalid"), None)
     except RecursionError:
         unreadable = "nested too deeply"
+    else:
+        # a notification carries no id: an "id" the SDK would not take (null, a fraction, true, an object)
+        # made a request read as a notification, and its sender waited for an answer that never came
+        if isinstance(message.root, types.JSONRPCNotification) and _has_id(line):
+            return _error(None, types.INVALID_REQUEST, f'"id" must be a string or an integer: {shown!r}')
+        return None
     request_id = _request_id(line)
     if unreadable is not None:
         return _error(request_id, types.PARSE_ERROR, f"not readable as JSON ({_why(unreadable)}): {shown!r}")
@@ -112,6 +123,15 @@ def _request_id(line: str) -> str | int | None:
         return None
     raw_id = data.get("id") if isinstance(data, dict) else None
     return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+
+
+def _has_id(line: str) -> bool:
+    """Whether ``line`` is a JSON object with an ``id`` member (of any value)."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "id" in data
 
 
 def _error(request_id: str | int | None, code: int, what: str) -> dict[str, Any]:
