@@ -19,7 +19,7 @@ from agent_memory.slots import (
     resolve,
     to_python,
 )
-from data_layer import AgentFusionDataLayer, NewMemory, Scope
+from data_layer import AgentFusionDataLayer, InvalidInputError, NewMemory, Scope
 from test_sandbox import require_isolation, work_folder
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -267,3 +267,11 @@ async def test_background_and_escaped_children_do_not_outlive_the_run(
 async def test_bad_keys_in_a_request_are_an_answer_not_a_crash(executor: CommandExecutor) -> None:
     result = await executor.execute_command_references("run it", referenced_memories=["not a key!"])
     assert not result.success and "memory_key" in (result.error or "")
+
+
+async def test_slots_take_a_list_of_keys_not_a_string(executor: CommandExecutor) -> None:
+    """A string was read as its characters: "no memory ['c', 'f', 'g']"."""
+    for bad in ("db-config-001", 7, None):
+        with pytest.raises(InvalidInputError, match="list of memory keys"):
+            await executor.slots(bad)  # type: ignore[arg-type]
+    assert set(await executor.slots(("db-config-001",))) == {"db-config-001"}

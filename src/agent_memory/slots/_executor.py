@@ -143,7 +143,12 @@ class CommandExecutor:
     async def slots(self, keys: Sequence[str], *, allow_sensitive: bool = False) -> dict[str, SlotValue]:
         """The user's memories with these keys, as slots (another friend's events are not available).
         Raises :class:`PlaceholderError` naming the keys that are missing, and its subclass
-        ``SensitiveMemoryError`` for a sensitive memory of another friend (unless ``allow_sensitive``)."""
+        ``SensitiveMemoryError`` for a sensitive memory of another friend (unless ``allow_sensitive``).
+
+        >>> await executor.slots(["db-config-001"])  # doctest: +SKIP
+        """
+        if isinstance(keys, str) or not isinstance(keys, Sequence):
+            raise InvalidInputError(f'keys must be a list of memory keys such as ["db-config-001"], not {keys!r:.80}')
         found = await self.layer.memory.get_many(user_id=self.user_id, memory_keys=list(dict.fromkeys(keys)))
         visible = {k: r for k, r in found.items() if self.scope.sees_record(r)}
         missing = [k for k in dict.fromkeys(keys) if k not in visible]
