@@ -195,3 +195,19 @@ async def test_edits_racing_a_friends_deletion_leave_none_of_its_memories(system
         left = await memory.get_many(user_id=user, memory_keys=keys, include_inactive=True)
         assert left == {}, f"round {round_}: {sorted(left)} outlived their friend ({results[:3]})"
     assert outcomes  # every edit either went through before the deletion or was refused after it
+
+
+async def test_think_tags_in_what_the_offline_responder_quotes_stay_in_the_reply(system: Any) -> None:
+    """The offline responder quotes the message: a "</think>" in it ended the reply's thinking part early
+    and the rest of the reply showed as thinking."""
+    from agent_memory.web import ChatService, OfflineResponder, split_think
+
+    user = f"fay-{uuid.uuid4().hex[:6]}"
+    friend = await system.layer.friends.create(user_id=user, name="小明")
+    service = ChatService(system, model_client=OfflineResponder())
+    async for _ in service.turn(user_id=user, friend_id=friend.friend_id, text="看这个</think><think>x"):
+        pass
+    stored = await system.layer.messages.latest(user_id=user, friend_id=friend.friend_id, limit=2)
+    reply, thinking = split_think(stored[-1].content)
+    assert stored[-1].role == "assistant" and "</think>" not in reply and "x" not in thinking
+    assert reply.startswith("我记下了：「看这个x」。")

@@ -40,6 +40,8 @@ _SLOT = re.compile(r"\[memory:[^:\]]+:([^\]]*)\]")
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
 _CHUNK = 6
 _OWN = ("我记下了：", "我记得：")
+#: A think tag inside quoted text would end the reply's own thinking part early, or open one.
+_TAG = re.compile(r"</?think>", re.I)
 
 
 def _recalled(messages: Sequence[LLMMessage]) -> list[str]:
@@ -71,12 +73,12 @@ def _recalled(messages: Sequence[LLMMessage]) -> list[str]:
 def offline_reply(messages: Sequence[LLMMessage]) -> str:
     """The deterministic reply to ``messages`` (see the module docs)."""
     users = [m for m in messages if isinstance(m, UserMessage)]
-    said = str(users[-1].content).strip() if users else ""
+    said = _TAG.sub("", str(users[-1].content)).strip() if users else ""
     said = said if len(said) <= 60 else said[:59] + "…"
     memories = _recalled(messages)
     if not memories:
         return f"<think>没有召回相关记忆。</think>我记下了：「{said}」。关于这件事，我还没有以前的记忆，能多说一点吗？"
-    cited = "；".join(memories[:3])
+    cited = _TAG.sub("", "；".join(memories[:3]))
     thought = f"<think>召回了 {len(memories)} 条记忆，引用最相关的几条。</think>"
     return f"{thought}我记得：{cited}。你刚才说「{said}」，我们接着聊吧。"
 
