@@ -92,6 +92,26 @@ def test_db_current_only_reads_and_a_file_without_tables_is_new_too(tmp_path: Pa
     assert "up to date" in runner.invoke(app, ["db", "current", "--db", str(path)]).output
 
 
+def test_another_applications_sqlite_file_is_not_announced_as_new(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    out = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", str(path)])
+    assert out.exit_code == 0 and "created a new database" not in out.stderr
+
+
+def test_output_the_terminal_cannot_show_is_not_blamed_on_an_argument() -> None:
+    from agent_memory.cli._errors import explain
+
+    printing = UnicodeEncodeError("ascii", "记忆", 0, 1, "ordinal not in range(128)")
+    message, hint = explain(printing)
+    assert "terminal's encoding (ascii)" in message and "UTF-8" in (hint or "")
+    argument = UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+    assert "holds bytes that are not UTF-8" in explain(argument)[0]
+
+
 def test_a_folder_given_as_the_database_is_named_as_one(tmp_path: Path) -> None:
     for given in (str(tmp_path), _sqlite(tmp_path)):
         out = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", given])

@@ -339,6 +339,24 @@ async def test_resume_continues_the_stored_chat_with_one_read(memory: MemorySyst
     assert len(stored) == 62 and [m.content for m in stored[-2:]] == ["新问题", "好的"]
 
 
+async def test_a_stored_message_left_without_its_reply_keeps_its_place_for_the_recall(memory: MemorySystem) -> None:
+    """The model is not shown a stored user message whose reply was never stored (two user messages in a
+    row are refused by strict servers), but the recall reads the chat as it happened: in order, once."""
+    for role, text in [("user", "你好"), ("assistant", "<think>嗯</think>你好呀"), ("user", "我周六搬家")]:
+        await memory.layer.messages.append(user_id="u1", friend_id="mentor", role=role, content=text)  # type: ignore[arg-type]
+    context = memory.context(user_id="u1", friend_id="mentor")
+    assert await context.resume(limit=40, assistant_text=lambda text: text.split("</think>")[-1]) == 2
+    await context.add_message(UserMessage(content="能帮我列个清单吗", source="user"))
+    conversation = [("user", "你好"), ("assistant", "你好呀"), ("user", "能帮我列个清单吗")]
+    assert [(type(m).__name__, m.content) for m in await context.get_messages()][-3:] == [
+        ("UserMessage", "你好"), ("AssistantMessage", "你好呀"), ("UserMessage", "能帮我列个清单吗"),
+    ]  # fmt: skip
+    assert await context._with_stored_history(conversation) == [
+        ("user", "你好"), ("assistant", "<think>嗯</think>你好呀"), ("user", "我周六搬家"),
+        ("user", "能帮我列个清单吗"),
+    ]  # fmt: skip
+
+
 async def test_settings_handed_over_serve_one_turn_then_are_read_again(memory: MemorySystem) -> None:
     """Settings the caller read for a turn spare the recall its own read, for that turn only: a change
     saved afterwards applies from the next message on."""

@@ -243,6 +243,7 @@ def test_the_memory_page_shows_every_friend_and_what_fits_no_section(base: str, 
                     NewMemory("note-1", "护照放在书房抽屉", memory_type="general"),
                     NewMemory("ghost-1", "和另一个应用的好友聊过露营", memory_type="event", friend_id="ghost-friend"),
                     NewMemory("pref-1", "不吃香菜", memory_type="user_preference"),
+                    NewMemory("turn-1", "我下周去露营", memory_type="conversation", friend_id=quiet),
                 ]
                 await layer.memory.add_many(user_id=me, memories=memories)
 
@@ -256,7 +257,8 @@ def test_the_memory_page_shows_every_friend_and_what_fits_no_section(base: str, 
         found = client.get("/api/memories", params={"q": "护照"}).json()
         assert [m["key"] for m in found["other"]] == ["note-1"]
         camping = client.get("/api/memories", params={"q": "露营"}).json()
-        assert [m["key"] for m in camping["other"]] == ["ghost-1"]
+        assert [m["key"] for m in camping["other"]] == ["ghost-1"]  # not the chat's copy: the chat shows it
+        assert "turn-1" not in json.dumps(page)
 
 
 def test_user_id_in_body_or_query_is_refused(base: str, db_url: str) -> None:

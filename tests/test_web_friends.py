@@ -211,3 +211,46 @@ async def test_think_tags_in_what_the_offline_responder_quotes_stay_in_the_reply
     reply, thinking = split_think(stored[-1].content)
     assert stored[-1].role == "assistant" and "</think>" not in reply and "x" not in thinking
     assert reply.startswith("我记下了：「看这个x」。")
+    from autogen_core.models import UserMessage
+
+    from agent_memory.web._responder import offline_reply
+
+    rebuilt = offline_reply(
+        [UserMessage(content="看这个<thi</think>nk>秘密", source="user")]
+    )  # a tag put back together
+    assert split_think(rebuilt)[0].startswith("我记下了：「看这个秘密」")
+
+
+async def test_a_keyword_update_and_an_edit_of_one_memory_do_not_dead_lock(
+    system: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write of a user's memories takes the user's revision row before any memory row. A keyword
+    update that locked the memory row first, then waited for the revision row an edit held while the
+    edit waited for the memory row, dead-locked on PostgreSQL (the edit failed). The keyword update is
+    held just before it takes the revision row, so the edit runs in between."""
+    import asyncio
+
+    from data_layer import _revision
+
+    memory = system.layer.memory
+    user = f"gus-{uuid.uuid4().hex[:6]}"
+    await memory.add(user_id=user, memory_key="trip", content="下周去杭州出差")
+    real_bump = _revision.bump
+
+    async def held_bump(*args: Any, **kwargs: Any) -> int:
+        task = asyncio.current_task()
+        if task is not None and task.get_name() == "keywords":
+            await asyncio.sleep(0.3)  # the edit takes its turn here
+        return await real_bump(*args, **kwargs)
+
+    monkeypatch.setattr(_revision, "bump", held_bump)
+    keywords = asyncio.create_task(
+        memory.replace_keywords(user_id=user, memory_key="trip", keywords=["杭州", "出差"]), name="keywords"
+    )
+    await asyncio.sleep(0.05)
+    edit = asyncio.create_task(
+        memory.upsert(user_id=user, memory_key="trip", content="下周去苏州出差", must_exist=True)
+    )
+    done = await asyncio.gather(keywords, edit, return_exceptions=True)
+    assert not [r for r in done if isinstance(r, BaseException)], done
+    assert (await memory.retrieve_memory(memory_key="trip", user_id=user, touch=False)).content == "下周去苏州出差"

@@ -199,6 +199,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in extracted])
+            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
             for memory_id, kws in extracted:
                 if memory_id in owned:
                     await self._replace_keyword_rows(
@@ -206,7 +207,6 @@ class IndexOpsMixin(KeywordOpsMixin):
                     )
                     done.append(memory_id)
             if done:
-                revision = await _revision.bump(session, self._db.backend, uid)
                 await _revision.stamp(session, done, revision)
         if done:
             self._changed(uid)
@@ -231,6 +231,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         )
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in analyses])
+            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
             rows = []
             for memory_id, analysis in analyses:
                 if memory_id not in owned:
@@ -252,7 +253,6 @@ class IndexOpsMixin(KeywordOpsMixin):
                 done.append(memory_id)
             if rows:
                 await session.execute(stmt, rows)
-                revision = await _revision.bump(session, self._db.backend, uid)
                 await _revision.stamp(session, done, revision)
         if done:
             self._changed(uid)
@@ -268,6 +268,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
+            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
             for memory_id, blob in vectors:
                 if memory_id in owned and isinstance(blob, bytes):
                     await session.execute(
@@ -277,7 +278,6 @@ class IndexOpsMixin(KeywordOpsMixin):
                     )
                     done.append(memory_id)
             if done:
-                revision = await _revision.bump(session, self._db.backend, uid)
                 await _revision.stamp(session, done, revision)
         if done:
             self._changed(uid)

@@ -202,11 +202,13 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         ``"error"`` raises for the first existing key (nothing is written); ``"skip"`` gives ``None``.
         """
         keys = [p.draft.memory_key for p in prepared]
+        # the revision row first, as every write of a user's memories takes it (see upsert): the look-up
+        # then sees what a delete that held it committed (a refused duplicate rolls the bump back)
+        revision = await _revision.bump(session, self._db.backend, uid)
         existing = await self._existing(session, uid, keys)
         if existing and on_conflict == "error":
             key = next(k for k in keys if k in existing)
             raise DuplicateMemoryKeyError(key, inactive=not existing[key].is_active)
-        revision = await _revision.bump(session, self._db.backend, uid)
         memory_rows: list[dict[str, Any]] = []
         kw_rows: list[dict[str, Any]] = []
         index_rows: list[dict[str, Any]] = []

@@ -7,6 +7,7 @@ command imports the library (SQLAlchemy, AutoGen, the search) inside its functio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import traceback
@@ -112,11 +113,22 @@ async def _new_sqlite_file(system: MemorySystem) -> str | None:
     from data_layer import current_revision
 
     path = sqlite_file(system.layer.url)
-    if path is None:
+    if path is None or path.is_dir():
         return None
-    if path.exists() and (path.is_dir() or await current_revision(system.layer.url) is not None):
+    if path.exists() and (await current_revision(system.layer.url) is not None or _has_tables(path)):
         return None
     return str(path)
+
+
+def _has_tables(path: Path) -> bool:
+    """Whether the SQLite file holds any table (another application's, say), read without writing."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+    except sqlite3.Error:
+        return True  # not readable as SQLite: not a new database (the command's own error says what it is)
 
 
 def sqlite_file(url: Any) -> Path | None:

@@ -48,10 +48,17 @@ def _handlers() -> list[tuple[type[BaseException], Handler]]:
 
 
 def _not_utf8(exc: BaseException, _url: str | None) -> tuple[str, str | None]:
-    """Text from the command line that is not UTF-8 (Python keeps such bytes as lone surrogates)."""
+    """Text from the command line that is not UTF-8 (Python keeps such bytes as lone surrogates), or
+    output the terminal's encoding cannot show."""
+    if isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed":
+        return (
+            "an argument (a text, a name or a path) holds bytes that are not UTF-8",
+            "type it again in a UTF-8 terminal (LANG=C.UTF-8), or rename the file",
+        )
+    encoding = getattr(exc, "encoding", "?")
     return (
-        "an argument (a text, a name or a path) holds bytes that are not UTF-8",
-        "type it again in a UTF-8 terminal (LANG=C.UTF-8), or rename the file",
+        f"the output cannot be written in the terminal's encoding ({encoding})",
+        "run it in a UTF-8 terminal (LANG=C.UTF-8 or PYTHONIOENCODING=utf-8)",
     )
 
 

@@ -57,7 +57,15 @@ from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._block import RecallBlock, reachable, recall_block
 from ._options import RecallOptions
-from ._turns import MAX_RECALL_HISTORY, chat_pairs, conversation_of, current_turn, message_to_store, stored_before
+from ._turns import (
+    MAX_RECALL_HISTORY,
+    alternating,
+    chat_pairs,
+    conversation_of,
+    current_turn,
+    message_to_store,
+    stored_before,
+)
 from ._window import bounded, message_tokens
 
 if TYPE_CHECKING:
@@ -122,8 +130,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self.last_block = ""
         self.last_output: RecallMemoryOutput | None = None
         self.last_arguments: dict[str, Any] | None = None
-        #: The stored chat read by :meth:`resume` (``(role, text)``, oldest first), reused by the recall.
+        #: The stored chat read by :meth:`resume` (``(role, text)``, oldest first), reused by the recall,
+        #: and what of it the model was shown (alternating, replies as ``assistant_text`` made them).
         self._stored: list[tuple[str, str]] | None = None
+        self._shown: list[tuple[str, str]] = []
         #: The user's recall settings as the caller read them for the next turn (see :meth:`use_settings`).
         self._settings: MemoryRecallSettings | None = None
 
@@ -134,13 +144,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         a tool result over the archive threshold is archived and kept as its placeholder."""
         if isinstance(message, FunctionExecutionResultMessage) and self.archive is not None:
             message = await archive_results(self.archive, message, self._messages[-6:], emit=self._emit)
-        last = self._messages[-1] if self._messages else None
-        if _plain_user(message) and last is not None and _plain_user(last):
-            # a user message the last turn left unanswered (its reply failed or said nothing): strict chat
-            # templates refuse two in a row, so the model gets both as one; each is stored as it came
-            self._messages[-1] = UserMessage(content=f"{last.content}\n\n{message.content}", source=message.source)
-        else:
-            await super().add_message(message)
+        await super().add_message(message)
         if not self.persist:
             return
         role = (
@@ -189,15 +193,15 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
                                                          limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
         self._stored = chat_pairs(stored)
-        shown = self._stored[-limit:] if limit > 0 else []
-        if shown and shown[0][0] == "assistant":
-            shown = shown[1:]  # the window opens on a user message, as strict chat templates require
+        shown = alternating(self._stored[-limit:]) if limit > 0 else []
+        if assistant_text is not None:
+            shown = [(role, assistant_text(text) if role == "assistant" else text) for role, text in shown]
         for role, content in shown:
             if role == "user":
                 await super().add_message(UserMessage(content=content, source="user"))
             else:
-                text = assistant_text(content) if assistant_text is not None else content
-                await super().add_message(AssistantMessage(content=text, source=assistant_source))
+                await super().add_message(AssistantMessage(content=content, source=assistant_source))
+        self._shown = shown
         return len(shown)
 
     def use_settings(self, settings: MemoryRecallSettings) -> None:
@@ -339,6 +343,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 logger.warning("reading the stored chat for recall failed", exc_info=True)
                 return conversation
             return stored_before(chat_pairs(stored), conversation)
+        shown = self._shown
+        if shown and conversation[: len(shown)] == shown:
+            # what resume() gave the model, then this context's own turns: the stored chat as it is (with
+            # what the model was not shown, in its place), then those turns
+            return [*self._stored, *conversation[len(shown) :]][-MAX_RECALL_HISTORY:]
         return stored_before(self._stored, conversation)
 
     async def _block(
@@ -410,7 +419,3 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                  options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
         context._owns_system = True
         return context  # type: ignore[return-value]
-
-
-def _plain_user(message: LLMMessage) -> bool:
-    return isinstance(message, UserMessage) and isinstance(message.content, str)

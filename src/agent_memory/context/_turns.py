@@ -35,23 +35,32 @@ def message_to_store(text: str) -> str:
 
 
 def chat_pairs(stored: Sequence[MessageRecord]) -> list[tuple[str, str]]:
-    """The user and assistant messages of a stored chat that say something, as ``(role, text)``, with
-    messages of one role in a row joined into one.
+    """The user and assistant messages of a stored chat that say something, as ``(role, text)``."""
+    return [(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+
+
+def alternating(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` as a model is shown them: user and assistant in turn, opening on a user message and
+    ending on a reply.
 
     A chat stores one user message and one reply a turn, but a reply that said nothing (blank text is
     not stored) or a message that could not be stored (the database was down) leaves two of one role in
-    a row, and strict chat templates refuse a conversation that does not alternate, in every later turn:
-    stored "在吗" and "我周六搬家" with no reply between them come back as one user message.
+    a row, and strict chat templates refuse a conversation that does not alternate, in every later turn.
+    So messages of one role in a row are joined, and a last user message without its reply is left out
+    (the new message follows); the recall still reads the stored chat as it is.
+
+    >>> alternating([("assistant", "早"), ("user", "在吗"), ("user", "我周六搬家"), ("assistant", "好"), ("user", "?")])
+    [('user', '在吗\n\n我周六搬家'), ('assistant', '好')]
     """
-    pairs: list[tuple[str, str]] = []
-    for m in stored:
-        if m.role not in ("user", "assistant") or not m.content.strip():
-            continue
-        if pairs and pairs[-1][0] == m.role:
-            pairs[-1] = (m.role, f"{pairs[-1][1]}\n\n{m.content}")
-        else:
-            pairs.append((m.role, m.content))
-    return pairs
+    out: list[tuple[str, str]] = []
+    for role, text in pairs:
+        if out and out[-1][0] == role:
+            out[-1] = (role, f"{out[-1][1]}\n\n{text}")
+        elif out or role == "user":
+            out.append((role, text))
+    if out and out[-1][0] == "user":
+        out.pop()
+    return out
 
 
 def stored_before(stored: Sequence[tuple[str, str]], conversation: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -85,7 +85,8 @@ def bad_message(line: str) -> dict[str, Any] | None:
     except UnicodeEncodeError as exc:  # stdin keeps bytes that are not UTF-8 as lone surrogates
         byte = ord(line[exc.start]) - 0xDC00 if 0xDC80 <= ord(line[exc.start]) <= 0xDCFF else None
         where = f"byte 0x{byte:02x}" if byte is not None else repr(line[exc.start])
-        return _error(None, types.PARSE_ERROR, f"not UTF-8 text ({where} at character {exc.start}): send UTF-8")
+        what = f"not UTF-8 text ({where} at character {exc.start}): send UTF-8"
+        return _error(_request_id(line), types.PARSE_ERROR, what)
     shown = line.strip()[:QUOTE_CHARS]
     try:
         message = types.JSONRPCMessage.model_validate_json(line)

@@ -150,9 +150,9 @@ MCP_TOOLS: dict[str, McpTool] = {
     "list_memories": McpTool(
         "list_memories",
         "List the user's memories, newest first, a page at a time (summary and a preview; the full content: "
-        "get_memory_detail). Filter by memory_types and by friend_id (what that AI friend may see: with it, "
-        "sensitive memories (health, money, ids ...) are listed only to the friend they belong to or are shared "
-        "with, as search_memories and get_memory_detail give them, so a page may hold fewer than limit).",
+        "get_memory_detail). Filter by memory_types and by friend_id (what that AI friend may see). Sensitive "
+        "memories (health, money, ids ...) of an AI friend are listed only for that friend or one it is shared "
+        "with, as search_memories and get_memory_detail give them, so a page may hold fewer than limit.",
         ListMemoriesArgs,
         ListMemoriesResult,
     ),
@@ -358,10 +358,10 @@ class MemoryMcpTools:
                 updated_at=r.updated_at.isoformat(),
             )
             for r in page.items
-            # for a friend, the rule of every path that hands a memory to one (search, detail, recall): a
-            # sensitive memory stays out unless it is that friend's own or shared with it; a page may then
-            # hold fewer. Without a friend the listing is the user's own view of everything.
-            if friend is None or reaches(scope, r)
+            # the rule of every path that hands a memory on (search, detail, recall, with or without a
+            # friend): a sensitive memory stays out unless it is that friend's own or shared with it (an MCP
+            # client is an agent, not the user); a page may then hold fewer
+            if reaches(scope, r)
         ]
         return ListMemoriesResult(items=items, next_cursor=page.next_cursor)
 

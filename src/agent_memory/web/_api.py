@@ -37,7 +37,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 #: Most memories one listing returns per section.
 MEMORY_PAGE = 200
 #: Kinds of memory the page lists under "other": neither the shared profile nor a friend's events.
-OTHER_TYPES = sorted(t.value for t in MemoryType if t.value not in PROFILE_TYPES and t.value != "event")
+#: (``conversation`` memories are copies of chat messages, which the chat itself shows.)
+OTHER_TYPES = sorted(t.value for t in MemoryType if t.value not in {*PROFILE_TYPES, "event", "conversation"})
 
 
 def guarded(handler: Handler) -> Handler:
@@ -333,7 +334,8 @@ async def list_memory(request: Request) -> Response:
     known = {f.friend_id for f in friends}
     more: dict[str, bool] = {}
     if query:
-        hits = await system.search.search(query, user_id=user, limit=100)
+        types = [*sorted(PROFILE_TYPES), "event", *OTHER_TYPES]
+        hits = await system.search.search(query, user_id=user, memory_types=types, limit=100)
         records = [h.record for h in hits]
     else:
         memory = system.layer.memory

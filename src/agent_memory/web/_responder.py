@@ -70,15 +70,22 @@ def _recalled(messages: Sequence[LLMMessage]) -> list[str]:
     return [f for f in dict.fromkeys(clean) if f and not f.startswith(_OWN)]
 
 
+def _untagged(text: str) -> str:
+    """``text`` without think tags, also those that removing one puts together ("<thi</think>nk>")."""
+    while (shorter := _TAG.sub("", text)) != text:
+        text = shorter
+    return text
+
+
 def offline_reply(messages: Sequence[LLMMessage]) -> str:
     """The deterministic reply to ``messages`` (see the module docs)."""
     users = [m for m in messages if isinstance(m, UserMessage)]
-    said = _TAG.sub("", str(users[-1].content)).strip() if users else ""
+    said = _untagged(str(users[-1].content)).strip() if users else ""
     said = said if len(said) <= 60 else said[:59] + "…"
     memories = _recalled(messages)
     if not memories:
         return f"<think>没有召回相关记忆。</think>我记下了：「{said}」。关于这件事，我还没有以前的记忆，能多说一点吗？"
-    cited = _TAG.sub("", "；".join(memories[:3]))
+    cited = _untagged("；".join(memories[:3]))
     thought = f"<think>召回了 {len(memories)} 条记忆，引用最相关的几条。</think>"
     return f"{thought}我记得：{cited}。你刚才说「{said}」，我们接着聊吧。"
 
