@@ -52,7 +52,7 @@ from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_copy, storable_json, storable_text
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
-from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id
+from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id, truncate_utf8
 from ._validation import memory_type as check_memory_type
 
 __all__ = [
@@ -120,5 +120,6 @@ __all__ = [
     "storable_copy",
     "storable_json",
     "storable_text",
+    "truncate_utf8",
     "upgrade",
 ]

@@ -199,7 +199,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in extracted])
-            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
             for memory_id, kws in extracted:
                 if memory_id in owned:
                     await self._replace_keyword_rows(
@@ -231,7 +231,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         )
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in analyses])
-            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
             rows = []
             for memory_id, analysis in analyses:
                 if memory_id not in owned:
@@ -268,7 +268,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         done: list[uuid.UUID] = []
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
-            revision = await self._revision_first(session, uid) if owned else 0  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
             for memory_id, blob in vectors:
                 if memory_id in owned and isinstance(blob, bytes):
                     await session.execute(

@@ -42,13 +42,6 @@ class KeywordOpsMixin:
             raise MemoryNotFoundError(key)
         return memory_id
 
-    async def _revision_first(self, session: AsyncSession, uid: str) -> int:
-        """The user's next revision, taken before any of the user's rows is touched. On PostgreSQL the
-        revision row stays locked until the transaction ends, so every write of a user's memories takes
-        that lock first and none waits for a memory row while holding it (two writers taking the two in
-        opposite orders dead-locked: a keyword update against an edit)."""
-        return await _revision.bump(session, self._db.backend, uid)
-
     async def get_keywords(self, *, user_id: str | int, memory_key: str) -> list[KeywordRecord]:
         """The keywords of the user's memory, heaviest first."""
         uid = v.user_id(user_id)
@@ -81,7 +74,7 @@ class KeywordOpsMixin:
         kws = v.keyword_inputs(v.keyword_list(keywords))
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
-            revision = await self._revision_first(session, uid)  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
             if kws:
                 stmt = insert_updating(
                     self._db.backend,
@@ -106,7 +99,7 @@ class KeywordOpsMixin:
         kws = v.keyword_inputs(v.keyword_list(keywords))
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
-            revision = await self._revision_first(session, uid)  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
             await self._replace_keyword_rows(session, memory_id, kws, keep_user_tags=keep_user_tags)
             await _revision.stamp(session, [memory_id], revision)
             total = await session.scalar(select(func.count()).where(AgentMemoryKeywordsTable.memory_id == memory_id))
@@ -140,7 +133,7 @@ class KeywordOpsMixin:
         words = [v.keyword_text(k) for k in v.keyword_list(keywords)]
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
-            revision = await self._revision_first(session, uid)  # before any row changes
+            revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
             result = await session.execute(
                 delete(AgentMemoryKeywordsTable).where(
                     AgentMemoryKeywordsTable.memory_id == memory_id, AgentMemoryKeywordsTable.keyword.in_(words)

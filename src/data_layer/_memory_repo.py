@@ -202,8 +202,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         ``"error"`` raises for the first existing key (nothing is written); ``"skip"`` gives ``None``.
         """
         keys = [p.draft.memory_key for p in prepared]
-        # the revision row first, as every write of a user's memories takes it (see upsert): the look-up
-        # then sees what a delete that held it committed (a refused duplicate rolls the bump back)
+        # the revision row first (bump's rule); a refused duplicate rolls the bump back
         revision = await _revision.bump(session, self._db.backend, uid)
         existing = await self._existing(session, uid, keys)
         if existing and on_conflict == "error":
@@ -292,8 +291,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         for attempt in range(2):
             try:
                 async with self._db.write() as session:
-                    # the revision row first: on PostgreSQL it holds the user's other writers (a delete)
-                    # until this commits, so the look-up below sees what they committed before
+                    # the revision row first (bump's rule): the look-up sees what a delete committed
                     revision = await _revision.bump(session, self._db.backend, uid)
                     existing = (await self._existing(session, uid, [memory_key])).get(memory_key)
                     if must_exist and (existing is None or not existing.is_active):

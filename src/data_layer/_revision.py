@@ -20,7 +20,11 @@ VOCABULARY = ""
 async def bump(session: AsyncSession, backend: Backend, user_id: str, *, hard_delete: bool = False) -> int:
     """Increment the user's revision and return the new value.
 
-    The row stays locked until the transaction ends, so revisions follow commit order per user.
+    The row stays locked until the transaction ends, so revisions follow commit order per user. The
+    rule of every write of a user's memories: bump before changing any of the user's rows (reads may
+    come first). On PostgreSQL the row is then the user's write lock, taken first by all: two writers
+    that took it and a memory row in opposite orders dead-locked (a keyword update against an edit), and
+    a look-up after it sees what an earlier writer (a delete) committed.
     """
     table = MemoryIndexStateTable.__table__
     stmt = (

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.text import Text
 from typer.exceptions import TyperException
 
-from ._errors import explain
+from ._errors import explain, sqlite_file
 
 if TYPE_CHECKING:
     from ..system import MemorySystem
@@ -129,14 +129,6 @@ def _has_tables(path: Path) -> bool:
             return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
     except sqlite3.Error:
         return True  # not readable as SQLite: not a new database (the command's own error says what it is)
-
-
-def sqlite_file(url: Any) -> Path | None:
-    """The file of a SQLite URL (``None``: another backend, in memory, or a ``file:`` URI)."""
-    path = url.database
-    if url.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
-        return None
-    return Path(path).expanduser()
 
 
 def fail(message: str, hint: str | None = None) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ._common import URL_HELP, console, database_url, esc, run, sqlite_file
+from ._common import URL_HELP, console, database_url, esc, run
+from ._errors import sqlite_file
 
 app = typer.Typer(help="Create and migrate the database schema (Alembic).", no_args_is_help=True)
 

@@ -128,22 +128,30 @@ def _is_database_path(filename: object, url: str | None) -> bool:
     error naming no file is taken to be the database's."""
     if filename is None:
         return True
-    database = _sqlite_path(url)
+    database = sqlite_file(url)
     if database is None:
         return False
     path, db = Path(str(filename)).expanduser().absolute(), database.absolute()
     return path == db or db.is_relative_to(path)
 
 
-def _sqlite_path(url: str | None) -> Path | None:
-    """The file of a SQLite ``url`` (``None`` for anything else)."""
+def sqlite_file(url: Any) -> Path | None:
+    """The file of a SQLite URL, given as a string or a SQLAlchemy ``URL`` (``None``: another backend, in
+    memory, a ``file:`` URI, or not a URL).
+
+    >>> sqlite_file("sqlite+aiosqlite:////tmp/m.db"), sqlite_file("postgresql+psycopg://h/db")
+    (PosixPath('/tmp/m.db'), None)
+    """
     try:
         from sqlalchemy.engine import make_url
 
-        database = make_url(url).database if url and url.startswith("sqlite") else None
+        parsed = make_url(url) if url else None
     except Exception:  # a malformed URL is reported elsewhere
         return None
-    return Path(database).expanduser() if database and database != ":memory:" else None
+    path = parsed.database if parsed is not None and parsed.get_backend_name() == "sqlite" else None
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return Path(path).expanduser()
 
 
 def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
@@ -178,7 +186,7 @@ def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
             f"cannot reach the PostgreSQL server at {where} ({_reason(first)})",
             f"start the server, or fix host and port in {URL_SOURCES}",
         )
-    folder = _sqlite_path(url)
+    folder = sqlite_file(url)
     if "unable to open database file" in lowered and folder is not None and folder.is_dir():
         return f"{folder} is a folder, not a SQLite file", f"name a file in it, e.g. --db {folder / 'memory.db'}"
     if "unable to open database file" in lowered or "readonly database" in lowered:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
-from data_layer import MAX_MESSAGE_BYTES, MessageRecord, storable_copy
+from data_layer import MAX_MESSAGE_BYTES, MessageRecord, storable_copy, truncate_utf8
 
 #: The most messages of stored history a recall can look back over (the largest window).
 MAX_RECALL_HISTORY = 50
@@ -27,11 +27,10 @@ def message_to_store(text: str) -> str:
     '第二句\ufffd话'
     """
     text = storable_copy(text)
-    raw = text.encode("utf-8")
-    if len(raw) <= MAX_MESSAGE_BYTES:
+    kept, size = truncate_utf8(text, MAX_MESSAGE_BYTES - 200)  # room for the mark
+    if size <= MAX_MESSAGE_BYTES:
         return text
-    mark = CUT_MARK.format(kept=MAX_MESSAGE_BYTES - 200, size=len(raw))
-    return raw[: MAX_MESSAGE_BYTES - 200].decode("utf-8", errors="ignore") + mark
+    return kept + CUT_MARK.format(kept=len(kept.encode("utf-8")), size=size)
 
 
 def chat_pairs(stored: Sequence[MessageRecord]) -> list[tuple[str, str]]:

@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 #: Largest HTTP request body (a memory holds at most 100 KB; JSON escapes can triple that).
 MAX_BODY_BYTES = 2 * 1024 * 1024
+#: A body with fewer brackets than this cannot be nested deeper than Python's parser goes (about 1,000
+#: levels), so it is not parsed a second time to find out.
+NESTING_CHECK = 900
 
 INSTRUCTIONS = (
     "Long-term memory of one user (bound by the server). Call recall_memory with the user's message and "
@@ -171,6 +174,8 @@ def _unreadable(body: bytes) -> str | None:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at {exc.start})"
+    if text.count("[") + text.count("{") < NESTING_CHECK:
+        return None  # too few brackets to be nested too deeply: the SDK's parse is the only one
     try:
         json.loads(text)
     except RecursionError:

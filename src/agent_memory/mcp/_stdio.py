@@ -97,7 +97,7 @@ def bad_message(line: str) -> dict[str, Any] | None:
     else:
         # a notification carries no id: an "id" the SDK would not take (null, a fraction, true, an object)
         # made a request read as a notification, and its sender waited for an answer that never came
-        if isinstance(message.root, types.JSONRPCNotification) and _has_id(line):
+        if isinstance(message.root, types.JSONRPCNotification) and _id_member(line)[0]:
             return _error(None, types.INVALID_REQUEST, f'"id" must be a string or an integer: {shown!r}')
         return None
     request_id = _request_id(line)
@@ -116,23 +116,19 @@ def _why(problem: str) -> str:
     return what
 
 
+def _id_member(line: str) -> tuple[bool, object]:
+    """Whether ``line`` is a JSON object with an ``id`` member, and its value (Python's parser)."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False, None
+    return (True, data["id"]) if isinstance(data, dict) and "id" in data else (False, None)
+
+
 def _request_id(line: str) -> str | int | None:
-    """The ``id`` of ``line`` when Python's parser can read one (so the client can match the error)."""
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    raw_id = data.get("id") if isinstance(data, dict) else None
+    """The ``id`` of ``line`` when it is one a client can match (a string or an integer)."""
+    raw_id = _id_member(line)[1]
     return raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
-
-
-def _has_id(line: str) -> bool:
-    """Whether ``line`` is a JSON object with an ``id`` member (of any value)."""
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and "id" in data
 
 
 def _error(request_id: str | int | None, code: int, what: str) -> dict[str, Any]:
