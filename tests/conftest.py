@@ -154,6 +154,19 @@ async def system(db_url: str) -> AsyncIterator[Any]:
         yield built
 
 
+@pytest.fixture
+async def words_system(db_url: str) -> AsyncIterator[Any]:
+    """The composition root with the hashing embedder: what the words alone find (folding, compounds,
+    the thesaurus, the word neighbours, session lifting). The default embedder also lists memories
+    alike in meaning alone, under the recall threshold; ``tests/test_word_vectors.py`` tests that."""
+    from agent_memory.settings import load_settings
+    from agent_memory.system import MemorySystem
+
+    settings = load_settings(memory_database_url=db_url, memory_search_embedder="hashing")
+    async with MemorySystem.from_settings(settings) as built:
+        yield built
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _remove_snapshot_folder() -> Iterator[None]:
     """The run's search index snapshots are removed when the run ends."""

@@ -113,7 +113,8 @@ async def test_folded_spellings_find_each_other(system: Any, query: str, expecte
     assert "other" not in await _keys(system, query)
 
 
-async def test_both_ways_for_tokyo_and_cafe(system: Any) -> None:
+async def test_both_ways_for_tokyo_and_cafe(words_system: Any) -> None:
+    system = words_system
     await _store(system)
     assert (await _keys(system, "東京"))[:1] == ["tokyo-trad"]
     assert (await _keys(system, "东京"))[:1] == ["tokyo-trad"]
@@ -122,7 +123,8 @@ async def test_both_ways_for_tokyo_and_cafe(system: Any) -> None:
 
 
 @pytest.mark.parametrize("query", ["ＡＢＣ", "abc", "ABC", "ＡＢＣ１２３", "abc123"])
-async def test_full_width_prefix_finds_both_widths(system: Any, query: str) -> None:
+async def test_full_width_prefix_finds_both_widths(words_system: Any, query: str) -> None:
+    system = words_system
     await _store(system)
     assert set(await _keys(system, query)) == {"abc-full", "abc-half"}
 

@@ -30,7 +30,8 @@ async def test_memories_written_minutes_apart_do_not_recall_each_other(system: A
     assert await _keys(system, "café") == ["cafe"]
 
 
-async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(system: Any) -> None:
+async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(words_system: Any) -> None:
+    system = words_system  # the words alone: this is about lifting, not about likeness in meaning
     t = NOW - timedelta(days=1)
     turns = [
         ("q1", "公司停车场的车位号是多少？", "1", 0),

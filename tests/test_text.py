@@ -69,8 +69,9 @@ def test_dictionary_cuts_split_a_compound_into_its_fewest_words() -> None:
         dictionary_cuts(42)  # type: ignore[arg-type]
 
 
-async def test_a_memory_about_the_weather_is_not_found_by_a_word_across_its_compound(system: Any) -> None:
+async def test_a_memory_about_the_weather_is_not_found_by_a_word_across_its_compound(words_system: Any) -> None:
     """Stored and searched terms alike: "今天天气不错" does not hold 天天 (every day), and still holds 天气."""
+    system = words_system
     await system.layer.memory.add_many(user_id="u1", memories=[NewMemory("w", "今天天气不错，适合去公园跑步")])
     assert await system.search.search("天天加班好累", user_id="u1") == []
     assert [h.memory_key for h in await system.search.search("天气", user_id="u1")] == ["w"]

@@ -43,7 +43,8 @@ def test_catch_all_groups_and_single_characters_are_not_expanded() -> None:
     assert thesaurus.related("猫粮") == {"狗粮": 0.5}
 
 
-async def test_a_synonym_from_the_thesaurus_finds_the_memory(system: Any) -> None:
+async def test_a_synonym_from_the_thesaurus_finds_the_memory(words_system: Any) -> None:
+    system = words_system
     await _add(system, "husband-job", "我丈夫最近换了工作，去了一家医院")
     await _add(system, "cat", "家里的猫咪今天打了疫苗")
     assert (await _keys(system, "老公最近怎么样"))[:1] == ["husband-job"]
@@ -58,7 +59,8 @@ async def test_the_synonym_table_wins_over_the_thesaurus(system: Any) -> None:
     assert boosted > plain
 
 
-async def test_synonym_expansion_off_turns_the_thesaurus_off(system: Any) -> None:
+async def test_synonym_expansion_off_turns_the_thesaurus_off(words_system: Any) -> None:
+    system = words_system
     await _add(system, "husband", "我丈夫喜欢钓鱼")
     system.search.synonym_expansion = False
     assert await _keys(system, "老公") == []

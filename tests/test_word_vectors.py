@@ -125,7 +125,7 @@ def test_the_embedder_names_agree_with_the_setting_and_a_missing_model_says_what
 
     assert get_args(EmbedderName) == EMBEDDERS
     assert embedder_named("hashing") is None
-    with pytest.raises(ValueError, match="unknown embedder 'bert': use hashing, wordvec-zh or minilm"):
+    with pytest.raises(ValueError, match="unknown embedder 'bert': use auto, hashing, wordvec-zh or minilm"):
         embedder_named("bert")
 
     def missing() -> None:
@@ -251,3 +251,87 @@ def test_a_blank_share_is_unset_and_a_bad_one_says_what_is_allowed(monkeypatch: 
         monkeypatch.setenv("MEMORY_SEARCH_SEMANTIC_SHARE", bad)
         with pytest.raises(SettingsError, match=r"MEMORY_SEARCH_SEMANTIC_SHARE.*allowed: 0\.0 to 1\.0"):
             load_settings()
+
+
+# -- the default embedder ("auto") --------------------------------------------------------------------
+
+
+async def test_the_default_embedder_is_the_word_vectors_when_installed_and_hashing_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``MEMORY_SEARCH_EMBEDDER`` unset: the word vectors (installed by ``make install``), known by name
+    without loading the table, so building the root does not wait for it; without the package, the
+    hashing embedder and no error (the setting was not asked for by name)."""
+    from agent_memory.search import _word_vectors as word_vectors
+    from agent_memory.search import embedder_named
+
+    settings = load_settings(memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
+    assert settings.memory_search_embedder == "auto"
+    async with MemorySystem.from_settings(settings) as system:
+        embedder = system.search.analyzer.embedder
+        assert isinstance(embedder, WordVectorEmbedder) and not embedder.loaded
+        assert embedder.name == "wordvec-simplechinese-0.2.15-sif-d64" and not embedder.loaded
+        assert system.search.semantic_share == 0.3
+        await system.search.warm_up()  # a server's start loads it, off the event loop
+        assert embedder.loaded
+    monkeypatch.setattr(word_vectors, "packaged_vectors_installed", lambda package="": False)
+    assert embedder_named("auto") is None
+    async with MemorySystem.from_settings(settings) as system:
+        assert system.search.analyzer.embedder is None and system.search.semantic_share == 0.0
+
+
+async def test_the_evidence_tools_keep_n_grams_unless_an_embedder_is_named(tmp_path: Path) -> None:
+    """The messages' ``semantic_search`` reports raw cosines against a ``min_score`` set on the n-gram
+    scale: the default embedder leaves it on n-grams, a named one serves both indexes."""
+    from agent_memory.search import HashingEmbedder
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    async with MemorySystem.from_settings(load_settings(memory_database_url=url)) as system:
+        assert isinstance(system.messages_index.embedder, HashingEmbedder)
+        assert isinstance(system.search.embedder, WordVectorEmbedder)
+    named = load_settings(memory_database_url=url, memory_search_embedder="wordvec-zh")
+    async with MemorySystem.from_settings(named) as system:
+        assert system.messages_index.embedder is system.search.embedder
+
+
+async def test_by_default_a_likeness_in_meaning_alone_orders_the_list_under_the_threshold(system: object) -> None:
+    """The default root: "睡眠不好，晚上睡不着" shares no word with the late nights, yet lists them first
+    and nearest in meaning, scored under the recall's 0.5 threshold (meaning orders what the search
+    lists; only what the words support is recalled); a message that names the subject scores over it."""
+    layer = system.layer  # type: ignore[attr-defined]
+    search = system.search  # type: ignore[attr-defined]
+    for key, text, days in [("late", "这几天一直在熬夜改方案", 2), ("film", "周末看了一部科幻电影", 3),
+                            ("rent", "房租又涨了五百", 4)]:  # fmt: skip
+        await layer.memory.add(user_id="u1", memory_key=key, content=text, created_at=NOW - timedelta(days=days))
+    hits = await search.search("睡眠不好，晚上睡不着", user_id="u1", now=NOW)
+    assert hits[0].memory_key == "late" and hits[0].semantic > max(h.semantic for h in hits[1:])
+    assert all(h.score < 0.5 for h in hits)
+    named = await search.search("最近一直熬夜", user_id="u1", now=NOW)
+    assert named[0].memory_key == "late" and named[0].score >= 0.5
+
+
+class _Unloadable:
+    """An embedder whose ``prepare`` fails (a damaged model file) while its ``embed`` answers (zero rows:
+    no known word), as a model read some other way would."""
+
+    name, dim = "unloadable-model", 4
+
+    def prepare(self) -> None:
+        raise MissingPackageError("the model files are damaged")
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return np.zeros((len(texts), 4), dtype=np.float32)
+
+
+async def test_a_model_that_cannot_load_at_the_warm_up_does_not_fail_the_search(
+    layer: AgentFusionDataLayer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first search starts the warm-up itself (a library user need not call it) and waits for it; a
+    model that fails to load there is logged, and the search still answers."""
+    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=_Unloadable()), semantic_share=0.3)
+    layer.memory.set_analyzer(engine.analyzer)
+    await layer.memory.add(user_id="u1", memory_key="film", content="周末看了一部科幻电影")
+    with caplog.at_level("WARNING"):
+        hits = await engine.search("科幻电影", user_id="u1", now=NOW)
+    assert [h.memory_key for h in hits] == ["film"]
+    assert "the embedder's model cannot be loaded" in caplog.text

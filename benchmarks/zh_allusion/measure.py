@@ -95,7 +95,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "keyword", "semantic"))
     parser.add_argument("--semantic-share", type=float, default=None)
-    parser.add_argument("--embedder", default="hashing", choices=EMBEDDERS)
+    parser.add_argument("--embedder", default="auto", choices=EMBEDDERS)
     parser.add_argument("--no-word-neighbours", dest="neighbours", action="store_false")
     args = parser.parse_args()
     asyncio.run(main(args.mode, args.semantic_share, args.embedder, args.neighbours))

@@ -61,10 +61,11 @@ SEMANTIC_SHARE_OPTION = typer.Option(
     "stored embedder, 0 with hashing, as the library when MEMORY_SEARCH_SEMANTIC_SHARE is not set)",
 )
 EMBEDDER_OPTION = typer.Option(
-    "hashing",
+    "auto",
     "--embedder",
-    help="hashing (default, no model), wordvec-zh (packaged Chinese word vectors) or minilm (packaged "
-    "all-MiniLM-L6-v2; the sentence-transformers extra)",
+    help="auto (default, as the library: wordvec-zh when installed, else hashing), hashing (no model), "
+    "wordvec-zh (packaged Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2; the "
+    "sentence-transformers extra)",
 )
 WORD_NEIGHBOURS_OPTION = typer.Option(
     True,

@@ -29,7 +29,11 @@ Vectors = npt.NDArray[np.float32]
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
+
+    One that loads a model on first use may also have a ``prepare()`` method that loads it now:
+    ``HybridMemorySearch.warm_up`` calls it in a thread, so a server's first search does not wait.
+    """
 
     @property
     def name(self) -> str:
@@ -201,30 +205,42 @@ class OpenAIEmbedder:
 
 
 #: The names ``MEMORY_SEARCH_EMBEDDER`` and ``--embedder`` take.
-EMBEDDERS = ("hashing", "wordvec-zh", "minilm")
-#: The embedding part of the hybrid text score when a stored embedder is in use and no share is set.
-#: Measured with the packaged Chinese word vectors against words only (``agent-memory bench retrieval``,
-#: same data, same day): the Chinese allusion set recall@5 0.18 -> 0.40, MemDaily recall@3 0.766 ->
-#: 0.774, LoCoMo recall@10 0.744 -> 0.747; 0.5 gave the allusion set no more (recall@5 0.40) and MemDaily
-#: less (recall@3 0.771, measured before the 0.2 floor, which costs 0.001).
+EMBEDDERS = ("auto", "hashing", "wordvec-zh", "minilm")
+#: The most that embedding similarity adds to the hybrid text score when a stored embedder is in use and
+#: no share is set (``Pipeline.semantic``). Measured with the packaged Chinese word vectors against words
+#: only (``agent-memory bench retrieval``, same data, same day), as a share of the score: the Chinese
+#: allusion set recall@5 0.18 -> 0.40, MemDaily recall@3 0.766 -> 0.774, LoCoMo recall@10 0.744 ->
+#: 0.747; 0.5 gave the allusion set no more (recall@5 0.40) and MemDaily less (recall@3 0.771).
 DEFAULT_SEMANTIC_SHARE = 0.3
 
 
 def embedder_named(name: str) -> Embedder | None:
     """The embedder a setting names (``MEMORY_SEARCH_EMBEDDER``): ``hashing`` is ``None`` (the engine's
     own :class:`HashingEmbedder`, computed when needed, never stored), ``wordvec-zh`` the packaged
-    Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2. Raises ``ValueError`` for another
-    name; the packaged ones raise ``data_layer.MissingPackageError`` with the install command when missing.
+    Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2, and ``auto`` (the default) the word
+    vectors when their package is installed and ``None`` otherwise. Raises ``ValueError`` for another
+    name; ``wordvec-zh`` and ``minilm`` raise ``data_layer.MissingPackageError`` with the install command
+    when missing. Nothing loads here: the word vectors load on first use or at a server's warm-up.
+
+    Why the word vectors by default: they lift every set measured, most where words differ (the Chinese
+    allusion set's recall@5 0.43 -> 0.57, MemDaily recall@3 0.774 -> 0.777, LoCoMo recall@10 0.744 ->
+    0.750; ``agent-memory bench retrieval``), and a meaning-only match scores under the recall's 0.5
+    threshold, so they order what the words found and bring nothing unrelated into the recall block.
 
     >>> embedder_named("hashing") is None
     True
     """
     if name == "hashing":
         return None
-    if name == "wordvec-zh":
-        from ._word_vectors import WordVectorEmbedder, packaged_word_vectors
+    if name in ("wordvec-zh", "auto"):
+        from ._word_vectors import WordVectorEmbedder, packaged_vectors_installed
 
-        return WordVectorEmbedder(packaged_word_vectors())
+        if name == "auto" and not packaged_vectors_installed():
+            return None
+        embedder = WordVectorEmbedder()
+        if name == "wordvec-zh":
+            embedder.prepare()  # named on purpose: a missing or damaged package is said now
+        return embedder
     if name == "minilm":
         try:
             return SentenceTransformerEmbedder.minilm()
@@ -236,7 +252,7 @@ def embedder_named(name: str) -> Embedder | None:
 
 
 def semantic_share_for(embedder: Embedder | None, share: float | None = None) -> float:
-    """The embedding part of the hybrid text score: ``share`` when one is set, else
+    """The most embedding similarity adds to the hybrid text score: ``share`` when one is set, else
     :data:`DEFAULT_SEMANTIC_SHARE` with a stored embedder and 0 with none (the hashing embedder's
     character n-grams add nothing the words do not already say).
 

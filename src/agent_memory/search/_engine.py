@@ -18,6 +18,7 @@ applies only the rows changed after the snapshot's revision, instead of rebuildi
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
@@ -42,6 +43,8 @@ from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotStore
 from ._word_neighbours import WordNeighbours, packaged_neighbours
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,21 +246,34 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return stale
 
     async def warm_up(self) -> None:
-        """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`) and the
-        word neighbours' vectors (together about a second, once per process) before the first search needs
+        """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the
+        embedder's model when it has a ``prepare()`` (the word vectors) and the word neighbours' vectors
+        (together about a second, once per process) before the first search needs
         them; a server calls it at start, and a recall before its timed rounds (a recall's first round has
         0.5 s, and a new process's first question lost it to the loading). Once per engine: later calls,
         and calls while it runs, wait for the same loading; a failed one is tried again next time."""
+        warmed = self._warming()
+        if warmed is not None:
+            await asyncio.shield(warmed)
+
+    def _warming(self) -> asyncio.Future[None] | None:
+        """The loading of :meth:`warm_up`, started unless it is done (then ``None``)."""
         warmed = self._warmed
         if warmed is not None and warmed.done() and not warmed.cancelled() and warmed.exception() is None:
-            return
+            return None
         if warmed is None or warmed.done() or warmed.get_loop() is not asyncio.get_running_loop():
             warmed = self._warmed = asyncio.ensure_future(self._load())
-        await asyncio.shield(warmed)
+        return warmed
 
     async def _load(self) -> None:
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
         await asyncio.to_thread(unheld_weight, "预热")
+        prepare = getattr(self.analyzer.embedder, "prepare", None)  # a model that loads on first use
+        if callable(prepare):  # first: the neighbours then share its table
+            try:
+                await asyncio.to_thread(prepare)
+            except Exception:  # a hybrid search then matches words only, and says so (Pipeline.semantic)
+                logger.warning("the embedder's model cannot be loaded", exc_info=True)
         if self.neighbours is not None:
             await asyncio.to_thread(self.neighbours.prepare)
 
@@ -344,6 +360,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     async def run(self, query: SearchQuery) -> SearchResults:
         """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
         uid = query.scope.user_id
+        # a process's first search loads the dictionaries and vectors off the event loop, while the
+        # user's index loads (its snapshot's reading and decoding overlap the loading)
+        warming = self._warming()
         state = self._state(uid)
         built = False
         if state.revision < 0:  # a cold index: built in a task a caller's time limit cannot cancel
@@ -358,6 +377,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             if cached is not None:
                 self._touch(uid, state)
                 return cached.copy()
+            if warming is not None:
+                await asyncio.shield(warming)
             synonyms = await self._synonyms_for(query, index, state)
             hits = await Pipeline(self, index).run(query, synonyms)
             # a last check on every result, with the one visibility rule

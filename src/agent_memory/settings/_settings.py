@@ -25,7 +25,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-EmbedderName = Literal["hashing", "wordvec-zh", "minilm"]
+EmbedderName = Literal["auto", "hashing", "wordvec-zh", "minilm"]
 
 APP_NAME = "agent-fusion-memory"
 
@@ -62,11 +62,12 @@ class AgentMemorySettings(BaseSettings):
     memory_search_text_similarity_weight: float = Field(0.4, ge=0.0, le=1.0)
     memory_search_time_decay_weight: float = Field(0.2, ge=0.0, le=1.0)
     memory_search_half_life_days: int = Field(30, ge=1, le=3650)
-    #: What turns memories and queries into vectors: hashing (character n-grams, no model), wordvec-zh
-    #: (packaged Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
-    memory_search_embedder: EmbedderName = "hashing"
-    #: Part of the hybrid text score given to embedding similarity (0: words only; unset: 0.3 with a
-    #: stored embedder, 0 with hashing).
+    #: What turns memories and queries into vectors: auto (wordvec-zh when its package is installed, as
+    #: ``make install`` does, else hashing), hashing (character n-grams, no model), wordvec-zh (packaged
+    #: Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
+    memory_search_embedder: EmbedderName = "auto"
+    #: The most that likeness in meaning adds to the hybrid text score (0: words only; unset: 0.3 with a
+    #: stored embedder, 0 with hashing); it never lowers what the words give.
     memory_search_semantic_share: float | None = Field(None, ge=0.0, le=1.0)
     #: Also expand Chinese query words with the words nearest in meaning in the packaged word vectors
     #: (when installed), as the thesaurus's synonyms are.

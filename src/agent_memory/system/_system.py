@@ -89,6 +89,7 @@ class MemorySystem:
         extractor = KeywordExtractor(
             max_keywords=s.memory_extraction_max_keywords, min_weight=s.memory_extraction_min_keyword_weight
         )
+        embedder_given = embedder is not None
         if embedder is None:
             embedder = embedder_named(s.memory_search_embedder)
         self.search = HybridMemorySearch(
@@ -119,8 +120,13 @@ class MemorySystem:
             injection=s.memory_recall_injection,
         )
         #: The chat messages as evidence (seed 003): BM25 with quoted phrases and embeddings, per user.
+        #: Its ``semantic_search`` reports raw cosines, and the evidence skill's ``min_score`` (0.2) is on
+        #: the character n-gram scale, where unrelated texts score near 0; the word vectors put unrelated
+        #: Chinese texts at 0.3-0.5 and cited last week's messages for "我们上周聊了什么". So the default
+        #: embedder (``auto``) keeps n-grams here; one named in the settings or passed in serves both.
+        named = s.memory_search_embedder != "auto" or embedder_given
         self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
-                                           embedder=self.search.embedder)  # fmt: skip
+                                           embedder=self.search.embedder if named else None)  # fmt: skip
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
         #: One turn and one archiving run per chat at a time (shared with the other worker processes of
         #: a web server when built with their lock file).
