@@ -335,3 +335,27 @@ async def test_a_model_that_cannot_load_at_the_warm_up_does_not_fail_the_search(
         hits = await engine.search("科幻电影", user_id="u1", now=NOW)
     assert [h.memory_key for h in hits] == ["film"]
     assert "the embedder's model cannot be loaded" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("message", "content"),
+    [
+        ("汇报越来越近了，该怎么准备？", "周五要给管理层做季度汇报，心里很紧张"),
+        ("主子胃口好多了。今天好累。", "学校运动会我拍了好多照片"),  # 好多 and an everyday likeness
+        ("周末想去爬山", "周末打算去爬香山放松一下"),
+        ("我家猫最近不爱吃饭", "我家的猫叫咪咪，三岁了"),  # much alike in meaning (0.76), one word shared
+    ],
+)
+async def test_the_vectors_neither_lower_nor_raise_what_the_words_score(
+    system: object, words_system: object, message: str, content: str
+) -> None:
+    """A memory the words match scores what the words give, with the default word vectors as with words
+    alone: taken as a share of the score the vectors lowered such scores (a report under the recall
+    threshold), added to it they raised them (weak word matches over it)."""
+    scores = []
+    for root, user in ((system, "u-vectors"), (words_system, "u-words")):
+        layer, search = root.layer, root.search  # type: ignore[attr-defined]
+        await layer.memory.add(user_id=user, memory_key="m", content=content, created_at=NOW - timedelta(days=2))
+        (hit,) = await search.search(message, user_id=user, now=NOW)
+        scores.append((hit.score, hit.semantic > 0))
+    assert scores[0][0] == scores[1][0] and scores[0][1]  # the vectors took part, and changed nothing

@@ -206,11 +206,12 @@ class OpenAIEmbedder:
 
 #: The names ``MEMORY_SEARCH_EMBEDDER`` and ``--embedder`` take.
 EMBEDDERS = ("auto", "hashing", "wordvec-zh", "minilm")
-#: The most that embedding similarity adds to the hybrid text score when a stored embedder is in use and
-#: no share is set (``Pipeline.semantic``). Measured with the packaged Chinese word vectors against words
-#: only (``agent-memory bench retrieval``, same data, same day), as a share of the score: the Chinese
-#: allusion set recall@5 0.18 -> 0.40, MemDaily recall@3 0.766 -> 0.774, LoCoMo recall@10 0.744 ->
-#: 0.747; 0.5 gave the allusion set no more (recall@5 0.40) and MemDaily less (recall@3 0.771).
+#: The most of the hybrid text score that embedding similarity gives a memory (where its words give
+#: less) when a stored embedder is in use and no share is set (``Pipeline.semantic``). Chosen with the
+#: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, same data,
+#: same day, against words only): the Chinese allusion set recall@5 0.18 -> 0.40, MemDaily recall@3
+#: 0.766 -> 0.774, LoCoMo recall@10 0.744 -> 0.747; 0.5 gave the allusion set no more (recall@5 0.40)
+#: and MemDaily less (recall@3 0.771).
 DEFAULT_SEMANTIC_SHARE = 0.3
 
 
@@ -252,7 +253,7 @@ def embedder_named(name: str) -> Embedder | None:
 
 
 def semantic_share_for(embedder: Embedder | None, share: float | None = None) -> float:
-    """The most embedding similarity adds to the hybrid text score: ``share`` when one is set, else
+    """The most of the hybrid text score embedding similarity gives: ``share`` when one is set, else
     :data:`DEFAULT_SEMANTIC_SHARE` with a stored embedder and 0 with none (the hashing embedder's
     character n-grams add nothing the words do not already say).
 

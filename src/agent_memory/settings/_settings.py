@@ -66,8 +66,8 @@ class AgentMemorySettings(BaseSettings):
     #: ``make install`` does, else hashing), hashing (character n-grams, no model), wordvec-zh (packaged
     #: Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
     memory_search_embedder: EmbedderName = "auto"
-    #: The most that likeness in meaning adds to the hybrid text score (0: words only; unset: 0.3 with a
-    #: stored embedder, 0 with hashing); it never lowers what the words give.
+    #: The most of the hybrid text score that likeness in meaning gives a memory whose words give less
+    #: (0: words only; unset: 0.3 with a stored embedder, 0 with hashing).
     memory_search_semantic_share: float | None = Field(None, ge=0.0, le=1.0)
     #: Also expand Chinese query words with the words nearest in meaning in the packaged word vectors
     #: (when installed), as the thesaurus's synonyms are.
