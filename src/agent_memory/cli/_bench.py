@@ -57,8 +57,8 @@ SEMANTIC_SHARE_OPTION = typer.Option(
     "--semantic-share",
     min=0.0,
     max=1.0,
-    help="Embedding part of the text score (default: 0.3 with a "
-    "stored embedder, 0 with hashing, as the library when MEMORY_SEARCH_SEMANTIC_SHARE is not set)",
+    help="The most of the text score embedding similarity gives a memory whose words give less (default: 0.3 "
+    "with a stored embedder, 0 with hashing, as the library when MEMORY_SEARCH_SEMANTIC_SHARE is not set)",
 )
 EMBEDDER_OPTION = typer.Option(
     "auto",

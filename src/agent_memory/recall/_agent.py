@@ -144,8 +144,11 @@ class MemRecallAgent:
         self.model_client = model_client or OfflineRecallPlanner(
             limits=self.limits,
             similarity_threshold=similarity_threshold,
-            # a semantic round searches a model's vectors alone, unless hybrid already weighs them
-            semantic=search.analyzer.embedder is not None and search.semantic_share == 0,
+            # the semantic round scores in hybrid mode: a stored embedder's likeness already takes part
+            # there (up to the share), a share of 0 asks for words only, and a vector-only round compares
+            # raw cosines with the threshold (averaged word vectors put unrelated everyday sentences at
+            # 0.6-0.85: "晚上我很难过" recalled "老公换了新工作")
+            semantic=False,
         )
         self.keyword_client = keyword_client
         self.max_iterations = max_iterations

@@ -62,7 +62,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     Options are keyword-only: ``weights`` (keyword / text / time, default 0.4 / 0.4 / 0.2),
     ``half_life_days`` of the time decay, ``analyzer`` (tokens, keywords, embedding stored on write;
     it is installed on the repository), ``embedder`` for semantic mode when the analyzer has none,
-    ``semantic_share`` (part of the text score given to embedding similarity in hybrid mode),
+    ``semantic_share`` (in hybrid mode, the most of the text score embedding similarity gives a memory
+    whose words give less),
     ``synonym_expansion`` (use ``keyword_synonyms`` and ``thesaurus``: the packaged
     同义词词林 by default, ``None`` for the table alone, and ``neighbours``: words near in meaning from the
     packaged word vectors when installed, ``None`` for none), ``ranker`` and ``cache_ttl``; ``snapshots``
@@ -210,7 +211,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             return 0
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)
         user.applied_since_snapshot += len(rows)
-        stale = 0
+        stale: list[int] = []  # revisions of the rows analysed otherwise, waiting for their re-analysis
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
             user.index.embedding_dim = dim
@@ -220,7 +221,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 continue
             if row.analyzer != self.analyzer.name or row.tokens is None:
                 user.index.remove(row.id)
-                stale += 1
+                stale.append(row.revision)
                 continue
             vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
             user.index.put(
@@ -241,17 +242,22 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             alive = await self.memory.active_ids(user_id=uid)
             for gone in user.index.ids() - alive:
                 user.index.remove(gone)
-        user.revision = max([state.revision, *(r.revision for r in rows)])
+        # rows waiting for their re-analysis are read again by the next refresh: a re-analysis that fails
+        # or is cancelled (a storage error, a search's time limit) must not leave them out of the index
+        # (nor out of the snapshot saved from it) for good
+        user.revision = min(stale) - 1 if stale else max([state.revision, *(r.revision for r in rows)])
         user.hard_delete_revision = state.hard_delete_revision
-        return stale
+        return len(stale)
 
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the
         embedder's model when it has a ``prepare()`` (the word vectors) and the word neighbours' vectors
         (together about a second, once per process) before the first search needs
         them; a server calls it at start, and a recall before its timed rounds (a recall's first round has
-        0.5 s, and a new process's first question lost it to the loading). Once per engine: later calls,
-        and calls while it runs, wait for the same loading; a failed one is tried again next time."""
+        0.5 s, and a new process's first question lost it to the loading); a search starts it too and
+        waits for it. Once per engine: later calls, and calls while it runs, wait for the same loading; a
+        failed one is tried again next time, except the embedder's model, which is logged and tried again
+        by the next embedding (a hybrid search matches words meanwhile)."""
         warmed = self._warming()
         if warmed is not None:
             await asyncio.shield(warmed)

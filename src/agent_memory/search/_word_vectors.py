@@ -22,8 +22,10 @@ strings; it is read with an unpickler that accepts nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import io
+import logging
 import math
 import pickle
 import threading
@@ -50,6 +52,7 @@ PACKAGED_DIM = 64
 SIF_A = 1e-3
 
 _lock = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 class WordVectors:
@@ -126,12 +129,16 @@ class WordVectorEmbedder:
     def __init__(self, table: WordVectors | None = None, *, tokenizer: Tokenizer | None = None) -> None:
         self._table = table
         self._tokenizer = tokenizer or Tokenizer()
+        self._loading = threading.Lock()
 
     @property
     def table(self) -> WordVectors:
-        """The vectors in use (loads the packaged ones on first use)."""
+        """The vectors in use (loads the packaged ones on first use, once: callers in other threads wait
+        for the same loading rather than reading the table again)."""
         if self._table is None:
-            self._table = packaged_word_vectors()
+            with self._loading:
+                if self._table is None:
+                    self._table = packaged_word_vectors()
         return self._table
 
     @property
@@ -157,6 +164,8 @@ class WordVectorEmbedder:
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if isinstance(texts, str | bytes) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a list of strings, e.g. embed(['最近睡眠不好'])")
+        if self._table is None:  # a first write before any search: loaded off the event loop
+            await asyncio.to_thread(self.prepare)
         table = self.table
         out = np.zeros((len(texts), table.dim), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -200,12 +209,26 @@ def packaged_word_vectors_head(rows: int) -> WordVectors:
 
 def packaged_vectors_installed(package: str = PACKAGE) -> bool:
     """Whether ``package`` (the vectors' package; another name only in tests) has installed the files
-    the vectors are read from. Only looks at the package's file list (milliseconds): nothing loads.
+    the vectors are read from, whole: the word list is not empty and the vectors file opens as a table
+    of 64-dimensional rows (its header only, in milliseconds: nothing loads). A damaged install is
+    logged, so ``auto`` falls back to words only rather than failing every write.
 
     >>> packaged_vectors_installed("no-such-package-here")
     False
     """
-    return {WORDS_FILE, VECTORS_FILE} <= set(_package_files(package))
+    files = _package_files(package)
+    if not {WORDS_FILE, VECTORS_FILE} <= set(files):
+        return False
+    try:
+        matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")
+        whole = matrix.ndim == 2 and matrix.shape[0] > 0 and matrix.shape[1] == PACKAGED_DIM
+        whole = whole and files[WORDS_FILE].locate().stat().st_size > 0
+    except (OSError, ValueError) as exc:
+        logger.warning("the %s word vectors cannot be read (%s): %s", package, exc, INSTALL_HINT)
+        return False
+    if not whole:
+        logger.warning("the %s word vectors are not whole: %s", package, INSTALL_HINT)
+    return whole
 
 
 def _package_files(package: str) -> dict[str, importlib.metadata.PackagePath]:
@@ -222,8 +245,11 @@ def _read_packaged(rows: int | None) -> WordVectors:
             raise MissingPackageError(f"the Chinese word vectors are not installed: {INSTALL_HINT}")
         if WORDS_FILE not in files or VECTORS_FILE not in files:
             raise MissingPackageError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
-        words = _WordList(io.BytesIO(files[WORDS_FILE].locate().read_bytes())).load()
-        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-            raise MissingPackageError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
-        matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")
-        return WordVectors(words[:rows], matrix[:rows])
+        try:
+            words = _WordList(io.BytesIO(files[WORDS_FILE].locate().read_bytes())).load()
+            if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                raise MissingPackageError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
+            matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")
+            return WordVectors(words[:rows], matrix[:rows])
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # a damaged install
+            raise MissingPackageError(f"the {PACKAGE} word vectors cannot be read ({exc}): {INSTALL_HINT}") from None

@@ -39,8 +39,8 @@ class RoundConfig:
     with_context: bool = False
 
 
-#: Seed 002 section 3.4.3, stage four; the semantic round uses hybrid scoring unless the search has a
-#: model embedder (hashed n-grams alone are weaker than the lexical scores).
+#: Seed 002 section 3.4.3, stage four; the offline planner scores the semantic round in hybrid mode,
+#: where a stored embedder's likeness takes part (see ``MemRecallAgent``).
 SEED_ROUNDS: tuple[RoundConfig, ...] = (
     RoundConfig("precise", "keyword", 0.7, 5, 0.5),
     RoundConfig("expanded", "hybrid", 0.6, 8, 0.8),
