@@ -200,7 +200,11 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             stale = await self._apply_changes(uid, current)
             if not stale:
                 break
-            await self.reanalyze(user_id=uid)
+            try:
+                await self.reanalyze(user_id=uid)
+            except Exception:  # a storage error, an embedding endpoint down: answered from what is analysed
+                logger.warning("re-analysing a user's memories failed; the next search tries again", exc_info=True)
+                break
         if not stale:
             await self._maybe_save_snapshot(uid, current)
         return current.index
