@@ -364,13 +364,16 @@ async def test_the_vectors_neither_lower_nor_raise_what_the_words_score(
 
 
 async def test_an_upgrade_whose_re_analysis_fails_once_loses_no_memory(
-    system: object, words_system: object, caplog: pytest.LogCaptureFixture
+    system: object, words_system: object, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Memories analysed with words only (the default before) are re-analysed on the first search with
     the vectors. When that re-analysis fails (a dropped connection: the search answers from what is
     analysed, and says so in the log) or is cancelled (a recall round's time limit), the rows it had
     taken out of the index are read again by the next search: before, they stayed out of the index,
     and out of the snapshot saved from it, for good."""
+    from agent_memory.search import _engine
+
+    monkeypatch.setattr(_engine, "REANALYSIS_RETRY_S", 0.0)  # no back-off: the next search tries again
     old, new = words_system.layer.memory, system.layer.memory  # type: ignore[attr-defined]
     for i in range(40):
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
@@ -386,7 +389,7 @@ async def test_an_upgrade_whose_re_analysis_fails_once_loses_no_memory(
     new.store_analysis = once
     with caplog.at_level("WARNING"):
         assert await system.search.search("熬夜", user_id="u1", limit=100) == []  # type: ignore[attr-defined]
-    assert "the next search tries again" in caplog.text and "a dropped connection" in caplog.text
+    assert "try again in 0 s" in caplog.text and "a dropped connection" in caplog.text
     assert len(await system.search.search("熬夜", user_id="u1", limit=100)) == 40  # type: ignore[attr-defined]
     for i in range(40, 80):  # written again by a words-only process; the next search is cut short
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
@@ -469,3 +472,33 @@ async def test_the_first_embedding_loads_the_table_once_and_off_the_event_loop(m
     first, second = await asyncio.gather(embedder.embed(["睡眠不好"]), embedder.embed(["一直熬夜"]))
     assert float(first[0] @ second[0]) > 0.9
     assert len(loads) == 1 and loads[0] != threading.main_thread().name
+
+
+async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_backs_off(
+    system: object, words_system: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories waiting for a re-analysis that keeps failing stay out of the index, while the user's
+    other writes are seen at once (a new memory found, a deleted one gone, by the same question asked
+    again); the failure is tried again only after a pause (each try can cost an endpoint's time-out),
+    and once it works the waiting memories come back, the deleted one not."""
+    from agent_memory.search import _engine
+
+    old, new, search = words_system.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
+    for key, text in (("cat", "我家的猫咪叫咪咪"), ("cat2", "猫咪最近胃口很好"), ("tea", "喜欢喝乌龙茶")):
+        await old.add(user_id="u1", memory_key=key, content=text)
+    real, tries = new.store_analysis, []
+
+    async def failing(**kwargs: object) -> object:
+        tries.append(1)
+        raise ConnectionResetError("the endpoint is down")
+
+    new.store_analysis = failing
+    assert await search.search("猫咪", user_id="u1") == []
+    await new.add(user_id="u1", memory_key="cat3", content="猫咪今天打了疫苗")
+    await new.delete(user_id="u1", memory_key="cat2")
+    assert [h.memory_key for h in await search.search("猫咪", user_id="u1")] == ["cat3"]
+    assert len(tries) == 1  # backing off: the second search did not try again
+    monkeypatch.setattr(_engine, "REANALYSIS_RETRY_S", 0.0)
+    search._users["u1"].analysis_retry_at = 0.0  # the pause is over
+    new.store_analysis = real
+    assert sorted(h.memory_key for h in await search.search("猫咪", user_id="u1")) == ["cat", "cat3"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
@@ -45,6 +46,10 @@ from ._snapshot import SnapshotStore
 from ._word_neighbours import WordNeighbours, packaged_neighbours
 
 logger = logging.getLogger(__name__)
+
+#: After a failed re-analysis (a storage error, an embedding endpoint down), a user's searches answer
+#: from the memories analysed for this long before trying again: each try can cost an endpoint's time-out.
+REANALYSIS_RETRY_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,19 +198,31 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         if current.revision < 0 and not current.snapshot_tried and self.snapshots is not None:
             current.snapshot_tried = True
             await self._load_snapshot(uid, current, state.revision, state.hard_delete_revision)
-        if current.revision == state.revision and current.hard_delete_revision == state.hard_delete_revision:
+        retry = current.awaiting_analysis and time.monotonic() >= current.analysis_retry_at
+        if (
+            not retry
+            and current.revision == state.revision
+            and current.hard_delete_revision == state.hard_delete_revision
+        ):
             return current.index
-        stale = 0
         for _ in range(3):
-            stale = await self._apply_changes(uid, current)
-            if not stale:
+            if await self._apply_changes(uid, current):
+                current.awaiting_analysis = True  # rows analysed otherwise: out of the index until re-analysed
+            if not current.awaiting_analysis or time.monotonic() < current.analysis_retry_at:
                 break
             try:
-                await self.reanalyze(user_id=uid)
+                await self.reanalyze(user_id=uid)  # the rows it stores get new revisions: applied next pass
             except Exception:  # a storage error, an embedding endpoint down: answered from what is analysed
-                logger.warning("re-analysing a user's memories failed; the next search tries again", exc_info=True)
+                current.analysis_retry_at = time.monotonic() + REANALYSIS_RETRY_S
+                logger.warning(
+                    "re-analysing a user's memories failed; searches answer from the memories analysed and "
+                    "try again in %.0f s",
+                    REANALYSIS_RETRY_S,
+                    exc_info=True,
+                )
                 break
-        if not stale:
+            current.awaiting_analysis = False
+        if not current.awaiting_analysis:  # a snapshot never leaves out memories waiting for analysis
             await self._maybe_save_snapshot(uid, current)
         return current.index
 
@@ -215,7 +232,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             return 0
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)
         user.applied_since_snapshot += len(rows)
-        stale: list[int] = []  # revisions of the rows analysed otherwise, waiting for their re-analysis
+        stale = 0  # rows analysed otherwise, waiting for their re-analysis
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
             user.index.embedding_dim = dim
@@ -225,7 +242,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 continue
             if row.analyzer != self.analyzer.name or row.tokens is None:
                 user.index.remove(row.id)
-                stale.append(row.revision)
+                stale += 1
                 continue
             vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
             user.index.put(
@@ -246,12 +263,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             alive = await self.memory.active_ids(user_id=uid)
             for gone in user.index.ids() - alive:
                 user.index.remove(gone)
-        # rows waiting for their re-analysis are read again by the next refresh: a re-analysis that fails
-        # or is cancelled (a storage error, a search's time limit) must not leave them out of the index
-        # (nor out of the snapshot saved from it) for good
-        user.revision = min(stale) - 1 if stale else max([state.revision, *(r.revision for r in rows)])
+        user.revision = max([state.revision, *(r.revision for r in rows)])
         user.hard_delete_revision = state.hard_delete_revision
-        return len(stale)
+        return stale
 
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the

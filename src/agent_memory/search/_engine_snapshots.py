@@ -42,6 +42,11 @@ class _UserState:
     approx_bytes: int = 0
     #: the first build of the index, running in a task of its own (see ``HybridMemorySearch._build_first``)
     building: asyncio.Task[None] | None = None
+    #: rows analysed otherwise were left out of the index: the next refresh re-analyses them (a failed or
+    #: cancelled re-analysis must not leave them out for good; storing the analyses gives them new
+    #: revisions, so the refresh after it reads them), not before ``analysis_retry_at`` (monotonic)
+    awaiting_analysis: bool = False
+    analysis_retry_at: float = 0.0
 
 
 class SnapshotCacheMixin:
