@@ -502,3 +502,19 @@ async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_back
     search._users["u1"].analysis_retry_at = 0.0  # the pause is over
     new.store_analysis = real
     assert sorted(h.memory_key for h in await search.search("猫咪", user_id="u1")) == ["cat", "cat3"]
+
+
+async def test_memories_analysed_by_other_settings_are_named_once_in_the_log(
+    system: object, words_system: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two processes with different embedders on one database re-analyse each other's memories on every
+    search: the log names both analyzers (once each), and what to do."""
+    old, search = words_system.layer.memory, system.search  # type: ignore[attr-defined]
+    with caplog.at_level("WARNING"):
+        for i in range(2):
+            await old.add(user_id="u1", memory_key=f"k{i}", content=f"周末看了一部科幻电影 第{i}次")
+            assert len(await search.search("科幻电影", user_id="u1")) == i + 1
+    said = [r.getMessage() for r in caplog.records if "are re-analysed with" in r.getMessage()]
+    assert len(said) == 1
+    assert words_system.search.analyzer.name in said[0] and search.analyzer.name in said[0]  # type: ignore[attr-defined]
+    assert "MEMORY_SEARCH_EMBEDDER" in said[0]

@@ -134,6 +134,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._cached_bytes = 0
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
         self._warmed: asyncio.Future[None] | None = None
+        #: analyzers other than ours met in stored rows (each is logged once: see ``_apply_changes``)
+        self._foreign_analyzers: set[str] = set()
 
     # -- index maintenance -------------------------------------------------------------------------
 
@@ -243,6 +245,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             if row.analyzer != self.analyzer.name or row.tokens is None:
                 user.index.remove(row.id)
                 stale += 1
+                self._note_foreign(row.analyzer)
                 continue
             vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
             user.index.put(
@@ -266,6 +269,19 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         user.revision = max([state.revision, *(r.revision for r in rows)])
         user.hard_delete_revision = state.hard_delete_revision
         return stale
+
+    def _note_foreign(self, analyzer: str | None) -> None:
+        """Say once per analyzer that memories analysed otherwise are re-analysed: after an upgrade that is
+        expected; again and again, it means another process with other settings shares the database."""
+        if analyzer and analyzer not in self._foreign_analyzers:
+            self._foreign_analyzers.add(analyzer)
+            logger.warning(
+                "memories analysed with %s are re-analysed with %s (an older version or other settings); "
+                "processes sharing a database must name the same MEMORY_SEARCH_EMBEDDER, or each "
+                "re-analyses the other's memories",
+                analyzer,
+                self.analyzer.name,
+            )
 
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the
