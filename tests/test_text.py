@@ -256,3 +256,19 @@ def test_a_month_after_by_or_of_is_no_time_the_question_is_about() -> None:
     since = named_time_range("what changed since March", now=NOW)
     assert since is not None and since.start == datetime(2024, 3, 1, tzinfo=UTC) and since.end > NOW
     assert named_time_range("since 2030", now=NOW) is None  # a start still to come names nothing
+
+
+def test_chinese_characters_are_told_apart_by_code_point_range() -> None:
+    """has_cjk / is_cjk: the four ranges of unified ideographs (basic, extension A, compatibility,
+    extension B), their edges included, and nothing just outside them or of another script."""
+    from agent_memory.text import has_cjk, is_cjk
+
+    inside = ["\u3400", "\u4dbf", "\u4e00", "\u9fff", "\uf900", "\ufaff", "\U00020000", "\U0002a6df", "東", "猫"]
+    outside = ["\u33ff", "\u4dc0", "\u4dff", "\ua000", "\uf8ff", "\ufb00", "\U0001ffff", "\U0002a6e0"]
+    outside += ["a", "é", "。", "、", "ア", "한", "Ａ", "１", " ", "\n"]
+    assert [c for c in inside if not is_cjk(c)] == []
+    assert [c for c in outside if is_cjk(c)] == []
+    assert has_cjk("mysql 配置") and has_cjk("abc\U00020000") and not has_cjk("".join(outside))
+    assert not has_cjk("")
+    with pytest.raises(TypeError, match="one character"):
+        is_cjk("东京")

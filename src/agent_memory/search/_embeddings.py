@@ -18,7 +18,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from data_layer import MissingPackageError
 
@@ -74,6 +73,11 @@ class HashingEmbedder:
 
     Texts that share words or word pieces (also across scripts when they share Latin words) get
     similar vectors; it captures spelling and morphology, not meaning. ``name`` encodes all settings.
+
+    scikit-learn's ``HashingVectorizer`` is imported on the first :meth:`embed`, not with this module:
+    importing scikit-learn takes about 0.5 s (it loads ``scipy.stats``), which every command, server
+    and MCP start paid, although with the word vectors installed (the default) this embedder only
+    serves the evidence tools' ``semantic_search``.
     """
 
     def __init__(self, *, dim: int = 256, ngram_range: tuple[int, int] = (2, 4)) -> None:
@@ -81,15 +85,22 @@ class HashingEmbedder:
             raise ValueError("dim must be between 16 and 8192")
         self._dim = dim
         self._ngrams = ngram_range
-        self._vectorizer = HashingVectorizer(
-            analyzer="char_wb",
-            ngram_range=ngram_range,
-            n_features=dim,
-            alternate_sign=True,
-            norm="l2",
-            lowercase=False,
-            preprocessor=fold,
-        )
+        self._vectorizer: Any = None
+
+    def _hasher(self) -> Any:
+        if self._vectorizer is None:  # a race builds two equal, stateless vectorizers: harmless
+            from sklearn.feature_extraction.text import HashingVectorizer
+
+            self._vectorizer = HashingVectorizer(
+                analyzer="char_wb",
+                ngram_range=self._ngrams,
+                n_features=self._dim,
+                alternate_sign=True,
+                norm="l2",
+                lowercase=False,
+                preprocessor=fold,
+            )
+        return self._vectorizer
 
     @property
     def name(self) -> str:
@@ -102,7 +113,7 @@ class HashingEmbedder:
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        return l2_normalise(self._vectorizer.transform(list(texts)).toarray())
+        return l2_normalise(self._hasher().transform(list(texts)).toarray())
 
 
 class SentenceTransformerEmbedder:
