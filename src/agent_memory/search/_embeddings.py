@@ -113,7 +113,8 @@ class HashingEmbedder:
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        return l2_normalise(self._hasher().transform(list(texts)).toarray())
+        hasher = self._vectorizer or await asyncio.to_thread(self._hasher)  # the import: off the event loop
+        return l2_normalise(hasher.transform(list(texts)).toarray())
 
 
 class SentenceTransformerEmbedder:

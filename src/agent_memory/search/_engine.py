@@ -290,9 +290,13 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         """The thesaurus that expands query words (``None``: the ``keyword_synonyms`` table alone). The
         packaged 同义词词林 loads on first use (about 0.2 s, once per process), which the warm-up does in
         a thread: building an engine, as every command and server start does, no longer waits for it."""
-        if self._thesaurus == "cilin":
-            self._thesaurus = cilin_thesaurus()
-        return self._thesaurus
+        current = self._thesaurus
+        if current != "cilin":
+            return current
+        loaded = cilin_thesaurus()
+        if self._thesaurus is current:  # unless the setter replaced it while the table loaded
+            self._thesaurus = loaded
+        return self.thesaurus
 
     @thesaurus.setter
     def thesaurus(self, value: Thesaurus | None) -> None:

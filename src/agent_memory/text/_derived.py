@@ -7,13 +7,16 @@ about 0.25 s together, paid again by every command, every server start and every
 first search. jieba keeps its own dictionary the same way (``jieba.cache``). So each table is saved
 once, in marshal form, and a later process reads it back (about 0.04 s for the three).
 
-The saved table is only adopted when it was derived from the very same inputs: its file name carries
-a digest of the source files (path, size, modification time), of the module whose code derives it
-(any edit to the rule makes a new table) and of the Python version (marshal's format). A file that is
-missing, damaged or of the wrong shape is derived again and replaced, never an error. The folder is
-the user's cache folder (``platformdirs.user_cache_dir``); on POSIX it is created private (0700) and
-not read when another user owns it or others may write to it, because marshal data is only as
-trustworthy as whoever could write it.
+The saved table is only adopted when it was derived from the same inputs: its file name carries a
+digest of the source files (their path, size and modification time, as ``make`` and jieba judge a
+file: a source rewritten with the same size and time is not noticed), of the module whose code
+derives it (any edit to the rule makes a new table) and of the Python version (marshal's format). A
+file that is missing, damaged (a checksum of its content is checked before it is read) or of the wrong
+shape is derived again and replaced, never an error. Several installs (two virtual environments, two
+Python versions) share the folder, each with its own files: a table is only deleted when no process
+read it for 30 days. The folder is the user's cache folder (``platformdirs.user_cache_dir``); on POSIX
+it is created private (0700) and not read when another user owns it or others may write to it,
+because marshal data is only as trustworthy as whoever could write it.
 
 >>> words = derived_table(
 ...     "example", sources=[Path("words.txt")], code=Path(__file__),
@@ -31,6 +34,8 @@ import os
 import stat
 import sys
 import tempfile
+import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -42,7 +47,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Changes when the way a table is saved changes (the file name's digest includes it).
-FORMAT = 1
+FORMAT = 2
+#: A saved table's first bytes: this tag, then the CRC-32 and the length of the marshal data after them.
+_MAGIC = b"AFMDT1"
+_HEADER = len(_MAGIC) + 8
+#: A table of other sources or code (another install's, or an earlier one's) no process read for this
+#: long is deleted when a table is saved.
+UNUSED_S = 30 * 86400
 
 
 def derived_folder() -> Path:
@@ -70,10 +81,11 @@ def derived_table(
     where = derived_folder() if folder is None else folder
     path = _path(where, name, sources, code)
     if path is not None and _trusted(where):
-        with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-            table = adopt(marshal.loads(path.read_bytes()))
-            if table is not None:
-                return table
+        table = _read(path, adopt)
+        if table is not None:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # in use: no other install's save deletes it as unused
+            return table
     raw = build()
     table = adopt(raw)
     if table is None:
@@ -81,6 +93,23 @@ def derived_table(
     if path is not None:
         _save(where, path, name, raw)
     return table
+
+
+def _read(path: Path, adopt: Callable[[object], T | None]) -> T | None:
+    """The table saved at ``path``, or ``None`` when there is none or it is damaged or of another shape."""
+    try:
+        data = path.read_bytes()
+        if len(data) < _HEADER or not data.startswith(_MAGIC):
+            return None
+        tag = len(_MAGIC)
+        crc, size = int.from_bytes(data[tag : tag + 4], "little"), int.from_bytes(data[tag + 4 : _HEADER], "little")
+        body = memoryview(data)[_HEADER:]
+        if len(body) != size or zlib.crc32(body) != crc:
+            return None
+        return adopt(marshal.loads(body))
+    except Exception:  # whatever a damaged file makes marshal or adopt raise: derive the table again
+        logger.debug("derived table %s not read", path, exc_info=True)
+        return None
 
 
 def _path(folder: Path, name: str, sources: Sequence[Path], code: Path) -> Path | None:
@@ -113,7 +142,8 @@ def _save(folder: Path, path: Path, name: str, raw: object) -> None:
         if not _trusted(folder):
             logger.debug("derived tables not saved: %s is not a private folder of this user", folder)
             return
-        data = marshal.dumps(raw)
+        body = marshal.dumps(raw)
+        data = _MAGIC + zlib.crc32(body).to_bytes(4, "little") + len(body).to_bytes(4, "little") + body
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
@@ -123,9 +153,9 @@ def _save(folder: Path, path: Path, name: str, raw: object) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-        for old in folder.glob(f"{name}-*.marshal"):  # tables of earlier sources or code
-            if old != path:
-                with contextlib.suppress(OSError):
+        for old in folder.glob(f"{name}-*.marshal"):  # other sources' or code's, unread for UNUSED_S
+            with contextlib.suppress(OSError):
+                if old != path and time.time() - old.stat().st_mtime > UNUSED_S:
                     old.unlink()
     except (OSError, ValueError) as exc:
         logger.debug("derived table %s not saved: %s", name, exc)

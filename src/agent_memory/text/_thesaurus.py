@@ -94,9 +94,12 @@ class Thesaurus:
             return None
         if len(words) != len(ids) or not all(type(i) is tuple and i for i in ids):
             return None
-        if not all(type(g) is tuple and len(g) == 2 and type(g[1]) is tuple for g in groups):
+        count = len(groups)
+        if not all(type(w) is str for w in words) or not all(type(k) is int and 0 <= k < count for i in ids for k in i):
             return None
-        if words and max(map(max, ids)) >= len(groups):
+        if not all(type(g) is tuple and len(g) == 2 and type(g[0]) is float and type(g[1]) is tuple for g in groups):
+            return None
+        if not all(type(w) is str for _, members in groups for w in members):
             return None
         restored = cls({})
         restored._groups = groups
