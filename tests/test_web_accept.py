@@ -110,14 +110,16 @@ def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_
         a, b = first.claim(), second.claim()
         assert {a, b} == {0, 1} and third.claim() is None  # two slots, two workers
         assert a is not None and b is not None
+        assert third.live() == 2  # a worker claims its slot once it listens: /healthz's workers serving
         first.post(a, 7, 9)
         second.post(b, 3, 4)
         assert first.others(a) == [(3, 4)] and second.others(b) == [(7, 9)]
         second.release(b)  # a worker that stops frees its slot ...
-        assert first.others(a) == [] and third.claim() == b
+        assert first.others(a) == [] and first.live() == 1 and third.claim() == b
         third.post(b, 0, 0)
         clock.sleep(STALE_S + 0.1)  # ... one that stops posting is no longer counted, but keeps its slot
         assert first.others(a) == [] and second.claim() is None
+        assert first.live() == 0
         third.close()  # closing a board frees its slot
         assert second.claim() == b
     finally:

@@ -31,6 +31,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def idle_connection_is_kept(port: int, idle_s: float) -> bool:
+    """Whether a connection left idle for ``idle_s`` still carries the next request (HTTP keep-alive)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/healthz")
+        first = conn.getresponse()
+        first.read()
+        sock = conn.sock
+        time.sleep(idle_s)
+        try:
+            conn.request("GET", "/healthz")
+            again = conn.getresponse()
+            again.read()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            return False
+        return again.status == 200 and conn.sock is sock
+    finally:
+        conn.close()
+
+
 @contextmanager
 def web_server(db_url: str, *, token: str = "", own_process: bool = False, **overrides: Any) -> Iterator[str]:
     """The web app on ``db_url`` served by uvicorn in a background thread; yields its base URL."""
@@ -103,6 +125,8 @@ def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
         assert page.status_code == 200 and "设置" in page.text
         assert (tmp_path / "web.db").exists()  # --db PATH made and migrated the file
+        # a browser's idle connection outlives the 6 s a person may take between messages
+        assert idle_connection_is_kept(port, 6.0)
     finally:
         proc.terminate()
         proc.wait(timeout=15)

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_web_server import AGENT_MEMORY, free_port
+from test_web_server import AGENT_MEMORY, free_port, idle_connection_is_kept
 
 
 def _start(db: Path, port: int) -> subprocess.Popen[str]:
@@ -83,3 +83,25 @@ def test_a_worker_app_outside_serve_says_how_it_is_started(monkeypatch: pytest.M
     monkeypatch.delenv(WORKER_ENV, raising=False)
     with pytest.raises(RuntimeError, match="agent-memory serve --workers N"):
         worker_app()
+
+
+def test_the_server_says_it_is_ready_when_every_worker_serves_and_keeps_idle_browsers(tmp_path: Path) -> None:
+    """A worker listens once warmed up, and a browser stays with the worker that accepted it: so the
+    server announces its address only when both workers serve (``/healthz`` counts them), and keeps a
+    browser's idle connection longer than the 6 s a person may take between messages (uvicorn's
+    default of 5 s sent every such message to a worker chosen anew, which had to load the user's
+    search index and archiving state again)."""
+    port = free_port()
+    env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1", "MEMORY_CHAT_MODEL_CLIENT": ""}
+    command = [AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port), "--workers", "2"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        announced = proc.stdout.readline()  # the CLI prints the address once the server is ready
+        assert f"127.0.0.1:{port}" in announced, announced
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+        assert health["workers"] == {"serving": 2, "expected": 2}
+        assert idle_connection_is_kept(port, 6.0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

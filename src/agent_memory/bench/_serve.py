@@ -108,10 +108,13 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
                 raise RuntimeError(f"agent-memory serve exited: {err.strip()[:500]}")
             try:
                 async with client.get(f"http://127.0.0.1:{port}/healthz") as response:
-                    if response.status == 200:
+                    # every worker listening: the streams that connect now are shared out among them
+                    serving = (await response.json()).get("workers", {}).get("serving", 1)
+                    if response.status == 200 and serving >= workers:
                         return proc
-            except (aiohttp.ClientError, TimeoutError):
-                await asyncio.sleep(0.1)
+            except (aiohttp.ClientError, TimeoutError, ValueError):
+                pass
+            await asyncio.sleep(0.1)
     proc.terminate()
     raise RuntimeError("agent-memory serve did not answer within 60 s")
 
@@ -154,18 +157,24 @@ async def _stream(
     # 120 s between reads, as a browser waits on a slow reply; long lines (a big reply in one event) fit
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
     async with aiohttp.ClientSession(base_url=base, cookie_jar=jar, timeout=timeout, read_bufsize=1 << 20) as client:
+        # every response is read whole, as a browser does: aiohttp closes a connection whose response was
+        # left unread, and the first timed turn then came on a new one, with several workers most likely
+        # on another worker than the one that set the chat up (all 50 at once: p95 1.2 s in that second)
         try:
             async with client.post("/api/session", json={"name": f"bench-user-{n}"}) as r:
                 r.raise_for_status()
+                await r.read()
             async with client.post("/api/friends", json={"name": f"朋友{n}"}) as r:
                 friend = (await r.json())["id"]
             settings = {"chat": {"show_tool_calls": True}}
             async with client.put("/api/settings", json=settings) as r:
                 r.raise_for_status()
+                await r.read()
             for text in WARM_UP:
                 await _turn(client, friend, text)
             async with client.post(f"/api/friends/{friend}/archive", json={}) as r:
                 r.raise_for_status()
+                await r.read()
         except Exception as exc:
             out["errors"].append(f"set-up: {type(exc).__name__}: {exc}"[:200])
             await ready.wait()

@@ -128,6 +128,13 @@ class LoadBoard:
                     found.append((connections, accepted))
         return found
 
+    def live(self) -> int:
+        """How many workers are serving: those that posted within :data:`STALE_S` (a worker posts from
+        the moment it listens, after its warm-up)."""
+        now = time.monotonic()
+        posts = (_ENTRY.unpack_from(self._map, slot * _ENTRY.size)[2] for slot in range(self.slots))
+        return sum(1 for posted in posts if posted and now - posted <= STALE_S)
+
     def close(self) -> None:
         """Release this board's slots and unmap the file."""
         for slot in list(self._owned):

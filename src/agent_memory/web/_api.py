@@ -107,7 +107,12 @@ CHAT_BODY_BYTES = MAX_MESSAGE_CHARS * 12 + 1024
 
 async def healthz(request: Request) -> Response:
     system = system_of(request)
-    return JSONResponse({"status": "ok", "backend": system.layer.backend, "model": request.app.state.model_label})
+    body: dict[str, object] = {"status": "ok", "backend": system.layer.backend, "model": request.app.state.model_label}
+    workers = getattr(request.app.state, "workers", None)  # serve --workers N: how many listen yet
+    if workers is not None:
+        expected, board = workers
+        body["workers"] = {"serving": board.live(), "expected": expected}
+    return JSONResponse(body)
 
 
 @guarded

@@ -41,7 +41,7 @@ from data_layer import InvalidInputError
 
 from ..serving import check_bind
 from ..system import MemorySystem
-from ._accept import BOARD_ENV, new_board
+from ._accept import BOARD_ENV, LoadBoard, new_board
 from ._api import ROUTES
 from ._chat import ChatService
 from ._http import LoopbackHostMiddleware, problem
@@ -50,6 +50,13 @@ from ._responder import OFFLINE_LABEL, OfflineResponder
 STATIC = Path(__file__).parent / "static"
 #: How long a sign-in lasts, in seconds.
 SESSION_MAX_AGE = 7 * 24 * 3600
+#: How long the server keeps a browser's idle connection open (uvicorn's default is 5 s). People take
+#: longer than 5 s between messages, so each message came on a new connection, and with ``--workers``
+#: a chat moved between processes at random: the new one loaded the user's search index and ran the
+#: chat's archiving check again (50 chats reconnecting at once stalled 2 workers for about a second,
+#: turns' p95 1.2 s in that second). Held for 75 s (nginx's default), a chat stays with its worker for
+#: as long as its person keeps talking; an idle connection costs a socket.
+KEEP_ALIVE_S = 75
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -202,7 +209,7 @@ async def serve(
         return
     app = create_app(system, close_system=True, own_process=True)
     server = uvicorn.Server(uvicorn.Config(app, host=bind, port=port, log_level=log_level,
-                                           timeout_graceful_shutdown=5))  # fmt: skip
+                                           timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S))  # fmt: skip
     if on_ready is None:
         await server.serve()
         return
@@ -239,7 +246,11 @@ def worker_app() -> Starlette:
     spec = json.loads(os.environ[WORKER_ENV])
     system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
                                         locks=ChatLocks(spec["lock_file"]))  # fmt: skip
-    return create_app(system, session_secret=spec["session_secret"], close_system=True, own_process=True)
+    app = create_app(system, session_secret=spec["session_secret"], close_system=True, own_process=True)
+    board = os.environ.get(BOARD_ENV)
+    if board and isinstance(spec.get("workers"), int):  # /healthz says how many of them are serving
+        app.state.workers = (spec["workers"], LoadBoard(board))
+    return app
 
 
 def _serve_workers(
@@ -263,7 +274,8 @@ def _serve_workers(
     shown = f"[{bind}]" if ":" in bind else bind
     address = f"http://{shown}:{port}/"
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
-        spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret}
+        spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret,
+                "workers": workers}  # fmt: skip
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
         os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
         ready, stopped = threading.Event(), threading.Event()
@@ -271,7 +283,7 @@ def _serve_workers(
         watcher.start()
         try:
             uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
-                        log_level=log_level, timeout_graceful_shutdown=5,
+                        log_level=log_level, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
                         loop="agent_memory.web._accept:OneAcceptLoop")  # fmt: skip
         finally:
             stopped.set()
@@ -284,28 +296,40 @@ def _serve_workers(
 
 #: How long ``serve --workers`` waits for a worker to answer before it stops them.
 READY_SECONDS = 120
+#: How long after the first worker answers the server waits for all of them before it says it is ready.
+ALL_WORKERS_S = 30.0
 
 
 def _watch(
     address: str, ready: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
 ) -> None:
-    """Poll ``/healthz`` until a worker answers (then ``on_ready``), the server stops, or time is up (then
-    stop the supervisor, as Ctrl-C would)."""
+    """Poll ``/healthz`` until every worker serves (then ``on_ready``; or :data:`ALL_WORKERS_S` after the
+    first answered), the server stops, or no worker answered in time (then stop the supervisor, as
+    Ctrl-C would). A worker listens once its warm-up is done, and a browser keeps its connection: the
+    browsers that connect while only the first worker listens all stay with it (50 of 50 in
+    ``bench serve``), so the server is announced when the workers can share them out."""
     import signal
     import urllib.request
 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own port, never a proxy
     deadline = time.monotonic() + READY_SECONDS
+    first: float | None = None
     while not stopped.wait(0.2):
         try:
             with opener.open(address + "healthz", timeout=2) as response:
                 if response.status == 200:
-                    ready.set()
-                    if on_ready is not None:
-                        on_ready(address)
-                    return
-        except OSError:
+                    first = time.monotonic() if first is None else first
+                    workers = json.loads(response.read()).get("workers") or {}
+                    if (
+                        workers.get("serving", 0) >= workers.get("expected", 1)
+                        or time.monotonic() > first + ALL_WORKERS_S
+                    ):
+                        ready.set()
+                        if on_ready is not None:
+                            on_ready(address)
+                        return
+        except (OSError, ValueError):
             pass
-        if time.monotonic() > deadline:
+        if first is None and time.monotonic() > deadline:
             os.kill(os.getpid(), signal.SIGTERM)
             return
