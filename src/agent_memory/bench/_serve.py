@@ -100,7 +100,7 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
+    deadline, serving = time.monotonic() + 60, 0
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as client:
         while time.monotonic() < deadline:
             if proc.returncode is not None:
@@ -116,6 +116,8 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
                 pass
             await asyncio.sleep(0.1)
     proc.terminate()
+    if serving:
+        raise RuntimeError(f"agent-memory serve: {serving} of {workers} workers serving after 60 s")
     raise RuntimeError("agent-memory serve did not answer within 60 s")
 
 

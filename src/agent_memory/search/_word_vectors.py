@@ -228,6 +228,9 @@ def packaged_vectors_installed(package: str = PACKAGE) -> bool:
         return False
     if not whole:
         _warn_once(package, f"the {package} word vectors are not whole: {INSTALL_HINT}")
+    else:  # repaired: a later damage is logged again
+        with _warned_lock:
+            _warned.difference_update({entry for entry in _warned if entry[0] == package})
     return whole
 
 

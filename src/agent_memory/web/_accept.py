@@ -128,12 +128,12 @@ class LoadBoard:
                     found.append((connections, accepted))
         return found
 
-    def live(self) -> int:
-        """How many workers are serving: those that posted within :data:`STALE_S` (a worker posts from
-        the moment it listens, after its warm-up)."""
+    def live(self) -> list[int]:
+        """The connections each serving worker holds (one entry per worker that posted within
+        :data:`STALE_S`; a worker posts from the moment it listens, after its warm-up)."""
         now = time.monotonic()
-        posts = (_ENTRY.unpack_from(self._map, slot * _ENTRY.size)[2] for slot in range(self.slots))
-        return sum(1 for posted in posts if posted and now - posted <= STALE_S)
+        entries = (_ENTRY.unpack_from(self._map, slot * _ENTRY.size) for slot in range(self.slots))
+        return [held for held, _, posted in entries if posted and now - posted <= STALE_S]
 
     def close(self) -> None:
         """Release this board's slots and unmap the file."""
@@ -162,6 +162,7 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         self._others_took_at = 0.0  # and when this loop saw it
         self._looked_at = 0.0  # when this loop last looked at a waiting connection
         self._posting: asyncio.TimerHandle | None = None
+        self._server: Any = None  # the server whose connections this loop counts (once on the board)
 
     def _start_serving(  # type: ignore[override]
         self,
@@ -235,8 +236,17 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
                 self._board.close()
                 self._board = None
                 return False
+            self._server = server
             self._post_regularly(server)
         return True
+
+    def crowded(self) -> bool:
+        """Whether this worker holds more than one connection more than the live worker holding fewest
+        (see :class:`ShareOutMiddleware`); ``False`` off a board or with no other live worker."""
+        if self._board is None or self._slot is None or self._server is None:
+            return False
+        others = self._board.others(self._slot)
+        return bool(others) and self._server._active_count > min(held for held, _ in others) + 1
 
     def _post_regularly(self, server: Any) -> None:
         if self._board is not None and self._slot is not None and server.is_serving():
@@ -262,6 +272,44 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         self._leave_board()
 
 
+class ShareOutMiddleware:
+    """ASGI middleware of a worker of ``serve --workers N``: while its worker is crowded (it holds more
+    than one connection more than the live worker holding fewest, :meth:`OneAcceptLoop.crowded`), each
+    response asks the browser to close its connection (``Connection: close``), so the browser's next
+    request connects anew and goes to the worker holding fewer.
+
+    The rules above only place new connections, and the server keeps idle ones for a while (75 s), so
+    without this the browsers that came while a worker was restarting (after a crash) or still warming
+    up stayed with the other worker for as long as their people kept talking: 20 of 20, against 10 and
+    10 once they reconnect. Only the crowded worker's responses close connections, and only until it is
+    level, so a chat keeps its worker otherwise. ``crowded`` may be given for tests (default: the
+    running loop's, when it is an :class:`OneAcceptLoop`).
+    """
+
+    def __init__(self, app: Any, *, crowded: Any = None) -> None:
+        self.app = app
+        self._crowded = crowded
+
+    def _is_crowded(self) -> bool:
+        if self._crowded is not None:
+            return bool(self._crowded())
+        check = getattr(asyncio.get_running_loop(), "crowded", None)
+        return bool(check()) if callable(check) else False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start" and self._is_crowded():
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
 def new_board(folder: str | os.PathLike[str]) -> str:
     """Create the board file of a server's workers in ``folder``; returns its path (for :data:`BOARD_ENV`)."""
     path = Path(folder) / "load-board"
@@ -269,4 +317,4 @@ def new_board(folder: str | os.PathLike[str]) -> str:
     return str(path)
 
 
-__all__ = ["BOARD_ENV", "LoadBoard", "OneAcceptLoop", "new_board"]
+__all__ = ["BOARD_ENV", "LoadBoard", "OneAcceptLoop", "ShareOutMiddleware", "new_board"]

@@ -111,7 +111,8 @@ async def healthz(request: Request) -> Response:
     workers = getattr(request.app.state, "workers", None)  # serve --workers N: how many listen yet
     if workers is not None:
         expected, board = workers
-        body["workers"] = {"serving": board.live(), "expected": expected}
+        held = board.live()
+        body["workers"] = {"serving": len(held), "expected": expected, "connections": sorted(held)}
     return JSONResponse(body)
 
 

@@ -19,6 +19,7 @@ import gc
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import tempfile
@@ -41,11 +42,13 @@ from data_layer import InvalidInputError
 
 from ..serving import check_bind
 from ..system import MemorySystem
-from ._accept import BOARD_ENV, LoadBoard, new_board
+from ._accept import BOARD_ENV, LoadBoard, ShareOutMiddleware, new_board
 from ._api import ROUTES
 from ._chat import ChatService
 from ._http import LoopbackHostMiddleware, problem
 from ._responder import OFFLINE_LABEL, OfflineResponder
+
+logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 #: How long a sign-in lasts, in seconds.
@@ -181,7 +184,7 @@ async def serve(
     ``MEMORY_SERVER_TOKEN`` (raises ``InvalidInputError`` before binding otherwise). ``workers``
     processes share the port (see :func:`worker_app`; it blocks the event loop and takes over the
     process's signals, as uvicorn's supervisor does). ``on_ready`` is called with the page's URL once the
-    server listens (with workers: once one answers ``/healthz``).
+    server listens (with workers: once every one serves, or 30 s after the first answered).
     """
     import uvicorn
 
@@ -250,6 +253,7 @@ def worker_app() -> Starlette:
     board = os.environ.get(BOARD_ENV)
     if board and isinstance(spec.get("workers"), int):  # /healthz says how many of them are serving
         app.state.workers = (spec["workers"], LoadBoard(board))
+    app.add_middleware(ShareOutMiddleware)  # a crowded worker sends browsers to the others
     return app
 
 
@@ -266,7 +270,8 @@ def _serve_workers(
 
     It blocks, in the main thread: uvicorn's supervisor takes over the process's signals (Ctrl-C stops
     the workers) and does not give them back, so it is for a process that only serves, as the CLI's.
-    ``on_ready`` is called once a worker answers ``/healthz``; when none has within
+    ``on_ready`` is called once every worker serves (``/healthz`` counts them; or :data:`ALL_WORKERS_S`
+    after the first answered, with a warning); when none has answered within
     :data:`READY_SECONDS`, the workers are stopped and ``RuntimeError`` says so.
     """
     import uvicorn
@@ -278,8 +283,8 @@ def _serve_workers(
                 "workers": workers}  # fmt: skip
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
         os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
-        ready, stopped = threading.Event(), threading.Event()
-        watcher = threading.Thread(target=_watch, args=(address, ready, stopped, on_ready), daemon=True)
+        answered, stopped = threading.Event(), threading.Event()
+        watcher = threading.Thread(target=_watch, args=(address, answered, stopped, on_ready), daemon=True)
         watcher.start()
         try:
             uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
@@ -290,7 +295,7 @@ def _serve_workers(
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
             os.environ.pop(BOARD_ENV, None)
             watcher.join(timeout=5)
-    if not ready.is_set():
+    if not answered.is_set():  # stopped (by the watcher, or Ctrl-C) before any worker answered
         raise RuntimeError(f"no worker answered on {address} within {READY_SECONDS} s; see the log above")
 
 
@@ -301,34 +306,37 @@ ALL_WORKERS_S = 30.0
 
 
 def _watch(
-    address: str, ready: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
+    address: str, answered: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
 ) -> None:
     """Poll ``/healthz`` until every worker serves (then ``on_ready``; or :data:`ALL_WORKERS_S` after the
-    first answered), the server stops, or no worker answered in time (then stop the supervisor, as
-    Ctrl-C would). A worker listens once its warm-up is done, and a browser keeps its connection: the
-    browsers that connect while only the first worker listens all stay with it (50 of 50 in
-    ``bench serve``), so the server is announced when the workers can share them out."""
+    first answered, with a warning), the server stops, or no worker answered in time (then stop the
+    supervisor, as Ctrl-C would). ``answered`` is set by the first answer. A worker listens once its
+    warm-up is done, and a browser keeps its connection: the browsers that connect while only the first
+    worker listens stay with it until it is crowded (:class:`ShareOutMiddleware`), so the server is
+    announced when the workers can share them out."""
+    import http.client
     import signal
     import urllib.request
 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own port, never a proxy
     deadline = time.monotonic() + READY_SECONDS
-    first: float | None = None
+    first: float | None = None  # when a worker first answered
     while not stopped.wait(0.2):
         try:
             with opener.open(address + "healthz", timeout=2) as response:
                 if response.status == 200:
                     first = time.monotonic() if first is None else first
+                    answered.set()
                     workers = json.loads(response.read()).get("workers") or {}
-                    if (
-                        workers.get("serving", 0) >= workers.get("expected", 1)
-                        or time.monotonic() > first + ALL_WORKERS_S
-                    ):
-                        ready.set()
+                    serving, expected = workers.get("serving", 0), workers.get("expected", 1)
+                    if serving >= expected or time.monotonic() > first + ALL_WORKERS_S:
+                        if serving < expected:
+                            logger.warning("only %d of %d workers serve %.0f s after the first; see the log above",
+                                           serving, expected, ALL_WORKERS_S)  # fmt: skip
                         if on_ready is not None:
                             on_ready(address)
                         return
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # a worker gone mid-answer: ask again
             pass
         if first is None and time.monotonic() > deadline:
             os.kill(os.getpid(), signal.SIGTERM)
