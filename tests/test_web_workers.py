@@ -238,3 +238,55 @@ def test_a_worker_that_never_serves_delays_the_announcement_then_is_warned_about
         announced, answered = _watched([one], seconds=5)
     assert answered and len(announced) == 1
     assert any("only 1 of 2 workers serve" in r.getMessage() for r in caplog.records)
+
+
+_SLOW_SECOND_WORKER = """
+import os
+if os.environ.get("AGENT_MEMORY_SERVE_WORKER") and os.environ.get("TEST_SLOW_DIR"):
+    import asyncio
+    import agent_memory.web._app as _app
+    _made = _app.worker_app
+    def worker_app():
+        app = _made()
+        try:  # the first worker to get here starts as usual
+            os.close(os.open(os.path.join(os.environ["TEST_SLOW_DIR"], "first"), os.O_CREAT | os.O_EXCL))
+            return app
+        except FileExistsError:
+            pass
+        async def slow(scope, receive, send):  # the second one's warm-up takes 6 s longer
+            if scope["type"] == "lifespan":
+                await asyncio.sleep(6)
+            await app(scope, receive, send)
+        return slow
+    _app.worker_app = worker_app
+"""
+
+
+def test_stopping_while_a_worker_still_starts_is_no_error(tmp_path: Path) -> None:
+    """Ctrl-C after the first worker answered but before the second listens (the address not announced
+    yet) stops the server as any Ctrl-C does: not with "no worker answered"."""
+    import signal
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_SECOND_WORKER, encoding="utf-8")
+    port = free_port()
+    env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1", "MEMORY_CHAT_MODEL_CLIENT": "",
+           "PYTHONPATH": str(tmp_path / "site"), "TEST_SLOW_DIR": str(tmp_path)}  # fmt: skip
+    command = [AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port), "--workers", "2"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, health = time.monotonic() + 60, None
+        while health is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert health is not None and health["workers"]["serving"] == 1, health
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert "no worker answered" not in err and "127.0.0.1" not in out, (out, err)
+    assert proc.returncode == 0, err[-2000:]
