@@ -140,6 +140,7 @@ async def latency_cmd(
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, keyword or semantic"),
     cold: bool = typer.Option(True, "--cold/--no-cold", help="Also time the first search of a fresh process"),
+    cold_runs: int = typer.Option(3, "--cold-runs", min=1, max=15, help="Fresh processes per cold figure (median)"),
     users: int = typer.Option(0, "--users", min=0, max=100_000, help="Instead: N users, first search per user"),
     per_user: int = typer.Option(100, "--per-user", min=1, max=100_000, help="Memories per user with --users"),
     cache_mb: float | None = typer.Option(None, "--cache-mb", min=0.001, help="Index cache cap with --users (MB)"),
@@ -163,7 +164,7 @@ async def latency_cmd(
                                             cache_mb=cache_mb)  # fmt: skip
             else:
                 figures = await bench_latency(url, memories=size, queries=queries, mode=mode, snapshot_dir=folder,  # type: ignore[arg-type]
-                                              cold=cold)  # fmt: skip
+                                              cold=cold, cold_runs=cold_runs)  # fmt: skip
             return dataclasses.asdict(figures)
 
     results = []
