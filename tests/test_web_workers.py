@@ -198,18 +198,19 @@ class _Answers:
 
 
 def _watched(answers: list[bytes], seconds: float) -> tuple[list[str], bool]:
+    """What the watcher announced in ``seconds``, and whether it gave up."""
     import threading
 
     from agent_memory.web._app import _watch
 
     fake = _Answers(answers)
     announced: list[str] = []
-    answered, stopped = threading.Event(), threading.Event()
-    watcher = threading.Thread(target=_watch, args=(fake.address, answered, stopped, announced.append), daemon=True)
+    gave_up, stopped = threading.Event(), threading.Event()
+    watcher = threading.Thread(target=_watch, args=(fake.address, gave_up, stopped, announced.append), daemon=True)
     try:
         watcher.start()
         watcher.join(seconds)
-        return announced, answered.is_set()
+        return announced, gave_up.is_set()
     finally:
         stopped.set()
         watcher.join(5)
@@ -221,8 +222,8 @@ def test_the_server_is_announced_once_every_worker_serves_despite_a_cut_answer()
     the server once both workers serve."""
     one = b'{"status": "ok", "workers": {"serving": 1, "expected": 2, "connections": [0]}}'
     two = b'{"status": "ok", "workers": {"serving": 2, "expected": 2, "connections": [0, 0]}}'
-    announced, answered = _watched([b"CUT" + one, one, one, two], seconds=10)
-    assert answered and len(announced) == 1 and announced[0].startswith("http://127.0.0.1:")
+    announced, gave_up = _watched([b"CUT" + one, one, one, two], seconds=10)
+    assert not gave_up and len(announced) == 1 and announced[0].startswith("http://127.0.0.1:")
 
 
 def test_a_worker_that_never_serves_delays_the_announcement_then_is_warned_about(
@@ -235,8 +236,8 @@ def test_a_worker_that_never_serves_delays_the_announcement_then_is_warned_about
     monkeypatch.setattr(_app, "ALL_WORKERS_S", 0.6)
     one = b'{"status": "ok", "workers": {"serving": 1, "expected": 2, "connections": [0]}}'
     with caplog.at_level(logging.WARNING, logger="agent_memory.web._app"):
-        announced, answered = _watched([one], seconds=5)
-    assert answered and len(announced) == 1
+        announced, gave_up = _watched([one], seconds=5)
+    assert not gave_up and len(announced) == 1
     assert any("only 1 of 2 workers serve" in r.getMessage() for r in caplog.records)
 
 
@@ -290,3 +291,24 @@ def test_stopping_while_a_worker_still_starts_is_no_error(tmp_path: Path) -> Non
             proc.wait(10)
     assert "no worker answered" not in err and "127.0.0.1" not in out, (out, err)
     assert proc.returncode == 0, err[-2000:]
+
+
+def test_the_watch_gives_up_and_stops_the_server_when_no_worker_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No worker answers within READY_SECONDS: the watcher stops the supervisor (as Ctrl-C would) and
+    says so, which the server turns into "no worker answered"; a Ctrl-C of the user sets nothing."""
+    import signal
+    import threading
+
+    from agent_memory.web import _app
+
+    monkeypatch.setattr(_app, "READY_SECONDS", 0.5)
+    signals: list[tuple[int, int]] = []
+    monkeypatch.setattr(_app.os, "kill", lambda pid, sig: signals.append((pid, sig)))
+    announced: list[str] = []
+    gave_up, stopped = threading.Event(), threading.Event()
+    closed = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    watcher = threading.Thread(target=_app._watch, args=(closed, gave_up, stopped, announced.append), daemon=True)
+    watcher.start()
+    watcher.join(10)
+    assert not watcher.is_alive() and gave_up.is_set() and not announced
+    assert signals == [(os.getpid(), signal.SIGTERM)]

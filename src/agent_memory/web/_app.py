@@ -283,8 +283,8 @@ def _serve_workers(
                 "workers": workers}  # fmt: skip
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
         os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
-        answered, stopped = threading.Event(), threading.Event()
-        watcher = threading.Thread(target=_watch, args=(address, answered, stopped, on_ready), daemon=True)
+        gave_up, stopped = threading.Event(), threading.Event()
+        watcher = threading.Thread(target=_watch, args=(address, gave_up, stopped, on_ready), daemon=True)
         watcher.start()
         try:
             uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
@@ -295,7 +295,7 @@ def _serve_workers(
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
             os.environ.pop(BOARD_ENV, None)
             watcher.join(timeout=5)
-    if not answered.is_set():  # stopped (by the watcher, or Ctrl-C) before any worker answered
+    if gave_up.is_set():  # the watcher stopped the workers: none answered (a Ctrl-C is no error)
         raise RuntimeError(f"no worker answered on {address} within {READY_SECONDS} s; see the log above")
 
 
@@ -306,11 +306,11 @@ ALL_WORKERS_S = 30.0
 
 
 def _watch(
-    address: str, answered: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
+    address: str, gave_up: threading.Event, stopped: threading.Event, on_ready: Callable[[str], None] | None
 ) -> None:
     """Poll ``/healthz`` until every worker serves (then ``on_ready``; or :data:`ALL_WORKERS_S` after the
     first answered, with a warning), the server stops, or no worker answered in time (then stop the
-    supervisor, as Ctrl-C would). ``answered`` is set by the first answer. A worker listens once its
+    supervisor, as Ctrl-C would, and set ``gave_up``). A worker listens once its
     warm-up is done, and a browser keeps its connection: the browsers that connect while only the first
     worker listens stay with it until it is crowded (:class:`ShareOutMiddleware`), so the server is
     announced when the workers can share them out."""
@@ -326,7 +326,6 @@ def _watch(
             with opener.open(address + "healthz", timeout=2) as response:
                 if response.status == 200:
                     first = time.monotonic() if first is None else first
-                    answered.set()
                     workers = json.loads(response.read()).get("workers") or {}
                     serving, expected = workers.get("serving", 0), workers.get("expected", 1)
                     if serving >= expected or time.monotonic() > first + ALL_WORKERS_S:
@@ -339,5 +338,6 @@ def _watch(
         except (OSError, ValueError, http.client.HTTPException):  # a worker gone mid-answer: ask again
             pass
         if first is None and time.monotonic() > deadline:
+            gave_up.set()
             os.kill(os.getpid(), signal.SIGTERM)
             return
