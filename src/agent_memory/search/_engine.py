@@ -61,6 +61,14 @@ class CacheTTL:
     hot_memories: float = 600.0
 
 
+def _check_thesaurus(value: object) -> None:
+    """The one rule for what may expand query words, when an engine is built and when it is replaced."""
+    if not (value is None or value == "cilin" or isinstance(value, Thesaurus)):
+        raise ValueError(
+            f'thesaurus must be "cilin" (the packaged 同义词词林), a Thesaurus or None, got {type(value).__name__}'
+        )
+
+
 class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     """Searches one repository's memories; keeps an in-memory index per user, synced by revision.
 
@@ -99,8 +107,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             raise ValueError("half_life_days must be positive")
         if not 0.0 <= semantic_share <= 1.0:
             raise ValueError("semantic_share must be between 0 and 1")
-        if not (thesaurus is None or thesaurus == "cilin" or isinstance(thesaurus, Thesaurus)):
-            raise ValueError('thesaurus must be "cilin" (the packaged 同义词词林), a Thesaurus or None')
+        _check_thesaurus(thesaurus)
         if not (neighbours is None or neighbours == "packaged" or isinstance(neighbours, WordNeighbours)):
             raise ValueError('neighbours must be "packaged" (the packaged word vectors), a WordNeighbours or None')
         if default_mode not in SEARCH_MODES:
@@ -299,7 +306,10 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return self.thesaurus
 
     @thesaurus.setter
-    def thesaurus(self, value: Thesaurus | None) -> None:
+    def thesaurus(self, value: Thesaurus | Literal["cilin"] | None) -> None:
+        _check_thesaurus(value)
+        if value == "cilin":
+            cilin_installed()
         self._thesaurus = value
 
     async def warm_up(self) -> None:

@@ -217,7 +217,7 @@ def packaged_vectors_installed(package: str = PACKAGE) -> bool:
     False
     """
     files = _package_files(package)
-    if not {WORDS_FILE, VECTORS_FILE} <= set(files):
+    if not _lists_vectors(files):
         return False
     try:
         matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")
@@ -249,7 +249,11 @@ def _warn_once(package: str, message: str) -> None:
 
 def packaged_vectors_listed(package: str = PACKAGE) -> bool:
     """Whether ``package`` lists its vectors' files at all (installed, whole or not)."""
-    return {WORDS_FILE, VECTORS_FILE} <= set(_package_files(package))
+    return _lists_vectors(_package_files(package))
+
+
+def _lists_vectors(files: dict[str, importlib.metadata.PackagePath]) -> bool:
+    return {WORDS_FILE, VECTORS_FILE} <= set(files)
 
 
 def _package_files(package: str) -> dict[str, importlib.metadata.PackagePath]:
@@ -264,7 +268,7 @@ def _read_packaged(rows: int | None) -> WordVectors:
         files = _package_files(PACKAGE)
         if not files:
             raise MissingPackageError(f"the Chinese word vectors are not installed: {INSTALL_HINT}")
-        if WORDS_FILE not in files or VECTORS_FILE not in files:
+        if not _lists_vectors(files):
             raise MissingPackageError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
         try:
             words = _WordList(io.BytesIO(files[WORDS_FILE].locate().read_bytes())).load()

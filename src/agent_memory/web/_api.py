@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -103,6 +103,13 @@ CHAT_BODY_BYTES = MAX_MESSAGE_CHARS * 12 + 1024
 
 
 # -- health and session ----------------------------------------------------------------------------
+
+
+def every_worker_serves(health: Mapping[str, Any]) -> bool:
+    """Whether a ``/healthz`` answer says every worker listens (always, for a single process): when the
+    server is announced, and when ``bench serve`` starts its chats."""
+    workers = health.get("workers") or {}
+    return bool(workers.get("serving", 1) >= workers.get("expected", 1))
 
 
 async def healthz(request: Request) -> Response:

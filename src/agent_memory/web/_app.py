@@ -43,7 +43,7 @@ from data_layer import InvalidInputError
 from ..serving import check_bind
 from ..system import MemorySystem
 from ._accept import BOARD_ENV, LoadBoard, ShareOutMiddleware, new_board
-from ._api import ROUTES
+from ._api import ROUTES, every_worker_serves
 from ._chat import ChatService
 from ._http import LoopbackHostMiddleware, problem
 from ._responder import OFFLINE_LABEL, OfflineResponder
@@ -326,12 +326,12 @@ def _watch(
             with opener.open(address + "healthz", timeout=2) as response:
                 if response.status == 200:
                     first = time.monotonic() if first is None else first
-                    workers = json.loads(response.read()).get("workers") or {}
-                    serving, expected = workers.get("serving", 0), workers.get("expected", 1)
-                    if serving >= expected or time.monotonic() > first + ALL_WORKERS_S:
-                        if serving < expected:
-                            logger.warning("only %d of %d workers serve %.0f s after the first; see the log above",
-                                           serving, expected, ALL_WORKERS_S)  # fmt: skip
+                    health = json.loads(response.read())
+                    everyone = every_worker_serves(health)
+                    if everyone or time.monotonic() > first + ALL_WORKERS_S:
+                        if not everyone:
+                            logger.warning("not every worker serves %.0f s after the first (%s); see the log above",
+                                           ALL_WORKERS_S, health.get("workers"))  # fmt: skip
                         if on_ready is not None:
                             on_ready(address)
                         return
