@@ -203,6 +203,15 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         assert (await _call(wb, "get_memory_detail", {"memory_key": "trip"}))["content"] == "出差改到下周一"
         auto = await _call(wb, "add_memory", {"content": "Likes green tea", "memory_type": "profile"})
         assert auto["memory_key"].startswith("mcp-") and auto["friend_id"] is None
+        # a preview shows a short content whole, and marks a long one as cut
+        previews = {
+            i["memory_key"]: i["content_preview"] for i in (await _call(wb, "list_memories", {"limit": 100}))["items"]
+        }
+        assert previews[auto["memory_key"]] == "Likes green tea"
+        long = await _call(wb, "add_memory", {"content": "茶" * 300, "memory_type": "profile"})
+        listed = await _call(wb, "list_memories", {"limit": 100})
+        cut = next(i["content_preview"] for i in listed["items"] if i["memory_key"] == long["memory_key"])
+        assert cut == "茶" * 200 + "..."
 
         events = await _call(wb, "list_memories", {"memory_types": ["event"], "friend_id": FRIEND_MENTOR})
         assert {i["memory_key"] for i in events["items"]} == {"trip", "event-report-pressure", "event-late-nights"}
@@ -210,13 +219,14 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         assert len(first["items"]) == 4 and first["next_cursor"]
         rest = await _call(wb, "list_memories", {"limit": 100, "cursor": first["next_cursor"]})
         keys = [i["memory_key"] for i in first["items"] + rest["items"]]
-        # the sample, trip and green tea, but not what get_memory_detail withholds (a friend's sensitive event)
+        # the sample, trip, green tea and the tea leaves, but not what get_memory_detail withholds (a
+        # friend's sensitive event)
         withheld = set()
         for memory in sample(utcnow()).memories:
             if (await wb.call_tool("get_memory_detail", {"memory_key": memory.memory_key})).is_error:
                 withheld.add(memory.memory_key)
         assert withheld and not withheld & set(keys)
-        assert len(keys) == len(set(keys)) == len(sample(utcnow()).memories) + 2 - len(withheld)
+        assert len(keys) == len(set(keys)) == len(sample(utcnow()).memories) + 3 - len(withheld)
         assert "bob-secret" not in keys
 
         # seed 003

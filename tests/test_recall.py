@@ -41,6 +41,10 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
                       created_at=NOW - timedelta(days=60)),
             NewMemory("db", "MySQL 端口 3306", summary="端口", memory_type="command_output",
                       friend_id="mentor", created_at=NOW - timedelta(days=1)),
+            # a thin summary over a long output: the search result's preview is cut
+            NewMemory("redis", "Redis 配置 " + "maxmemory-policy allkeys-lru; " * 10 + "监听端口 6379",
+                      summary="配置", memory_type="command_output", friend_id="mentor",
+                      created_at=NOW - timedelta(days=1)),
         ],
     )  # fmt: skip
     return engine
@@ -80,13 +84,32 @@ async def test_friend_isolation(search: HybridMemorySearch) -> None:
         assert "job" in result.relevant_memory_keys
 
 
+def _details(events: list[object]) -> list[ToolCallExecutionEvent]:
+    return [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "get_memory_detail"]
+
+
 async def test_thin_summary_is_read_in_full(search: HybridMemorySearch) -> None:
+    """The best hit's summary says little and its preview was cut: the planner reads the whole memory."""
     events: list[object] = []
-    await MemRecallAgent(search, scope=Scope.of("u1", "mentor"), on_event=events.append).recall(
+    result = await MemRecallAgent(search, scope=Scope.of("u1", "mentor"), on_event=events.append).recall(
+        [("user", "Redis 配置")]
+    )
+    details = _details(events)
+    assert result.ranked_keys[0] == "redis"
+    assert details and "6379" in json.loads(details[0].content[0].content)["content"]
+
+
+async def test_thin_summary_with_whole_preview_is_not_read_again(search: HybridMemorySearch) -> None:
+    """A thin summary whose search result already shows the whole content: a detail round would show
+    nothing more, so the planner hands off without one (and still reports the memory)."""
+    events: list[object] = []
+    result = await MemRecallAgent(search, scope=Scope.of("u1", "mentor"), on_event=events.append).recall(
         [("user", "MySQL 端口")]
     )
-    details = [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "get_memory_detail"]
-    assert details and "3306" in json.loads(details[0].content[0].content)["content"]
+    searches = [e for e in events if isinstance(e, ToolCallExecutionEvent) and e.content[0].name == "search_memories"]
+    best = json.loads(searches[-1].content[0].content)["results"][0]
+    assert best["memory_key"] == "db" and "3306" in best["content_preview"]
+    assert _details(events) == [] and "db" in result.relevant_memory_keys
 
 
 async def test_nothing_found_expands_then_asks(search: HybridMemorySearch) -> None:

@@ -136,7 +136,7 @@ class MemoryListItem(BaseModel):
     memory_type: str
     friend_id: str | None = Field(None, description="null: shared by every AI friend")
     summary: str
-    content_preview: str = Field(..., description="The first 200 characters of the content")
+    content_preview: str = Field(..., description="The content, or its first 200 characters and ... when longer")
     created_at: str
     updated_at: str
 

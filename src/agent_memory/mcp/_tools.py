@@ -38,7 +38,7 @@ from ..context import PROFILE_TYPES
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
-from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput
+from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
 from ..tools import SearchMemoriesOutput as SearchResult
 from ._models import (
     MAX_METADATA_CHARS,
@@ -353,7 +353,7 @@ class MemoryMcpTools:
                 memory_type=r.memory_type,
                 friend_id=r.friend_id,
                 summary=r.summary,
-                content_preview=r.content[:200],
+                content_preview=content_preview(r.content),
                 created_at=r.created_at.isoformat(),
                 updated_at=r.updated_at.isoformat(),
             )

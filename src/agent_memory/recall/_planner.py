@@ -18,7 +18,9 @@ task and the tool results so far, as a model would) and returns the next tool ca
    (:func:`~._intent.days_to_read`): its time words alone ("最近") list the events of that time,
    whatever their words ("这几天一直在熬夜"); they rank after what the later rounds match by words,
    and are neither followed nor counted as strong results;
-2. ``get_memory_detail`` for the best hit when its summary is too thin to judge;
+2. ``get_memory_detail`` for the best hit when its summary is too thin to judge and its content was
+   cut in the result's preview (a whole preview already shows what the detail would: reading it again
+   was a round of the agent for nothing, about a third of a turn's recall);
 3. ``expand_context_window`` when nothing was found, the message points at earlier conversation
    ("之前", "上次", "as I said" ...) and iterations remain;
 4. ``handoff`` with the memories at or above the similarity threshold (an absolute score, the same
@@ -132,7 +134,12 @@ class OfflineRecallPlanner(PlannerClient):
                 "limit": config.max_results,
                 "min_relevance_score": config.min_score,
             }
-        if found and len(found[0].summary) < THIN_SUMMARY and found[0].memory_key not in seen.details:
+        if (
+            found
+            and len(found[0].summary) < THIN_SUMMARY
+            and not found[0].preview_is_whole
+            and found[0].memory_key not in seen.details
+        ):
             return "get_memory_detail", {"memory_key": found[0].memory_key}
         if (
             not found

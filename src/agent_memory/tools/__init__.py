@@ -8,6 +8,7 @@
 from ._ledger import RecallLedger, SearchRound, rank_found
 from ._limits import EARLY_STOP_SCORE, MAX_CONSECUTIVE_SEARCHES, MAX_RESULTS, SEED_ROUNDS, RoundConfig, ToolLimits
 from ._models import (
+    PREVIEW_CHARS,
     ExpandContextWindowInput,
     ExpandContextWindowOutput,
     ExtractKeywordsInput,
@@ -20,6 +21,7 @@ from ._models import (
     MemorySearchResultItem,
     SearchMemoriesInput,
     SearchMemoriesOutput,
+    content_preview,
 )
 from ._registry import MEMRECALL_TOOLS, ToolSpec
 from ._toolbox import MAX_WINDOW, TIMED_OUT, MemoryToolbox
@@ -30,6 +32,7 @@ __all__ = [
     "MAX_RESULTS",
     "MAX_WINDOW",
     "MEMRECALL_TOOLS",
+    "PREVIEW_CHARS",
     "SEED_ROUNDS",
     "TIMED_OUT",
     "ExpandContextWindowInput",
@@ -50,5 +53,6 @@ __all__ = [
     "SearchRound",
     "ToolLimits",
     "ToolSpec",
+    "content_preview",
     "rank_found",
 ]

@@ -27,6 +27,24 @@ class SearchMemoriesInput(BaseModel):
     )
 
 
+#: Characters of a memory's content a search result shows (``content_preview``); a longer content is
+#: cut there and ends with :data:`PREVIEW_CUT`.
+PREVIEW_CHARS = 200
+PREVIEW_CUT = "..."
+
+
+def content_preview(content: str) -> str:
+    """The ``content_preview`` of a memory's content: all of it, or its first :data:`PREVIEW_CHARS`
+    characters and :data:`PREVIEW_CUT`.
+
+    >>> content_preview("MySQL 端口 3306")
+    'MySQL 端口 3306'
+    >>> len(content_preview("字" * 500))
+    203
+    """
+    return content[:PREVIEW_CHARS] + PREVIEW_CUT if len(content) > PREVIEW_CHARS else content
+
+
 class MemorySearchResultItem(BaseModel):
     """单个记忆搜索结果"""
 
@@ -37,6 +55,12 @@ class MemorySearchResultItem(BaseModel):
     relevance_score: float = Field(..., description="相关性分数 0.0-1.0")
     created_at: str = Field(..., description="创建时间 ISO 格式")
     keywords: list[str] = Field(default=[], description="关联的关键词列表")
+
+    @property
+    def preview_is_whole(self) -> bool:
+        """Whether ``content_preview`` holds the whole content (then ``get_memory_detail`` would show
+        no more of it)."""
+        return len(self.content_preview) <= PREVIEW_CHARS
 
 
 class SearchMemoriesOutput(BaseModel):

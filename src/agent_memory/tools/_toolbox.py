@@ -42,6 +42,7 @@ from ._models import (
     MemorySearchResultItem,
     SearchMemoriesInput,
     SearchMemoriesOutput,
+    content_preview,
 )
 from ._registry import MEMRECALL_TOOLS
 
@@ -221,7 +222,7 @@ class MemoryToolbox:
             MemorySearchResultItem(
                 memory_key=h.memory_key,
                 summary=h.summary or "",
-                content_preview=h.record.content[:200] + "..." if len(h.record.content) > 200 else h.record.content,
+                content_preview=content_preview(h.record.content),
                 memory_type=h.record.memory_type,
                 relevance_score=h.score,
                 created_at=h.record.created_at.isoformat(),
