@@ -4,25 +4,26 @@
 ``BEGIN IMMEDIATE`` so concurrent writers never dead-lock); ``postgresql+psycopg`` is the production
 backend.
 
-SQLite lets one writer in at a time. Writers of one process queue on an ``asyncio.Lock`` per database
-file (FIFO, no polling) before they take a connection; only writers of other processes meet SQLite's
-busy timeout, whose handler sleeps in growing steps and made the tail latency of 32 in-process
-writers seconds long. Reads and short writes run their statements on the event loop's own thread
-(WAL mode: a reader never waits); ``BEGIN IMMEDIATE``, ``COMMIT``, other writes and large scans run on
-aiosqlite's worker thread (:mod:`~data_layer._sqlite_loop`). Every session helper turns driver and
+SQLite lets one writer in at a time. Writers queue at the file's writer gate before they take a
+connection (:mod:`~data_layer._writer_gate`: an ``asyncio.Lock`` within the process, a lock file
+across processes; SQLite's busy timeout sleeps in growing steps and made the tail latency of 32
+in-process writers seconds long), and the gate opens for the next writer as soon as ``COMMIT`` ends.
+Reads and short writes run their statements on the event loop's own thread (WAL mode: a reader never
+waits; a short write's ``BEGIN IMMEDIATE`` too, when the write lock is free); ``COMMIT``, a ``BEGIN
+IMMEDIATE`` that must wait, other writes and large scans run on aiosqlite's worker thread
+(:mod:`~data_layer._sqlite_loop`). Every session helper turns driver and
 OS errors into the project's errors (:func:`~data_layer._storage_errors.translate`), keeping the
 original as ``__cause__``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
@@ -33,8 +34,9 @@ from sqlalchemy.util import greenlet_spawn
 
 from ._cleanup import finish
 from ._errors import AgentMemoryError, InvalidInputError, UnsupportedDatabaseURLError
-from ._sqlite_loop import begin_on_loop, mark_wal, set_on_loop, sqlite_creator
+from ._sqlite_loop import begin_immediate_on_loop, begin_on_loop, mark_wal, set_on_end, set_on_loop, sqlite_creator
 from ._storage_errors import translate
+from ._writer_gate import writer_gate
 
 Backend = Literal["sqlite", "postgresql"]
 _T = TypeVar("_T")
@@ -45,6 +47,8 @@ _BEGIN_OPTION = "agent_memory_sqlite_begin"
 #: Execution option of a short write: once its ``BEGIN IMMEDIATE`` holds the write lock, its statements
 #: run on the loop's thread (nothing waits for a lock then); its ``COMMIT`` goes back to the worker.
 _LOOP_WRITES_OPTION = "agent_memory_sqlite_loop_writes"
+#: Execution option of a write: the function that opens the writer gate, called when it commits.
+_GATE_OPTION = "agent_memory_sqlite_writer_gate"
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -83,6 +87,21 @@ def normalize_url(url: str | URL) -> URL:
             raise UnsupportedDatabaseURLError(f"the PostgreSQL URL names no database; use {SUPPORTED}")
         return parsed.set(drivername="postgresql+psycopg")
     raise UnsupportedDatabaseURLError(f"unsupported database driver {parsed.drivername!r}; use {SUPPORTED}")
+
+
+def _opened_file(url: URL) -> str | None:
+    """The real path of the file SQLite opens for ``url`` (``None``: an in-memory database).
+
+    >>> _opened_file(make_url("sqlite+aiosqlite:///file:/data/m.db?mode=rwc&uri=true"))
+    '/data/m.db'
+    """
+    database = url.database or ""
+    if str(url.query.get("uri", "")).lower() in ("true", "1") and database.startswith("file:"):
+        parts = urlsplit(database)
+        if parts.path in ("", ":memory:") or url.query.get("mode") == "memory" or "mode=memory" in parts.query:
+            return None
+        return os.path.realpath(unquote(parts.path))
+    return os.path.realpath(Path(database).expanduser()) if database and database != ":memory:" else None
 
 
 def describe(url: URL) -> str:
@@ -167,10 +186,21 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
     def _on_begin(conn: Any) -> None:
         options = conn.get_execution_options()
         mode = options.get(_BEGIN_OPTION, "DEFERRED")
-        if not begin_on_loop(conn.connection.driver_connection, mode):
-            conn.exec_driver_sql(f"BEGIN {mode}")
-        if mode == "IMMEDIATE" and options.get(_LOOP_WRITES_OPTION):
-            set_on_loop(conn.connection.driver_connection, on_loop=True)
+        driver = conn.connection.driver_connection
+        if mode != "IMMEDIATE":
+            set_on_end(driver, None)  # no writer's gate to open when a read ends
+            if not begin_on_loop(driver, mode):
+                conn.exec_driver_sql(f"BEGIN {mode}")
+            return
+        release = options.get(_GATE_OPTION)
+        set_on_end(driver, release)  # the next writer gets in as soon as this one commits
+        short = options.get(_LOOP_WRITES_OPTION)
+        if not (
+            short and release is not None and begin_immediate_on_loop(driver, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+        ):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        if short:
+            set_on_loop(driver, on_loop=True)
 
     @event.listens_for(engine.sync_engine, "commit")
     def _on_commit(conn: Any) -> None:
@@ -191,18 +221,6 @@ async def _session(conn: AsyncConnection) -> AsyncIterator[AsyncSession]:
         await finish(session.close())
 
 
-#: One writer lock per (event loop, SQLite file): asyncio locks belong to the loop they wait on.
-_WRITER_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def sqlite_writer_lock(path: str) -> asyncio.Lock:
-    """The in-process lock that queues this event loop's writers of one SQLite file (FIFO)."""
-    locks = _WRITER_LOCKS.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault(path, asyncio.Lock())
-
-
 class Database:
     """An engine plus the kinds of session the repositories use; every one raises the project's errors.
 
@@ -221,6 +239,9 @@ class Database:
             if self.backend == "sqlite" and self.url.database
             else None
         )
+        #: The file SQLite opens (a ``file:`` URI's path; ``None`` for an in-memory one), whose writer
+        #: gate's lock file lies beside it.
+        self.sqlite_file = _opened_file(self.url) if self.backend == "sqlite" else None
 
     @property
     def one_writer(self) -> bool:
@@ -235,11 +256,12 @@ class Database:
         """Names the database for queues of writers: the SQLite file, or the URL without password."""
         return self.sqlite_path or self.url.render_as_string(hide_password=True)
 
-    def _writer_turn(self) -> AbstractAsyncContextManager[Any]:
-        """Wait for this process's earlier writers of the same SQLite file (PostgreSQL: no wait)."""
+    def _writer_turn(self) -> AbstractAsyncContextManager[Callable[[], None] | None]:
+        """Wait for the earlier writers of the same SQLite file, in this process and others; yields
+        the function that opens the gate again (PostgreSQL: no wait, ``None``)."""
         if self.sqlite_path is None:
             return nullcontext()
-        return sqlite_writer_lock(self.sqlite_path)
+        return writer_gate(self.sqlite_path, lock_beside=self.sqlite_file).turn()
 
     @asynccontextmanager
     async def read(self, *, bulk: bool = False) -> AsyncIterator[AsyncSession]:
@@ -303,18 +325,20 @@ class Database:
         loop's thread once the write lock is held. Other writes may run for long (a friend's deletion,
         an import), so their statements stay on the worker thread.
         """
-        async with self._writer_turn(), storage_errors(self.where), self._connected() as conn:
+        async with self._writer_turn() as release, storage_errors(self.where), self._connected() as conn:
             if self.backend == "sqlite":
-                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: short})
+                await conn.execution_options(
+                    **{_BEGIN_OPTION: "IMMEDIATE", _LOOP_WRITES_OPTION: short, _GATE_OPTION: release}
+                )
             async with _session(conn) as session, session.begin():
                 yield session
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
         """A raw connection in a committing transaction (bulk statements)."""
-        async with self._writer_turn(), storage_errors(self.where), self._connected() as conn:
+        async with self._writer_turn() as release, storage_errors(self.where), self._connected() as conn:
             if self.backend == "sqlite":
-                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+                await conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE", _GATE_OPTION: release})
             async with conn.begin():
                 yield conn
 

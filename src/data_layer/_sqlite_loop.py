@@ -42,11 +42,29 @@ class LoopConnection(aiosqlite.Connection):
         super().__init__(connector, iter_chunk_size)
         self.on_loop = False
         self.wal = False
+        #: Called once, on the thread that ran it, right after the current transaction's ``COMMIT`` or
+        #: ``ROLLBACK``: a writer gate lets the next writer in then, not when the loop next resumes
+        #: the writer (a busy loop's cycle is milliseconds).
+        self.on_end: Callable[[], None] | None = None
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.on_loop and self._running and self._connection is not None:
             return fn(*args, **kwargs)
         return await super()._execute(fn, *args, **kwargs)
+
+    async def commit(self) -> None:
+        await self._execute(self._end, self._conn.commit)
+
+    async def rollback(self) -> None:
+        await self._execute(self._end, self._conn.rollback)
+
+    def _end(self, end: Callable[[], None]) -> None:
+        try:
+            end()
+        finally:
+            hook, self.on_end = self.on_end, None
+            if hook is not None:
+                hook()
 
 
 def begin_on_loop(driver_connection: object, mode: str) -> bool:
@@ -90,6 +108,38 @@ def sqlite_creator(
     return connect
 
 
+def begin_immediate_on_loop(driver_connection: object, *, busy_timeout_ms: int) -> bool:
+    """Send ``BEGIN IMMEDIATE`` straight to SQLite on the loop's thread if the write lock is free now
+    (a busy timeout of zero for this statement). Returns whether it did; otherwise the caller sends it
+    the usual way, on the worker thread, where it may wait.
+
+    For a writer that holds the file's writer gate (:mod:`~data_layer._writer_gate`) the lock is free
+    unless a program outside the gate writes. Sent from the loop, the writer's statements follow at
+    once: through the worker thread they waited for the loop to resume the writer, holding the lock.
+    """
+    if not isinstance(driver_connection, LoopConnection) or not driver_connection.wal:
+        return False
+    raw = driver_connection._connection
+    if raw is None or not driver_connection._running:
+        return False
+    try:
+        raw.execute("PRAGMA busy_timeout=0")
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+        finally:
+            raw.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    except sqlite3.Error:  # locked by a writer outside the gate, or anything else: the usual way
+        return False
+    return True
+
+
+def set_on_end(driver_connection: object, hook: Callable[[], None] | None) -> None:
+    """Have ``hook`` called right after the connection's current transaction ends (see
+    :attr:`LoopConnection.on_end`); other connections call nothing."""
+    if isinstance(driver_connection, LoopConnection):
+        driver_connection.on_end = hook
+
+
 def set_on_loop(driver_connection: object, *, on_loop: bool) -> bool:
     """Let ``driver_connection`` run statements on the loop's thread (when it is a WAL-mode
     :class:`LoopConnection`; anything else is left alone). Returns whether they now run there."""
@@ -105,4 +155,12 @@ def mark_wal(driver_connection: object, journal_mode: object) -> None:
         driver_connection.wal = str(journal_mode).lower() == "wal"
 
 
-__all__ = ["LoopConnection", "begin_on_loop", "mark_wal", "set_on_loop", "sqlite_creator"]
+__all__ = [
+    "LoopConnection",
+    "begin_immediate_on_loop",
+    "begin_on_loop",
+    "mark_wal",
+    "set_on_end",
+    "set_on_loop",
+    "sqlite_creator",
+]

@@ -133,9 +133,10 @@ def scan(
     budget: ScanBudget | None,
     dictionary: Container[str],
 ) -> Iterator[tuple[str, list[str]]]:
-    """Each window ``budget`` reads of ``text`` with its tokens (``budget=None``: the whole text, one
-    piece), stopping once the estimated cost reaches ``budget.max_cost``."""
-    if budget is None:
+    """Each window ``budget`` reads of ``text`` with its tokens (``budget=None`` or a text ``budget``
+    reads whole: the whole text, one piece), stopping once the estimated cost reaches
+    ``budget.max_cost``."""
+    if budget is None or budget.whole(text):  # one piece: no cost to keep
         if text:
             yield text, tokens_of(text)
         return
