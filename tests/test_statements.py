@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 
@@ -226,3 +227,28 @@ def test_linear_time_and_length_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     padding = "嗯" * MAX_CHARS
     assert extract_statements(padding + "。我不吃辣", role="user", at=AT) == []
     assert len(extract_statements("我不吃辣。" + padding, role="user", at=AT)) == 1
+
+
+def test_subject_forms_are_every_rules_subject_words() -> None:
+    """A clause holding none of its allowed subjects' forms skips the rules: the forms must be all the
+    words any rule's subject group accepts, each a plain word (no regex syntax left in it)."""
+    from agent_memory.archiving import _topics as T
+
+    for lang, rules in T.RULES.items():
+        for kind, pattern in rules:
+            groups = T.SUBJECT_GROUP.findall(pattern.pattern)
+            assert len(groups) == 1, (lang, kind)
+            for form in groups[0].split("|"):
+                assert form in T.SUBJECT_FORMS and re.fullmatch(r"[a-z ]+|[\u4e00-\u9fff]+", form), form
+
+
+def test_clauses_without_an_allowed_subject_give_nothing_and_others_still_do() -> None:
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    # the assistant's reply quotes the user's memories: its own clauses about itself give no statement
+    reply = "我记得：用户说：“我下周二要去北京出差”；最近在准备项目汇报。你喜欢科幻电影。"
+    found = {(s.topic, s.subject, s.speech) for s in extract_statements(reply, role="assistant", at=at)}
+    assert ("interest", "科幻电影", "reported") in found
+    assert all(s.role == "assistant" for s in extract_statements(reply, role="assistant", at=at))
+    assert extract_statements("最近在准备项目汇报，压力很大。", role="assistant", at=at) == []
+    # an English possessive ("my") names the speaker although "i" is not written
+    assert any(s.topic == "name" for s in extract_statements("My name is Ada.", role="user", at=at))

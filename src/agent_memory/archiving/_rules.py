@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 from ..text import zh_number
@@ -61,7 +61,18 @@ def run_rules(clause: Clause, previous: Draft | None) -> list[Draft]:
     return drafts
 
 
+@lru_cache(maxsize=64)
+def _forms(subjects: frozenset[str]) -> tuple[str, ...]:
+    """How the subjects a clause allows may be written in a rule (``my`` for ``i``)."""
+    return tuple(sorted(f for f in T.SUBJECT_FORMS if _POSSESSIVE.get(f, f) in subjects))
+
+
 def _apply(text: str, clause: Clause, previous: Draft | None) -> list[Draft]:
+    lowered = text.lower()
+    if not any(form in lowered for form in _forms(clause.subjects)):
+        # no rule can match (each names an allowed subject): most clauses of a reply that quotes
+        # memories, whose rules cost about a third of a millisecond a message for nothing
+        return []
     found: dict[tuple[str, str], Draft] = {}
     for kind, pattern in T.RULES[clause.lang]:
         for match in pattern.finditer(text):

@@ -387,3 +387,14 @@ RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     "zh": tuple((kind, re.compile(p, re.I)) for kind, p in _RULES_ZH),
     "en": tuple((kind, re.compile(p, re.I)) for kind, p in _RULES_EN),
 }
+#: A rule's subject group: words to choose from ("我|你", "my|your").
+SUBJECT_GROUP = re.compile(r"\(\?P<subj>([^()]*)\)")
+#: Every way a rule writes its subject, in lower case (read off the rules). Every rule names its
+#: subject, so a clause holding none of the forms its speaker may use matches no rule.
+SUBJECT_FORMS: frozenset[str] = frozenset(
+    form
+    for rules in (_RULES_ZH, _RULES_EN)
+    for _, pattern in rules
+    for group in SUBJECT_GROUP.findall(pattern)
+    for form in group.split("|")
+)
