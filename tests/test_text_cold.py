@@ -100,3 +100,34 @@ def test_building_the_system_loads_neither_scikit_learn_nor_the_thesaurus(tmp_pa
     assert "built False 0" in lines, out
     assert "searched ['m1'] 1" in lines, out
     assert "hashed (2, 32) 1.0 True" in lines, out
+
+
+_WARM = """
+import asyncio, sys, tempfile
+from agent_memory.text._idf import idf_table
+from agent_memory.system import MemorySystem
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        async with MemorySystem.open(f"sqlite+aiosqlite:///{folder}/m.db") as system:
+            await system.ensure_schema()
+            before = idf_table.cache_info().currsize
+            if sys.argv[1] == "warm":
+                await system.search.warm_up()
+            print(before, idf_table.cache_info().currsize)
+
+asyncio.run(main())
+"""
+
+
+def test_the_warm_up_loads_the_keyword_idf_table() -> None:
+    """A server's warm-up reads the keyword extractor's IDF table, so the first memory written in a new
+    process (an archive run) does not read it on the event loop; without the warm-up nothing does."""
+    out = {
+        kind: subprocess.run([sys.executable, "-c", _WARM, kind], capture_output=True, text=True, timeout=120)
+        for kind in ("warm", "cold")
+    }
+    for kind, done in out.items():
+        assert done.returncode == 0, (kind, done.stderr[-2000:])
+    assert out["warm"].stdout.split() == ["0", "1"]
+    assert out["cold"].stdout.split() == ["0", "0"]

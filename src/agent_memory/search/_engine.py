@@ -314,13 +314,14 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
 
     async def warm_up(self) -> None:
         """Load the tokenizer's dictionaries (with the part-of-speech list of :func:`unheld_weight`), the
-        embedder's model when it has a ``prepare()`` (the word vectors) and the word neighbours' vectors
-        (together about a second, once per process) before the first search needs
-        them; a server calls it at start, and a recall before its timed rounds (a recall's first round has
-        0.5 s, and a new process's first question lost it to the loading); a search starts it too and
-        waits for it. Once per engine: later calls, and calls while it runs, wait for the same loading; a
-        failed one is tried again next time, except the embedder's model, which is logged and tried again
-        by the next embedding (a hybrid search matches words meanwhile)."""
+        keyword extractor's IDF table, the embedder's model when it has a ``prepare()`` (the word
+        vectors) and the word neighbours' vectors (together about a second, once per process) before
+        the first search or written memory needs them; a server calls it at start, and a recall before
+        its timed rounds (a recall's first round has 0.5 s, and a new process's first question lost it
+        to the loading); a search starts it too and waits for it. Once per engine: later calls, and
+        calls while it runs, wait for the same loading; a failed one is tried again next time, except
+        the embedder's model, which is logged and tried again by the next embedding (a hybrid search
+        matches words meanwhile)."""
         warmed = self._warming()
         if warmed is not None:
             await asyncio.shield(warmed)
@@ -338,6 +339,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         await asyncio.to_thread(self.analyzer.tokenizer.tokens, "预热 warm up")
         await asyncio.to_thread(lambda: self.thesaurus)
         await asyncio.to_thread(unheld_weight, "预热")
+        extraction = getattr(self.analyzer.extractor, "prepare", None)  # read when a memory is written
+        if callable(extraction):
+            await asyncio.to_thread(extraction)
         prepare = getattr(self.analyzer.embedder, "prepare", None)  # a model that loads on first use
         if callable(prepare):  # first: the neighbours then share its table
             try:
