@@ -200,6 +200,10 @@ def test_coverage_rerank_brings_the_second_part_of_a_question() -> None:
     plain = [slot["home1"], slot["home2"], slot["event"]]
     order = c.coverage_rerank(index, scores, index.bm25_idf(terms), plain)
     assert [index.memory(i).memory_key for i in order] == ["home1", "event", "home2"]
+    # only the first places chosen by coverage: the same first picks, the rest in the order given
+    for picks, keys in ((1, ["home1", "home2", "event"]), (2, ["home1", "event", "home2"]), (9, None)):
+        chosen = c.coverage_rerank(index, scores, index.bm25_idf(terms), plain, picks=picks)
+        assert [index.memory(i).memory_key for i in chosen] == (keys or ["home1", "event", "home2"])
 
 
 def test_propagation_lifts_a_memory_that_names_the_same_thing() -> None:

@@ -454,6 +454,7 @@ def coverage_rerank(
     *,
     gamma: float = 1.0,
     mix: float = 1.0,
+    picks: int | None = None,
 ) -> list[int]:
     """Re-order ``candidates`` (best first) so that together they cover more of the query.
 
@@ -462,6 +463,9 @@ def coverage_rerank(
     the memory counts 1, in a neighbour 0.5 at distance 1 and 0.25 at distance 2). Each pick
     discounts the terms it covered by ``gamma``. A question with two parts then gets memories for
     both parts; memories that add nothing keep their relative order after those that do.
+
+    ``picks``: only the first ``picks`` places are chosen so; the other candidates follow in their
+    given order (a search that returns ten of thirty candidates needs ten picks, not thirty).
     """
     total = sum(query.values())
     if len(candidates) < 2 or total <= 0:
@@ -469,16 +473,15 @@ def coverage_rerank(
     terms = list(query)
     slots = np.asarray(candidates, dtype=np.int64)
     cover = _cover(index, slots, terms)
-    weights = np.asarray([query[t] for t in terms], dtype=np.float64)
-    remaining = weights.copy()
+    remaining = np.asarray([query[t] for t in terms], dtype=np.float64)
     base = scores[slots] / max(float(scores[slots].max()), 1e-12)
-    left = list(range(len(candidates)))
+    taken = np.zeros(len(candidates), dtype=bool)
     order: list[int] = []
-    while left:
-        gains = cover[left] @ remaining / total
-        values = base[left] * (1.0 - mix + mix * gains)
-        pick = left[int(np.argmax(values))]
+    for _ in range(len(candidates) if picks is None else min(picks, len(candidates))):
+        values = base * (1.0 - mix + mix * (cover @ remaining) / total)
+        values[taken] = -np.inf
+        pick = int(np.argmax(values))  # the first best: ties keep the given order
         order.append(candidates[pick])
+        taken[pick] = True
         remaining *= 1.0 - gamma * cover[pick]
-        left.remove(pick)
-    return order
+    return order + [c for c, done in zip(candidates, taken.tolist(), strict=True) if not done]

@@ -37,6 +37,7 @@ from ._components import query_terms
 from ._embeddings import Embedder, HashingEmbedder, from_bytes
 from ._engine_snapshots import SnapshotCacheMixin, _UserState
 from ._engine_view import StorageViewMixin
+from ._expiring import ExpiringMap
 from ._index import IndexedMemory, UserIndex
 from ._pipeline import Pipeline, SearchResults
 from ._query import SEARCH_MODES, SearchMode, SearchQuery
@@ -138,7 +139,10 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         ttl = cache_ttl or CacheTTL()
         self._synonyms: TTLCache[tuple[int, object, str], dict[str, float]] = TTLCache(20_000, ttl.keyword_expansion)
         self._recent: TTLCache[Hashable, SearchResults] = TTLCache(4_096, ttl.recent_searches)
-        self._hot: TTLCache[tuple[str, uuid.UUID, int], MemoryRecord] = TTLCache(50_000, ttl.hot_memories)
+        #: records by (user, memory id, revision): a memory's content cannot change under its revision
+        self._hot: ExpiringMap[tuple[str, int, int], MemoryRecord] = ExpiringMap(
+            max_entries=50_000, ttl_s=ttl.hot_memories
+        )
         self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
         self._cached_bytes = 0
         self._keyword_cache: dict[str, tuple[str, ...]] = {}
@@ -386,8 +390,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         """
         uid = _user(user_id)
         self._drop(uid)
-        for key in [k for k in list(self._hot.keys()) if k[0] == uid]:
-            self._hot.pop(key, None)
+        self._hot.drop_where(lambda key: key[0] == uid)
         for key in [k for k in list(self._recent.keys()) if isinstance(k, tuple) and k[0] == uid]:
             self._recent.pop(key, None)
 
@@ -479,21 +482,22 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         found: dict[int, MemoryRecord] = {}
         missing: dict[uuid.UUID, int] = {}
         revisions: dict[uuid.UUID, int] = {}
+        hot, now = self._hot, time.monotonic()
         for slot in slots:
             memory = index.memory(slot)
             mid = memory.id
             assert isinstance(mid, uuid.UUID)
-            revisions[mid] = memory.revision
-            hot = self._hot.get((uid, mid, memory.revision))
-            if hot is not None:
-                found[slot] = hot
+            record = hot.get((uid, mid.int, memory.revision), now=now)  # an int hashes in C, a UUID in Python
+            if record is not None:
+                found[slot] = record
             else:
                 missing[mid] = slot
+                revisions[mid] = memory.revision
         if missing:
             for record in await self.memory.get_by_ids(user_id=uid, ids=list(missing)):
                 if record.is_active:
                     found[missing[record.id]] = record
-                    self._hot[(uid, record.id, revisions.get(record.id, -1))] = record
+                    hot.put((uid, record.id.int, revisions.get(record.id, -1)), record, now=time.monotonic())
         return found
 
     def _options_key(self) -> tuple[object, ...]:

@@ -176,7 +176,7 @@ class Pipeline:
         records = await self.engine._records(query.scope.user_id, self.index, ordered)
         rank, ordered = self.rank(query, scores, records, ordered)
         if lexical:
-            ordered = self.coverage(rank, weights, ordered)
+            ordered = self.coverage(rank, weights, ordered, picks=query.limit)
         return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
 
     # -- stages ------------------------------------------------------------------------------------
@@ -372,11 +372,13 @@ class Pipeline:
         keys = {i: self.index.tie_key(i) for i in rank}
         return rank, sorted(rank, key=lambda s: (-rank[s], -round(float(scores[s]), 9), keys[s]))
 
-    def coverage(self, rank: Mapping[int, float], weights: Mapping[str, float], ordered: list[int]) -> list[int]:
-        """Greedy coverage re-rank of the ranked candidates."""
+    def coverage(
+        self, rank: Mapping[int, float], weights: Mapping[str, float], ordered: list[int], *, picks: int
+    ) -> list[int]:
+        """Greedy coverage re-rank of the ranked candidates (the first ``picks`` places)."""
         vector = np.zeros(self.index.capacity)
         vector[ordered] = [rank[s] for s in ordered]
-        return c.coverage_rerank(self.index, vector, weights, ordered)
+        return c.coverage_rerank(self.index, vector, weights, ordered, picks=picks)
 
     def _hit(self, slot: int, record: MemoryRecord, scores: FloatArray, rank: Mapping[int, float]) -> SearchHit:
         return SearchHit(
