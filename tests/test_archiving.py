@@ -303,7 +303,8 @@ async def test_after_an_archive_the_next_message_neither_rereads_the_chat_nor_th
 ) -> None:
     """After a run that archived everything ("整理记忆", or a session that ended), the next message starts a
     session that cannot have ended yet: its run is skipped (it read the chat again). The run's new
-    memories are already in the user's loaded search index, so the next search reads no rows."""
+    memories are already in the user's loaded search index, with their records, so the next search
+    reads no rows."""
     from sqlalchemy import event
 
     from data_layer import Scope
@@ -326,6 +327,7 @@ async def test_after_an_archive_the_next_message_neither_rereads_the_chat_nor_th
     hits = await system.search.search("北京 出差", user_id="u1", friend_id="xiaozhu", now=later)
     assert any(h.record.memory_type == "event" for h in hits)  # the gist is found ...
     assert not [s for s in reads if "agent_memory_search_index" in s]  # ... without reading index rows
+    assert not [s for s in reads if "FROM agent_memories" in s], reads  # ... or the memories' records
     back = T0 + timedelta(hours=3)  # after the idle gap the run happens again
     await store(system, msg("我回来了", at=back))
     assert archiver.schedule(scope, now=back) is not None

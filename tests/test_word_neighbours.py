@@ -63,6 +63,17 @@ def test_a_words_neighbours_are_the_nearest_words_over_the_cosine() -> None:
     assert "电影" not in neighbours.related("打坐")
 
 
+def test_neighbours_come_in_the_index_form_and_equal_ones_in_the_words_order() -> None:
+    """A neighbour written in traditional characters or full width is given as the index writes it,
+    once; two neighbours equally near come in the words' sorted order."""
+    words = ["</s>", "打坐", "冥想", "靜坐", "静坐", "ＡＢ練習", "练功", "修行"]
+    vectors = np.array([[0, 0, 1], [1, 0, 0], [0.9, 0.1, 0], [0.8, 0.2, 0], [0.8, 0.2, 0], [0.7, 0.3, 0],
+                        [0.6, 0.4, 0], [0.6, 0.4, 0]])  # fmt: skip
+    near = WordNeighbours(WordVectors(words, vectors), min_similarity=0.5).related("打坐")
+    assert list(near) == ["冥想", "静坐", "ab练习", "修行", "练功"]  # 靜坐 folds into 静坐: listed once
+    assert wn._folded_forms(["東京", "ＡＢＣ", "东京"]) == ["东京", "abc", "东京"]
+
+
 def test_words_looked_up_together_get_what_each_gets_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long message's new words are looked up in batches (one matrix product each), not one by one."""
     words = ["打坐", "冥想", "静坐", "练习", "电影", "猫", "abc", "未知词", "打坐"]

@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 #: After a failed re-analysis (a storage error, an embedding endpoint down), a user's searches answer
 #: from the memories analysed for this long before trying again: each try can cost an endpoint's time-out.
 REANALYSIS_RETRY_S = 30.0
+#: Most records of newly written memories read along with a refresh after writes (an archiving run
+#: writes a session's gists: tens); a larger batch is left to the searches that need them.
+PRIMED_RECORDS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +169,18 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         such as an archiving run, so the user's next search does not read them); returns whether it was.
         A user not loaded is left alone: the first search loads the index whole."""
         uid = _user(user_id)
-        if uid not in self._users:
+        state = self._users.get(uid)
+        if state is None:
             return False
-        await self.refresh(user_id=uid)
+        async with state.lock:
+            index = await self._refresh_locked(uid, state)
+            # the written memories' records are read now, with the writes: the user's next search ranks
+            # them without a read of its own (after an archiving run, every chat's first turn read them
+            # at once, a tenth of that turn's search time)
+            slots = [s for s in map(index.slot, state.last_put) if s is not None]
+            if slots:
+                await self._records(uid, index, slots)
+        self._touch(uid, state)
         return True
 
     async def _build_first(self, uid: str, state: _UserState) -> bool:
@@ -208,6 +220,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return state
 
     async def _refresh_locked(self, uid: str, current: _UserState) -> UserIndex:
+        current.last_put = []
         state = await self._index_state(uid)
         current.vocabulary_revision = state.vocabulary_revision
         if current.revision < 0 and not current.snapshot_tried and self.snapshots is not None:
@@ -248,6 +261,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)
         user.applied_since_snapshot += len(rows)
         stale = 0  # rows analysed otherwise, waiting for their re-analysis
+        put = user.last_put
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
             user.index.embedding_dim = dim
@@ -275,6 +289,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                     session=row.session,
                 )
             )
+            if len(put) < PRIMED_RECORDS:
+                put.append(row.id)
         if state.hard_delete_revision != user.hard_delete_revision and user.revision >= 0:
             alive = await self.memory.active_ids(user_id=uid)
             for gone in user.index.ids() - alive:

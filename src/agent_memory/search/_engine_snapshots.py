@@ -14,6 +14,7 @@ import asyncio
 import logging
 import uuid
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from data_layer import MemoryRepository
@@ -47,6 +48,8 @@ class _UserState:
     #: revisions, so the refresh after it reads them), not before ``analysis_retry_at`` (monotonic)
     awaiting_analysis: bool = False
     analysis_retry_at: float = 0.0
+    #: ids of the memories the last refresh put into the index
+    last_put: list[Hashable] = field(default_factory=list)
 
 
 class SnapshotCacheMixin:

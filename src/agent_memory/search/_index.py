@@ -162,6 +162,10 @@ class UserIndex(SlotArraysMixin):
         """Ids of the indexed memories."""
         return set(self._slot_of)
 
+    def slot(self, memory_id: Hashable) -> int | None:
+        """The slot of an indexed memory (``None``: not indexed)."""
+        return self._slot_of.get(memory_id)
+
     def approx_bytes(self) -> int:
         """A rough size of the index in memory (slots, postings, terms, embeddings), for cache caps."""
         dim = self.embedding_dim or 0

@@ -81,6 +81,17 @@ def _candidate(word: str) -> bool:
     return len(word) >= 2 and has_cjk(word)
 
 
+def _folded_forms(words: list[str]) -> list[str]:
+    """``fold`` of every word, in one call on the words joined by newlines (13 ms for the 89,438
+    candidates, against 0.12 s word by word; a new word's neighbours were folded as they came, 0.2 ms
+    of its 0.3). Folding works within a line (OpenCC converts phrases, and no phrase holds a newline);
+    should the lines not come back one per word, each word is folded alone."""
+    lines = fold("\n".join(words)).split("\n")
+    if len(lines) != len(words):
+        lines = [fold(w) for w in words]
+    return [w if f == w else f for f, w in zip(lines, words, strict=True)]  # the same str when unchanged
+
+
 class WordNeighbours:
     """A word's nearest words in a table of word vectors (see the module docs); the same ``related``
     as :class:`~agent_memory.text.Thesaurus`, so the search takes either.
@@ -113,7 +124,9 @@ class WordNeighbours:
         self.limit = limit
         self.vocabulary = vocabulary
         self._words: list[str] = []
-        self._folded: dict[int, str] = {}
+        self._alphabetical: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: each candidate in the index's own form (width, case, traditional characters)
+        self._folded: list[str] = []
         self._matrix: npt.NDArray[np.float32] | None = None
         self._failed = False
         self._cache: LRUCache[str, dict[str, float]] = LRUCache(CACHED_WORDS)
@@ -137,8 +150,13 @@ class WordNeighbours:
                 logger.warning("the word vectors cannot be loaded (%s): query words get no neighbours", exc)
                 return
             rows = [i for i, w in enumerate(table.words[: self.vocabulary]) if _candidate(w)]
+            words = [table.words[i] for i in rows]
+            alphabetical = np.empty(len(words), dtype=np.int64)
+            alphabetical[sorted(range(len(words)), key=words.__getitem__)] = np.arange(len(words))
             self._table = table
-            self._words = [table.words[i] for i in rows]
+            self._words = words
+            self._alphabetical = alphabetical  # each candidate's place in the words' sorted order
+            self._folded = _folded_forms(words)
             self._matrix = table.matrix[rows].astype(np.float32)
 
     def related(self, word: str) -> dict[str, float]:
@@ -203,17 +221,22 @@ class WordNeighbours:
         return found | new
 
     def _select(self, word: str, sims: npt.NDArray[np.float32]) -> dict[str, float]:
-        """The neighbours of ``word`` given its similarity to every candidate."""
+        """The neighbours of ``word`` given its similarity to every candidate: most similar first, ties
+        in the words' order (sorted in numpy: a Python sort of each word's hundred-odd neighbours was
+        most of a new word's 0.3 ms)."""
         near = np.flatnonzero(sims >= self.min_similarity)
         if len(near) > self.limit + 1:
             near = near[np.argpartition(-sims[near], self.limit)[: self.limit + 1]]
+        values = sims[near]
+        order = np.lexsort((self._alphabetical[near], -values))
         found: dict[str, float] = {}
-        for i in sorted(near.tolist(), key=lambda i: (-float(sims[i]), self._words[i])):
-            other = self._folded.get(i)
-            if other is None:  # the index's own form (width, case, traditional characters), once a word
-                other = self._folded[i] = fold(self._words[i])
-            if other != word and other not in found and len(found) < self.limit:
-                found[other] = round(min(float(sims[i]), MAX_SIMILARITY), 4)
+        folded = self._folded
+        for i, similarity in zip(near[order].tolist(), values[order].tolist(), strict=True):
+            other = folded[i]
+            if other != word and other not in found:
+                found[other] = round(min(similarity, MAX_SIMILARITY), 4)
+                if len(found) == self.limit:
+                    break
         return found
 
     def held(self, word: str, holds: Callable[[str], bool], *, besides: Container[str] = ()) -> dict[str, float]:
