@@ -6,6 +6,7 @@ the other web tests use (uvicorn on 127.0.0.1 with a free port, on the test's da
 from __future__ import annotations
 
 import gc
+import json
 import os
 import socket
 import subprocess
@@ -102,6 +103,42 @@ def test_a_server_process_freezes_what_its_warm_up_loaded(own_process: bool, tmp
     finally:
         gc.unfreeze()
     assert (frozen > 100_000) is own_process, frozen
+
+
+_BLAS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import httpx
+from threadpoolctl import threadpool_info
+from test_web_server import web_server
+
+def threads():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+before = threads()
+with web_server(sys.argv[2], own_process=sys.argv[3] == "own") as base:
+    assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
+    serving = threads()
+print(before, serving, threads())
+"""
+
+
+@pytest.mark.parametrize("own_process", [True, False])
+def test_a_server_process_runs_matrix_products_on_one_thread(own_process: bool, tmp_path: Path) -> None:
+    """``agent-memory serve`` runs numpy's matrix products on one thread while it serves (its chats run
+    at once, and ``--workers`` processes share the cores) and gives the setting back when it stops; an
+    app mounted in someone else's process leaves it alone. Two BLAS threads to start with, as on any
+    machine of two cores or more."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    run = subprocess.run(
+        [sys.executable, "-c", _BLAS, str(Path(__file__).parent), f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
+         "own" if own_process else "mounted"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    before, serving, after = (json.loads(part) for part in run.stdout.strip().replace("] [", "]|[").split("|"))
+    assert before == after and before and set(before) == {2}
+    assert serving == ([1] * len(before) if own_process else before)
 
 
 def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:

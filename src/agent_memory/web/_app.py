@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
+from threadpoolctl import threadpool_limits
 
 from data_layer import InvalidInputError
 
@@ -113,7 +114,12 @@ def create_app(
     ``own_process``: the app is all its process does (``agent-memory serve``). After the warm-up, what
     is loaded by then (dictionaries, thesaurus, modules: about 260,000 objects) lives as long as the
     process, so it is frozen out of the garbage collector: a full collection walked it all, 120 ms
-    with every chat turn in flight stalled, and now walks only what the turns made.
+    with every chat turn in flight stalled, and now walks only what the turns made. And numpy's
+    matrix products run on one thread: the process serves many chats at once (``--workers`` more
+    processes), and OpenBLAS's own threads, one per core in every worker, fought the workers for the
+    cores and spun waiting for the next product. Measured with ``agent-memory bench serve --streams 50
+    --turns 20 --workers 2``, three runs each: p95 322-346 ms and 228-236 turns/s with them, 231-248 ms
+    and 244-268 turns/s without.
     """
     settings = system.settings
     client = model_client if model_client is not None else settings.chat_model_client()
@@ -131,12 +137,16 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await system.ensure_schema()
         await system.search.warm_up()  # the dictionaries load now, not in the first user's recall
+        blas = None
         if own_process:
             gc.collect()  # what the warm-up left as garbage is freed, not frozen
             gc.freeze()
+            blas = threadpool_limits(limits=1)  # one thread per matrix product (see above)
         try:
             yield
         finally:
+            if blas is not None:
+                blas.restore_original_limits()
             if close_system:
                 await system.close()
 
