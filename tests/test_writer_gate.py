@@ -11,10 +11,15 @@ work (SQLite's own locks).
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import gc
 import os
+import signal
 import stat
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -246,3 +251,231 @@ def test_the_lock_file_lies_beside_the_file_sqlite_opens(tmp_path: Path, monkeyp
     named = f"sqlite+aiosqlite:///file:{tmp_path / 'n.db'}?mode=rwc&uri=true"
     assert _opened_file(make_url(named)) == os.path.realpath(tmp_path / "n.db")
     assert _opened_file(make_url("sqlite+aiosqlite:///rel.db")) == os.path.realpath(tmp_path / "rel.db")
+    on = f"sqlite+aiosqlite:///file:{tmp_path / 'y.db'}?uri=yes"  # SQLAlchemy's words for true count too
+    assert _opened_file(make_url(on)) == os.path.realpath(tmp_path / "y.db")
+
+
+# -- what an adversarial review found (each test failed on the first version of the gate) ----------
+
+
+def _make_table(url: str) -> None:
+    async def setup() -> None:
+        db = Database(url)
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE IF NOT EXISTS t (x INT)"))
+        await db.dispose()
+
+    asyncio.run(setup())
+
+
+def _lock_file_free(path: str) -> bool:
+    fd = os.open(path + LOCK_SUFFIX, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _hold_in_subprocess(lock_path: str, seconds: float) -> subprocess.Popen[bytes]:
+    """Another process that holds the lock file for ``seconds``."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX);"
+         "print('held', flush=True); time.sleep(float(sys.argv[2]))", lock_path, str(seconds)],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+    return holder
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_wait_pending_when_its_loop_closes_does_not_keep_the_lock_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    url = f"sqlite+aiosqlite:///{path}"
+    _make_table(url)
+    holder = _hold_in_subprocess(path + LOCK_SUFFIX, 0.7)
+
+    async def first() -> None:
+        db = Database(url)
+
+        async def insert() -> None:
+            async with db.write(short=True) as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+
+        waiting = asyncio.ensure_future(insert())  # waits for the other process's gate; the loop ends first
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+
+    asyncio.run(first())
+    holder.wait()
+    time.sleep(0.5)  # the waiting thread gets the lock after the loop closed: it must let it go
+    assert _lock_file_free(path)
+
+
+def test_a_writer_waits_for_another_process_at_most_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process holding the gate for long (stopped, stuck) is not waited for longer than SQLite's
+    busy timeout: the write goes on without the gate, and SQLite's lock decides."""
+    import data_layer._engine as engine_module
+
+    monkeypatch.setattr(engine_module, "SQLITE_BUSY_TIMEOUT_MS", 1000)
+    path = str(tmp_path / "m.db")
+    url = f"sqlite+aiosqlite:///{path}"
+    _make_table(url)
+    holder = _hold_in_subprocess(path + LOCK_SUFFIX, 8)
+    try:
+
+        async def write() -> float:
+            db = Database(url)
+            started = time.monotonic()
+            try:
+                async with db.write(short=True) as session:
+                    await session.execute(text("INSERT INTO t VALUES (1)"))
+            finally:
+                await db.dispose()
+            return time.monotonic() - started
+
+        assert 0.9 < asyncio.run(write()) < 4  # the gate's wait, then the write (SQLite's lock is free)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_finished_loops_and_disposed_databases_keep_no_descriptor_or_thread(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
+    path = str(tmp_path / "m.db")
+    _make_table(url)
+    other = os.open(path + LOCK_SUFFIX, os.O_RDONLY)  # another process's gate (an open file of its own)
+
+    async def once(contended: bool) -> None:
+        db = Database(url)
+        if contended:
+            fcntl.flock(other, fcntl.LOCK_EX)
+            threading.Timer(0.01, fcntl.flock, (other, fcntl.LOCK_UN)).start()
+
+        async def insert() -> None:
+            async with db.write(short=True) as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+
+        await asyncio.gather(insert(), insert())  # two writers of this loop at once
+        await db.dispose()
+
+    def threads() -> int:
+        return sum(t.name == "sqlite-writer-gate" for t in threading.enumerate())
+
+    gc.collect()
+    fds, waiting = _fds(), threads()
+    for n in range(40):
+        asyncio.run(once(contended=n % 2 == 0))
+
+    async def many_files() -> None:
+        for i in range(40):
+            db = Database(f"sqlite+aiosqlite:///{tmp_path / f'u{i}.db'}")
+            async with db.write(short=True) as session:
+                await session.execute(text("CREATE TABLE t (x INT)"))
+            await db.dispose()
+
+    asyncio.run(many_files())
+    gc.collect()
+    time.sleep(0.1)
+    os.close(other)
+    assert _fds() - (fds - 1) < 3 and threads() - waiting < 2, (_fds() - fds, threads() - waiting)
+
+
+def test_a_failed_commit_keeps_the_gate_until_the_transaction_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from data_layer import StorageError
+    from data_layer._sqlite_loop import LoopConnection
+
+    path = str(tmp_path / "m.db")
+    seen: list[tuple[bool, bool]] = []
+    original = LoopConnection.rollback
+
+    async def rollback(self: LoopConnection) -> None:
+        seen.append((_lock_file_free(path), self._conn.in_transaction))
+        await original(self)
+
+    monkeypatch.setattr(LoopConnection, "rollback", rollback)
+
+    async def main() -> None:
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        async with db.connection() as conn:
+            await conn.execute(text("CREATE TABLE p (id INT PRIMARY KEY)"))
+            await conn.execute(text("CREATE TABLE c (p INT REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)"))
+        seen.clear()
+
+        async def orphan() -> None:
+            async with db.write(short=True) as session:
+                await session.execute(text("INSERT INTO c VALUES (42)"))  # COMMIT fails: FOREIGN KEY
+
+        with pytest.raises(StorageError):
+            await orphan()
+        await db.dispose()
+
+    asyncio.run(main())
+    open_then = [free for free, in_transaction in seen if in_transaction]
+    assert open_then and not any(open_then), seen
+
+
+_FORKING_HOLDER = r"""
+import asyncio, os, sys, time
+from sqlalchemy import text
+from data_layer._engine import Database
+async def main():
+    db = Database(sys.argv[1])
+    async with db.connection() as conn:
+        await conn.execute(text("CREATE TABLE IF NOT EXISTS t (x INT)"))
+    async with db.write(short=True) as session:
+        await session.execute(text("INSERT INTO t VALUES (99)"))
+        if os.fork() == 0:  # a child made while the gate is held (multiprocessing's fork start method)
+            time.sleep(8)
+            os._exit(0)
+        print("inside", flush=True)
+        await asyncio.sleep(60)
+asyncio.run(main())
+"""
+
+
+def test_a_killed_holder_lets_others_in_although_it_had_forked(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    url = f"sqlite+aiosqlite:///{path}"
+    holder = subprocess.Popen([sys.executable, "-c", _FORKING_HOLDER, url], stdout=subprocess.PIPE)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"inside"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+
+    async def write() -> None:
+        db = Database(url)
+        try:
+            async with asyncio.timeout(3), db.write(short=True) as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+        finally:
+            await db.dispose()
+
+    asyncio.run(write())  # the child's copy of the lock file was closed: the kill let the lock go
+
+
+def test_the_data_layer_works_without_fcntl(tmp_path: Path) -> None:
+    code = (
+        "import sys, asyncio; sys.modules['fcntl'] = None\n"
+        "from sqlalchemy import text\nfrom data_layer._engine import Database\n"
+        "async def main():\n"
+        "    db = Database(sys.argv[1])\n"
+        "    async with db.write(short=True) as s:\n"
+        "        await s.execute(text('CREATE TABLE t (x INT)'))\n"
+        "    await db.dispose()\n"
+        "asyncio.run(main()); print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, f"sqlite+aiosqlite:///{tmp_path / 'n.db'}"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert not (tmp_path / f"n.db{LOCK_SUFFIX}").exists()

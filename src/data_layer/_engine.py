@@ -30,7 +30,7 @@ from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.util import asbool, greenlet_spawn
 
 from ._cleanup import finish
 from ._errors import AgentMemoryError, InvalidInputError, UnsupportedDatabaseURLError
@@ -96,7 +96,7 @@ def _opened_file(url: URL) -> str | None:
     '/data/m.db'
     """
     database = url.database or ""
-    if str(url.query.get("uri", "")).lower() in ("true", "1") and database.startswith("file:"):
+    if asbool(url.query.get("uri", False)) and database.startswith("file:"):
         parts = urlsplit(database)
         if parts.path in ("", ":memory:") or url.query.get("mode") == "memory" or "mode=memory" in parts.query:
             return None
@@ -261,7 +261,7 @@ class Database:
         the function that opens the gate again (PostgreSQL: no wait, ``None``)."""
         if self.sqlite_path is None:
             return nullcontext()
-        return writer_gate(self.sqlite_path, lock_beside=self.sqlite_file).turn()
+        return writer_gate(self.sqlite_path, lock_beside=self.sqlite_file, wait_s=SQLITE_BUSY_TIMEOUT_MS / 1000).turn()
 
     @asynccontextmanager
     async def read(self, *, bulk: bool = False) -> AsyncIterator[AsyncSession]:

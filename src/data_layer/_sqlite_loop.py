@@ -62,9 +62,11 @@ class LoopConnection(aiosqlite.Connection):
         try:
             end()
         finally:
-            hook, self.on_end = self.on_end, None
-            if hook is not None:
-                hook()
+            raw = self._connection
+            if raw is None or not raw.in_transaction:  # a COMMIT that failed leaves it open: its ROLLBACK ends it
+                hook, self.on_end = self.on_end, None
+                if hook is not None:
+                    hook()
 
 
 def begin_on_loop(driver_connection: object, mode: str) -> bool:
