@@ -186,3 +186,19 @@ async def test_the_recall_keeps_the_engines_order_of_a_search(layer: AgentFusion
     # a later search leads: its results first, in its order, then what only the earlier one found
     await box.search_memories(SearchMemoriesInput(query="睡不着", min_relevance_score=0.0))
     assert [r.memory_key for r in ledger.found()] == ["tea-sleep", "tea", "run"]
+
+
+def test_a_content_preview_is_the_whole_content_or_its_head_marked_as_cut() -> None:
+    from agent_memory.tools import PREVIEW_CHARS, MemorySearchResultItem, content_preview
+
+    whole, cut = content_preview("MySQL 端口 3306"), content_preview("字" * (PREVIEW_CHARS + 1))
+    assert whole == "MySQL 端口 3306" and cut == "字" * PREVIEW_CHARS + "..."
+    assert content_preview("字" * PREVIEW_CHARS) == "字" * PREVIEW_CHARS  # exactly the limit: whole
+
+    def item(preview: str) -> MemorySearchResultItem:
+        return MemorySearchResultItem(memory_key="k", summary="s", content_preview=preview,
+                                      relevance_score=0.9, created_at="2026-01-01T00:00:00+00:00")  # fmt: skip
+
+    assert item(whole).preview_is_whole and not item(cut).preview_is_whole
+    with pytest.raises(TypeError, match="must be a str"):
+        content_preview(None)  # type: ignore[arg-type]

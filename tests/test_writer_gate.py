@@ -74,16 +74,21 @@ async def test_a_stale_release_does_not_let_a_later_turn_go(tmp_path: Path) -> N
     await waiter
 
 
+async def _cancelled_while_waiting(gate: WriterGate, inside: asyncio.Event, leave: asyncio.Event) -> None:
+    """A writer of ``gate`` that waits for the file lock (another gate holds it) and is cancelled."""
+    gave_up = asyncio.create_task(_entered(gate, inside, leave))
+    await asyncio.sleep(0.05)
+    gave_up.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await gave_up
+
+
 async def test_a_cancelled_waiter_leaves_the_file_unlocked_or_hands_it_on(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     holder, waiting, third = _gate(db), _gate(db), _gate(db)
     inside, leave = asyncio.Event(), asyncio.Event()
     async with holder.turn():
-        gave_up = asyncio.create_task(_entered(waiting, inside, leave))
-        await asyncio.sleep(0.05)
-        gave_up.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await gave_up
+        await _cancelled_while_waiting(waiting, inside, leave)
     # the abandoned wait gets the lock once the holder lets go (its thread was woken first), and nobody
     # takes it over: it is let go
     await asyncio.sleep(0.2)
@@ -93,11 +98,7 @@ async def test_a_cancelled_waiter_leaves_the_file_unlocked_or_hands_it_on(tmp_pa
 
     # the same gate's next writer takes over a wait its cancelled writer left
     async with holder.turn():
-        gave_up = asyncio.create_task(_entered(waiting, inside, leave))
-        await asyncio.sleep(0.05)
-        gave_up.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await gave_up
+        await _cancelled_while_waiting(waiting, inside, leave)
         next_inside, next_leave = asyncio.Event(), asyncio.Event()
         successor = asyncio.create_task(_entered(waiting, next_inside, next_leave))
         await asyncio.sleep(0.05)

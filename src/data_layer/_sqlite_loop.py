@@ -52,6 +52,12 @@ class LoopConnection(aiosqlite.Connection):
             return fn(*args, **kwargs)
         return await super()._execute(fn, *args, **kwargs)
 
+    @property
+    def raw(self) -> sqlite3.Connection:
+        """The ``sqlite3`` connection (open: see :func:`_running`)."""
+        assert self._connection is not None
+        return self._connection
+
     async def commit(self) -> None:
         await self._execute(self._end, self._conn.commit)
 
@@ -77,13 +83,11 @@ def begin_on_loop(driver_connection: object, mode: str) -> bool:
     A read's ``BEGIN`` through SQLAlchemy's statement path costs more than the read's own ``SELECT``
     on a chat turn's small queries; straight to the driver it costs microseconds.
     """
-    if mode != "DEFERRED" or not isinstance(driver_connection, LoopConnection) or not driver_connection.on_loop:
-        return False
-    raw = driver_connection._connection
-    if raw is None or not driver_connection._running:
+    conn = _running(driver_connection)
+    if mode != "DEFERRED" or conn is None or not conn.on_loop:
         return False
     try:
-        raw.execute("BEGIN DEFERRED")
+        conn.raw.execute("BEGIN DEFERRED")
     except sqlite3.Error:  # the usual way raises it as SQLAlchemy's error, which callers translate
         return False
     return True
@@ -119,20 +123,31 @@ def begin_immediate_on_loop(driver_connection: object, *, busy_timeout_ms: int) 
     unless a program outside the gate writes. Sent from the loop, the writer's statements follow at
     once: through the worker thread they waited for the loop to resume the writer, holding the lock.
     """
-    if not isinstance(driver_connection, LoopConnection) or not driver_connection.wal:
+    conn = _running(driver_connection)
+    if conn is None or not conn.wal:
         return False
-    raw = driver_connection._connection
-    if raw is None or not driver_connection._running:
-        return False
+    raw = conn.raw
     try:
         raw.execute("PRAGMA busy_timeout=0")
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-        finally:
-            raw.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    except sqlite3.Error:  # locked by a writer outside the gate, or anything else: the usual way
+    except sqlite3.Error:
         return False
-    return True
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+        began = True
+    except sqlite3.Error:  # locked by a writer outside the gate, or anything else: the usual way
+        began = False
+    # the connection's busy timeout is back before anything else runs on it (an error here is the
+    # caller's: a transaction begun is rolled back when the connection goes back to the pool)
+    raw.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    return began
+
+
+def _running(driver_connection: object) -> LoopConnection | None:
+    """``driver_connection`` if it is an open :class:`LoopConnection` (``None``: another driver's
+    connection, or one not open): its ``sqlite3`` connection may then be used directly."""
+    if not isinstance(driver_connection, LoopConnection) or not driver_connection._running:
+        return None
+    return driver_connection if driver_connection._connection is not None else None
 
 
 def set_on_end(driver_connection: object, hook: Callable[[], None] | None) -> None:

@@ -74,7 +74,6 @@ class WriterGate:
         #: a wait for the file lock whose writer left: the next writer takes it over
         self._pending: asyncio.Future[None] | None = None
         self._adopting = False  # a writer is waiting on ``_pending``
-        _ALL.add(self)
 
     @property
     def shared(self) -> bool:
@@ -234,8 +233,6 @@ def _wait(fd: int, future: asyncio.Future[None], loop: asyncio.AbstractEventLoop
 
 #: One gate per (event loop, SQLite file): asyncio locks and futures belong to the loop they wait on.
 _GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, WriterGate]] = weakref.WeakKeyDictionary()
-#: Every gate alive, for a child made by ``fork``.
-_ALL: weakref.WeakSet[WriterGate] = weakref.WeakSet()
 
 
 def writer_gate(path: str, *, lock_beside: str | None, wait_s: float = 30.0) -> WriterGate:
@@ -250,8 +247,9 @@ def writer_gate(path: str, *, lock_beside: str | None, wait_s: float = 30.0) -> 
 
 
 def _forget_in_child() -> None:
-    for gate in list(_ALL):
-        gate._forget_in_child()
+    for gates in list(_GATES.values()):
+        for gate in gates.values():
+            gate._forget_in_child()
 
 
 if hasattr(os, "register_at_fork"):

@@ -42,6 +42,8 @@ def content_preview(content: str) -> str:
     >>> len(content_preview("字" * 500))
     203
     """
+    if not isinstance(content, str):
+        raise TypeError(f"content must be a str (a memory's content), got {type(content).__name__}")
     return content[:PREVIEW_CHARS] + PREVIEW_CUT if len(content) > PREVIEW_CHARS else content
 
 
