@@ -57,12 +57,15 @@ async def test_duplicate_key_inside_one_batch(layer: AgentFusionDataLayer) -> No
         ({"memory_key": ""}, "must not be empty"),
         ({"content": "\u200b\ufeff \u200d"}, "content is empty"),  # zero-width characters show nothing
         ({"user_id": "\u200b"}, "non-empty id"),
-        # fields the library reads itself: evidence ids, the conversation (neighbour lifting), an event's date
+        # fields the library reads itself: evidence ids, the conversation (neighbour lifting), who said it, a date
         ({"metadata": {"source_message_ids": [1, "2"]}}, "source_message_ids must be a list"),
         ({"metadata": {"source_message_ids": [0]}}, "positive integers"),
         ({"metadata": {"source_message_ids": 5}}, "source_message_ids must be a list"),
         ({"metadata": {"session_id": {"a": 1}}}, "session_id must be a conversation id"),
         ({"metadata": {"session_id": True}}, "session_id must be a conversation id"),
+        ({"metadata": {"speaker": 7}}, "speaker must be the name of who said it"),
+        ({"metadata": {"speaker": "  "}}, "speaker must be the name of who said it"),
+        ({"metadata": {"speaker": "x" * 129}}, "speaker must be the name of who said it"),
         ({"metadata": {"date": {"y": 1}}}, "metadata.date must be text"),
         ({"user_id": True}, "str or int"),
         ({"user_id": None}, "user_id is required"),

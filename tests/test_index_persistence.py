@@ -16,7 +16,7 @@ from agent_memory.search import HybridMemorySearch, SearchAnalyzer, SnapshotErro
 from agent_memory.search._snapshot import SnapshotMeta, decode
 from agent_memory.system import MemorySystem
 from agent_memory.text import KeywordExtractor
-from data_layer import AgentFusionDataLayer
+from data_layer import SESSION_FIELD, AgentFusionDataLayer
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -30,7 +30,7 @@ TEXTS = [
     ("my sister's birthday is on June 3rd, she wants a camera", ["birthday"]),
 ]
 QUERIES = ["MySQL 配置", "科幻 电影", "kubernetes upgrade", "cat salmon", "咖啡 绿茶", "Kyoto trip May",
-           "pandas CSV", "birthday camera", "数据库", "电影"]  # fmt: skip
+           "pandas CSV", "birthday camera", "数据库", "电影", "what did Ann say about the cat?"]  # fmt: skip
 
 
 async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: str, copies: int = 4) -> None:
@@ -40,8 +40,10 @@ async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: s
         for i, (text, keywords) in enumerate(TEXTS):
             friend = (None, "f1", "f2")[(i + c) % 3]
             await layer.memory.add(
-                user_id=user, memory_key=f"{user}-m{n}", content=f"{text} ({c})", keywords=keywords,
-                friend_id=friend, created_at=T0 + timedelta(days=c, minutes=7 * i),
+                user_id=user, memory_key=f"{user}-m{n}", content=f"{text} ({c}){'?' if i % 3 == 0 else ''}",
+                keywords=keywords, friend_id=friend, created_at=T0 + timedelta(days=c, minutes=7 * i),
+                metadata={SESSION_FIELD: f"s{c}", "speaker": ("Ann", "Bob")[n % 2]},  # conversations of two
+                # speakers, with questions whose replies are lifted
                 memory_type=("general", "user_preference")[i % 2],
             )  # fmt: skip
             n += 1

@@ -53,6 +53,71 @@ async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(wo
     assert not {"q2", "a2"} & set(found)  # the next session, a minute later, is not lifted
 
 
+async def test_the_reply_to_a_matching_question_is_lifted_and_nothing_else(words_system: Any) -> None:
+    """The question "How long have you had them?" matches; its answer, "three years now", holds none of
+    its words. The turn after a question is lifted to 0.9 of the question's relevance; after a statement
+    it is not, nor is the turn before, nor a reply the filters leave out."""
+    system = words_system
+    t = NOW - timedelta(days=1)
+    opening = {"u1": "Awww! How long have you had the turtles?", "u2": "Awww! You have had the turtles a long time."}
+    for user, first in opening.items():
+        turns = [("before", "I went to the pet shop on Sunday.", "general"), ("ask", first, "general"),
+                 ("reply", "Three years now, they bring me so much joy.", "conversation"),
+                 ("after", "My sister started a painting class.", "general")]  # fmt: skip
+        await system.layer.memory.add_many(
+            user_id=user,
+            memories=[NewMemory(k, text, memory_type=kind, created_at=t + timedelta(minutes=i),
+                                metadata={SESSION_FIELD: "s"}) for i, (k, text, kind) in enumerate(turns)]
+                     + [NewMemory("tank", "Nate cleaned the turtle tank", created_at=t)],
+        )  # fmt: skip
+    question = "How long has Nate had his turtles?"
+
+    def raw(score: float) -> float:  # the relevance under the reported scale (``calibrate``)
+        return 1 - (1 - score) ** (1 / 3)
+
+    asked = {h.memory_key: h.score for h in await system.search.search(question, user_id="u1", now=NOW)}
+    told = {h.memory_key: h.score for h in await system.search.search(question, user_id="u2", now=NOW)}
+    assert raw(asked["reply"]) == pytest.approx(0.9 * raw(asked["ask"]), rel=0.02)
+    assert asked["reply"] > asked["before"]
+    assert told["reply"] < told["before"] < told["ask"]  # a statement's next turn keeps its own score
+    assert told["reply"] < asked["reply"] - 0.1
+    assert asked["before"] == pytest.approx(told["before"], abs=0.02)  # the turn before is not lifted
+    only = await system.search.search(question, user_id="u1", memory_types=["general"], now=NOW)
+    assert "reply" not in {h.memory_key for h in only}
+
+
+async def test_a_question_naming_one_speaker_weighs_the_others_words_less(words_system: Any) -> None:
+    """ "What does Joanna do while she writes?" is about Joanna: her words rank before the same words said
+    by Nate, whose relevance counts two thirds; a memory without a speaker, and a question naming both
+    speakers, are left alone. u2 holds the same memories without speakers."""
+    system = words_system
+    t = NOW - timedelta(days=1)
+    said = [("nate", "Nate", "I write every night with the stuffed dog beside me"),
+            ("joanna", "Joanna", "I write every night with the stuffed dog beside me"),
+            ("plain", None, "a stuffed dog sits beside the desk")]  # fmt: skip
+    for user in ("u1", "u2"):
+        await system.layer.memory.add_many(
+            user_id=user,
+            memories=[NewMemory(k, text, created_at=t, metadata={"speaker": who} if who and user == "u1" else {})
+                      for k, who, text in said],
+        )  # fmt: skip
+
+    def raw(score: float) -> float:  # the relevance under the reported scale (``calibrate``)
+        return 1 - (1 - score) ** (1 / 3)
+
+    async def scores(user: str, text: str) -> dict[str, float]:
+        return {h.memory_key: h.score for h in await system.search.search(text, user_id=user, now=NOW)}
+
+    question = "What does Joanna do while she writes, the stuffed dog?"
+    about, control = await scores("u1", question), await scores("u2", question)
+    assert list(about)[:1] == ["joanna"]
+    assert control["nate"] == control["joanna"]  # the same words: without speakers, a tie
+    assert raw(about["nate"]) == pytest.approx(2 / 3 * raw(control["nate"]), rel=0.01)
+    assert about["joanna"] == control["joanna"] and about["plain"] == control["plain"]
+    both = await scores("u1", "What do Joanna and Nate do while she writes, the stuffed dog?")
+    assert both["nate"] == both["joanna"]
+
+
 # -- what a score means: the share of the message a memory covers ---------------------------------------
 
 EVERYDAY = {

@@ -32,6 +32,7 @@ from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._records import (
     SESSION_FIELD,
+    SPEAKER_FIELD,
     ArchiveRecord,
     IndexRow,
     IndexState,
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "SESSION_FIELD",
+    "SPEAKER_FIELD",
     "AgentFusionDataLayer",
     "AgentMemoryError",
     "ArchiveRecord",

@@ -14,7 +14,7 @@ from . import _validation as v
 from ._dialect import insert_updating
 from ._errors import InvalidInputError
 from ._keyword_ops import KeywordOpsMixin
-from ._records import SESSION_FIELD, IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
+from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
 from ._rows import record_of
 from ._tables import (
     AgentMemoryKeywordsTable,
@@ -25,6 +25,8 @@ from ._tables import (
 from ._types import utcnow
 
 _STATE = MemoryIndexStateTable
+#: A memory holding one of these asks something (``IndexRow.asks``), in either script's punctuation.
+QUESTION_MARKS = ("?", "？")
 #: The user's change counters and the synonym vocabulary's.
 _STATES = select(_STATE.user_id, _STATE.revision, _STATE.hard_delete_revision).where(
     or_(_STATE.user_id == bindparam("uid"), _STATE.user_id == bindparam("vocabulary"))
@@ -72,6 +74,8 @@ class IndexOpsMixin(KeywordOpsMixin):
                 ix.embedder,
                 ix.embedding,
                 m.content_metadata[SESSION_FIELD].as_string(),
+                m.content_metadata[SPEAKER_FIELD].as_string(),
+                or_(*(m.content.contains(mark, autoescape=True) for mark in QUESTION_MARKS)),
             )
             .outerjoin(ix, ix.memory_id == m.id)
             .where(*conditions)
@@ -103,6 +107,8 @@ class IndexOpsMixin(KeywordOpsMixin):
                 embedding=r[10],
                 keywords=tuple(keywords.get(r[0], ())),
                 session=None if r[11] is None or r[11] == "" else str(r[11]),  # 7 and "7" are one session
+                speaker=None if r[12] is None or r[12] == "" else str(r[12]),
+                asks=bool(r[13]),
             )
             for r in rows
         ]

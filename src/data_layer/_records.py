@@ -39,6 +39,10 @@ KEYWORD_SOURCES: tuple[KeywordSource, ...] = ("llm", "user_tag", "system")
 #: (of one AI friend) are neighbours to the search: a turn can be found through the turns around it.
 #: A memory without it stands alone. The session archiver sets it on the turns and gists it writes.
 SESSION_FIELD = "session_id"
+#: The metadata field naming who said a memory, in a conversation of named people (an imported chat,
+#: a group, a dialogue between two people). A question that names one of a user's speakers ("what
+#: does Joanna do while she writes?") weighs what the others said less: it asks about that person.
+SPEAKER_FIELD = "speaker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,3 +216,7 @@ class IndexRow:
     keywords: tuple[tuple[str, float], ...]
     #: the conversation session the memory belongs to (metadata ``session_id``), if any
     session: str | None = None
+    #: who said it (metadata ``speaker``), if given
+    speaker: str | None = None
+    #: whether the content asks something (holds "?" or "？"): in a conversation, the next turn answers it
+    asks: bool = False

@@ -20,7 +20,7 @@ from typing import Any
 
 from ._errors import InvalidInputError
 from ._fold import fold_text
-from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, SESSION_FIELD, KeywordInput, MemoryType
+from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, SESSION_FIELD, SPEAKER_FIELD, KeywordInput, MemoryType
 from ._storable import storable_json as json_object
 from ._storable import storable_text as storable
 from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
@@ -143,8 +143,9 @@ def truncate_utf8(text: str, max_bytes: int) -> tuple[str, int]:
 def reserved_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     """``meta`` unchanged, or :class:`InvalidInputError` when a field the library itself reads has the
     wrong shape: ``source_message_ids`` (the chat messages a memory came from: cited as evidence, listed
-    as its sources), ``session_id`` (which conversation: neighbours are lifted only within one) and
-    ``date`` (shown with an event). Any other field is the application's own."""
+    as its sources), ``session_id`` (which conversation: neighbours are lifted only within one),
+    ``speaker`` (who said it: a question naming a speaker is about what that speaker said) and ``date``
+    (shown with an event). Any other field is the application's own."""
     ids = meta.get("source_message_ids")
     if ids is not None and (
         not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids)
@@ -156,6 +157,11 @@ def reserved_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     ):
         raise InvalidInputError(
             f"metadata.{SESSION_FIELD} must be a conversation id (text or an integer, at most 128 characters)"
+        )
+    speaker = meta.get(SPEAKER_FIELD)
+    if speaker is not None and (not isinstance(speaker, str) or not speaker.strip() or len(speaker) > 128):
+        raise InvalidInputError(
+            f"metadata.{SPEAKER_FIELD} must be the name of who said it (text of 1-128 characters, not blank)"
         )
     date = meta.get("date")
     if date is not None and not isinstance(date, str):

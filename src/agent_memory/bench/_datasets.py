@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from data_layer import SESSION_FIELD
+from data_layer import SESSION_FIELD, SPEAKER_FIELD
 
 DatasetName = Literal["locomo", "memdaily", "generic"]
 
@@ -103,7 +103,8 @@ def _locomo(path: Path) -> BenchDataset:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [image: {turn['blip_caption']}]"
-                docs.append(BenchDoc(turn["dia_id"], user, text, when, metadata={"session": key, SESSION_FIELD: key}))
+                meta = {"session": key, SESSION_FIELD: key, SPEAKER_FIELD: turn["speaker"]}
+                docs.append(BenchDoc(turn["dia_id"], user, text, when, metadata=meta))
         for q_no, qa in enumerate(sample["qa"]):
             if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
                 continue

@@ -303,6 +303,12 @@ def query_terms(tokens: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+#: How many of the most relevant memories pass relevance to their replies when they ask something, and
+#: which share of it (``lift_replies``).
+REPLY_SOURCES = 10
+REPLY_SHARE = 0.9
+#: When a query names one speaker, what the other speakers said weighs this share (``weigh_speakers``).
+OTHERS_WEIGHT = 2 / 3
 #: How many of a memory's heaviest terms are kept between searches for feedback (the query's own words
 #: are skipped, so a few more than ``feedback_terms``' limit); a search that skips more reads them all.
 FEEDBACK_KEPT = 24
@@ -418,6 +424,68 @@ def propagate(
     out = relevance + np.maximum(gain, 0.0)
     peak, new_peak = float(relevance[hit].max()), float(out.max())
     return out * (peak / new_peak) if new_peak > 0 else out
+
+
+def lift_replies(
+    index: UserIndex,
+    relevance: FloatArray,
+    mask: npt.NDArray[np.bool_],
+    *,
+    sources: int = REPLY_SOURCES,
+    share: float = REPLY_SHARE,
+) -> FloatArray:
+    """Replies to matching questions: the next turn of each of the ``sources`` most relevant memories
+    that ask something (``IndexedMemory.asks``) is at least ``share`` times as relevant as the question.
+
+    In a conversation the answer is said in other words than the question: "How long have you had
+    them?" matches "how long has Nate had his turtles", the reply "I've had them for 3 years now" holds
+    none of its words but "had". Only the very next turn of the same session (``UserIndex.followers``)
+    is lifted, and only when the filters let it through (``mask``); a memory of its own has no
+    follower. Measured with ``agent-memory bench retrieval`` on LoCoMo dev (the answer is often the
+    reply to a question the other speaker asked): recall@5 / @10 0.6431 / 0.7458 -> 0.6660 / 0.7609;
+    MemDaily and the Chinese allusion set unchanged. The share is the question's: a reply never
+    outranks the question it answers, and a statement passes nothing (lifting every next turn
+    gained a third as much at the same share, in a simulation over the same lists).
+    """
+    hit = np.flatnonzero(mask & (relevance > 0))
+    if hit.size == 0:
+        return relevance
+    if hit.size > sources:
+        hit = hit[np.argpartition(-relevance[hit], sources - 1)[:sources]]
+    asks = index.arrays()["asks"]
+    followers = index.followers()
+    asking = hit[asks[hit] & (followers[hit] >= 0)]
+    if asking.size == 0:
+        return relevance
+    replies = followers[asking]
+    keep = mask[replies]
+    if not keep.any():
+        return relevance
+    out = relevance.copy()
+    np.maximum.at(out, replies[keep], share * relevance[asking[keep]])
+    return out
+
+
+def weigh_speakers(index: UserIndex, relevance: FloatArray, named: str, *, others: float = OTHERS_WEIGHT) -> FloatArray:
+    """The relevance of memories another speaker than ``named`` said, times ``others``.
+
+    A question naming one person of a conversation ("what does Joanna do while she writes?") asks
+    about that person: Joanna's own words ("I named her Tilly, and she's always with me while I
+    write") answer it before Nate's "your full of great ideas Joanna!", which names her too. A memory
+    without a speaker is left as it is, so only conversations written with speakers are affected;
+    nothing is raised, so no memory becomes relevant through it. Measured with ``agent-memory bench
+    retrieval`` on LoCoMo dev, after ``lift_replies``: recall@5 / @10 0.6660 / 0.7609 -> 0.7094 / 0.7857,
+    each of its five conversations gaining; the others' share 0.5 / 0.75 / 0.85 gave recall@10
+    0.790 / 0.780 / 0.777: two thirds lies on the flat part, not at the best figure.
+    """
+    hit = np.flatnonzero(relevance > 0)
+    said_by = index.arrays()["speaker"][hit]
+    other = hit[np.not_equal(said_by, None) & np.not_equal(said_by, named)]
+    if other.size == 0:
+        return relevance
+    out = relevance.copy()
+    out[other] *= others
+    return out
 
 
 def _cover(index: UserIndex, slots: IntArray, terms: Sequence[str]) -> FloatArray:

@@ -288,6 +288,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                     embedding=vector,
                     revision=row.revision,
                     session=row.session,
+                    speaker=row.speaker,
+                    asks=row.asks,
                 )
             )
             if len(put) < PRIMED_RECORDS:

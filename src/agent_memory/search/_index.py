@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import TypeVar
 
 import numpy as np
@@ -83,6 +84,10 @@ class IndexedMemory:
     #: the conversation session the memory was said in (metadata ``session_id``); ``None``: a memory
     #: of its own, never linked to the memories written around it
     session: str | None = None
+    #: who said it (metadata ``speaker``); a query naming one speaker weighs the others' words less
+    speaker: str | None = None
+    #: whether it asks something; in a session, the turn after it answers (see ``followers``)
+    asks: bool = False
 
 
 def link_group(memory: IndexedMemory) -> str | None:
@@ -113,7 +118,7 @@ class UserIndex(SlotArraysMixin):
         self._terms: dict[str, _Postings] | LazyMap[str, _Postings] = {}
         self._keywords: dict[str, _Postings] | LazyMap[str, _Postings] = {}
         self._sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]] = {}
-        self._links: dict[str, list[tuple[int, int, float]]] | LazyMap[str, list[tuple[int, int, float]]] = {}
+        self._links: dict[str, list[tuple[int, int, int]]] | LazyMap[str, list[tuple[int, int, int]]] = {}
         self._dirty_sessions: set[str] = set()
         self._dirty_slots: set[int] = set()
         self._vocab: list[str] | None = None
@@ -133,6 +138,9 @@ class UserIndex(SlotArraysMixin):
         self._arrays: dict[str, np.ndarray] | None = None
         self._adjacency: sparse.csr_matrix | None = None
         self._neighbours: tuple[IntArray, FloatArray] | None = None
+        self._followers: IntArray | None = None
+        #: how many active memories each named speaker said (``IndexedMemory.speaker``)
+        self._speakers: dict[str, int] = {}
         self._norms: FloatArray | None = None
         self._norms_at = 0
         self._embeddings: npt.NDArray[np.float32] | None = None
@@ -196,6 +204,8 @@ class UserIndex(SlotArraysMixin):
         session = link_group(memory)
         if session is not None:
             bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
+        if memory.speaker is not None:
+            self._speakers[memory.speaker] = self._speakers.get(memory.speaker, 0) + 1
         self._changed(session, slot)
         self._set_embedding_row(slot, memory.embedding)
         self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
@@ -214,12 +224,21 @@ class UserIndex(SlotArraysMixin):
         session = link_group(entry.memory)
         if session is not None:
             self._sessions[session].remove((entry.ts, entry.memory.memory_key, slot))
+        said_by = entry.memory.speaker
+        if said_by is not None:
+            self._speakers[said_by] -= 1
+            if not self._speakers[said_by]:
+                del self._speakers[said_by]
         self._slots[slot] = None
         self._free.append(slot)
         if self._norms is not None and slot < len(self._norms):
             self._norms[slot] = 0.0
         self._changed(session, slot)
         self._set_embedding_row(slot, None)
+
+    def speakers(self) -> Mapping[str, int]:
+        """The named speakers of the indexed memories and how many each said (read-only)."""
+        return MappingProxyType(self._speakers)
 
     def _post(self, table: dict[str, _Postings], term: str, slot: int, value: float) -> None:
         postings = table.get(term)

@@ -30,12 +30,13 @@ class SlotArraysMixin:
     link_seconds: float
     _slots: LazyList[_Slot | None]
     _sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]]
-    _links: dict[str, list[tuple[int, int, float]]] | LazyMap[str, list[tuple[int, int, float]]]
+    _links: dict[str, list[tuple[int, int, int]]] | LazyMap[str, list[tuple[int, int, int]]]
     _dirty_sessions: set[str]
     _dirty_slots: set[int]
     _arrays: dict[str, np.ndarray] | None
     _adjacency: sparse.csr_matrix | None
     _neighbours: tuple[IntArray, FloatArray] | None
+    _followers: IntArray | None
 
     @property
     def capacity(self) -> int:
@@ -43,7 +44,8 @@ class SlotArraysMixin:
         return len(self._slots)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Per-slot arrays: ``active``, ``ts``, ``length`` and ``expanded_length`` (with neighbours).
+        """Per-slot arrays: ``active``, ``ts``, ``length``, ``asks``, ``speaker``, ``friend``, ``type`` and
+        ``expanded_length`` (with neighbours).
 
         Built once, then only the slots written since are refreshed (new arrays, so a caller's copy
         never changes under it); ``expanded_length`` is recomputed with the current links.
@@ -54,13 +56,15 @@ class SlotArraysMixin:
                 "active": np.zeros(n, dtype=bool),
                 "ts": np.zeros(n, dtype=np.float64),
                 "length": np.zeros(n, dtype=np.float64),
+                "asks": np.zeros(n, dtype=bool),
+                "speaker": np.full(n, None, dtype=object),
                 "friend": np.full(n, None, dtype=object),
                 "type": np.full(n, None, dtype=object),
             }
             self._fill_slots(self._arrays, range(n))
         elif self._dirty_slots or len(self._arrays["active"]) != n:
             grown = {}
-            for name in ("active", "ts", "length", "friend", "type"):
+            for name in ("active", "ts", "length", "asks", "speaker", "friend", "type"):
                 old = self._arrays[name]
                 new = np.zeros(n, dtype=old.dtype) if old.dtype != object else np.full(n, None, dtype=object)
                 new[: min(n, len(old))] = old[:n]
@@ -81,12 +85,16 @@ class SlotArraysMixin:
                 arrays["active"][i] = False
                 arrays["ts"][i] = 0.0
                 arrays["length"][i] = 0.0
+                arrays["asks"][i] = False
+                arrays["speaker"][i] = None
                 arrays["friend"][i] = None
                 arrays["type"][i] = None
             else:
                 arrays["active"][i] = True
                 arrays["ts"][i] = entry.ts
                 arrays["length"][i] = sum(entry.tf.values())
+                arrays["asks"][i] = entry.memory.asks
+                arrays["speaker"][i] = entry.memory.speaker
                 arrays["friend"][i] = entry.memory.friend_id
                 arrays["type"][i] = entry.memory.memory_type
 
@@ -102,12 +110,17 @@ class SlotArraysMixin:
             rows: list[int] = []
             cols: list[int] = []
             vals: list[float] = []
+            n = len(self._slots)
+            followers = np.full(n, -1, dtype=np.int64)
             for links in self._links.values():
-                for a, b, w in links:
+                for a, b, distance in links:
+                    w = NEIGHBOUR_WEIGHTS[distance - 1]
                     rows += (a, b)
                     cols += (b, a)
                     vals += (w, w)
-            n = len(self._slots)
+                    if distance == 1:
+                        followers[a] = b
+            self._followers = followers
             self._adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
             width = 2 * len(NEIGHBOUR_WEIGHTS)
             table = np.full((n, width), -1, dtype=np.int64)
@@ -126,6 +139,12 @@ class SlotArraysMixin:
         assert self._neighbours is not None
         return self._neighbours
 
+    def followers(self) -> IntArray:
+        """Per slot, the slot of the next turn in its conversation session (within the link window), or -1."""
+        self.adjacency()
+        assert self._followers is not None
+        return self._followers
+
     def spread(self, slots: IntArray, values: FloatArray) -> FloatArray:
         """Per slot, the weighted sum of its neighbours' ``values`` (given on ``slots``)."""
         if len(slots) * 30 > len(self._slots):  # many slots: the sparse matrix-vector product's sums
@@ -138,14 +157,15 @@ class SlotArraysMixin:
         ok = targets >= 0
         return np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots))
 
-    def _link(self, members: Sequence[tuple[float, str, int]]) -> list[tuple[int, int, float]]:
+    def _link(self, members: Sequence[tuple[float, str, int]]) -> list[tuple[int, int, int]]:
+        """``(earlier slot, later slot, distance)`` of the session's turns linked as neighbours."""
         links = []
         for i, (ts, _, slot) in enumerate(members):
-            for distance, weight in enumerate(NEIGHBOUR_WEIGHTS, start=1):
+            for distance in range(1, len(NEIGHBOUR_WEIGHTS) + 1):
                 j = i + distance
                 if j >= len(members) or members[j][0] - ts > self.link_seconds:
                     break
-                links.append((slot, members[j][2], weight))
+                links.append((slot, members[j][2], distance))
         return links
 
     def mask(

@@ -1,6 +1,7 @@
 """One search as a pipeline of named stages over a user's in-memory index.
 
-    candidates -> lexical -> semantic -> fuse -> feedback -> time -> threshold -> rank -> coverage
+    candidates -> lexical -> semantic -> fuse -> feedback -> replies -> speaker -> time -> threshold
+    -> rank -> coverage
 
 - ``candidates``: slots the query may return (active, in the scope, type, time and keyword filters;
   the keyword rule is in :class:`SearchQuery`); a query of nothing but a time ("上周", "最近") relates
@@ -15,6 +16,11 @@
   so it finds and orders what the words miss, under the recall threshold: ``Pipeline.semantic``);
 - ``fuse``: relevance ``(w_kw * keyword + w_text * text) / (w_kw + w_text)`` (keyword mode: keyword only);
 - ``feedback``: the three best memories lift memories sharing their heaviest other terms;
+- ``replies``: the turn after one of the ten most relevant memories that asks something (holds "?"),
+  in its conversation session, is at least 0.9 as relevant as the question: the answer to "How long
+  have you had them?" holds none of its words (:func:`~._components.lift_replies`);
+- ``speaker``: when the query names exactly one of the user's speakers (metadata ``speaker``), what
+  the others said counts two thirds (:func:`~._components.weigh_speakers`);
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
   (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered;
   the recall's similarity threshold is on this scale);
@@ -167,8 +173,10 @@ class Pipeline:
             if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
                 await self.semantic(query, mask)
             rel = np.where(mask, self.fuse(query), 0.0)
-        if lexical:
+        if lexical:  # what words and a conversation say; semantic mode orders by meaning alone
             rel = c.propagate(self.index, rel, terms, mask)
+            rel = c.lift_replies(self.index, rel, mask)
+            rel = self.speaker(terms, rel)
         scores = self.threshold(query, self.time(query, rel))
         ordered = top_k(scores, max(query.limit, RERANK_DEPTH), tie_key=self.index.tie_key)
         if not ordered:
@@ -306,6 +314,17 @@ class Pipeline:
         if query.mode == "hybrid" and self.semantic_.any():
             above = np.maximum(self.semantic_ - SEMANTIC_FLOOR, 0.0) / (1.0 - SEMANTIC_FLOOR)
             self.text = np.maximum(self.text, engine.semantic_share * above)
+
+    def speaker(self, terms: Mapping[str, int], rel: FloatArray) -> FloatArray:
+        """``rel`` with the other speakers' memories weighed less when the query names exactly one of the
+        user's speakers (all the words of the name among the query's terms; :func:`~._components.weigh_speakers`)."""
+        speakers = self.index.speakers()
+        if not speakers or not terms:
+            return rel
+        tokens = self.engine.analyzer.tokenizer.unique_tokens
+        named = [s for s in speakers if (words := self.index.derived(("speaker", s), lambda s=s: tuple(tokens(s))))
+                 and all(w in terms for w in words)]  # fmt: skip
+        return c.weigh_speakers(self.index, rel, named[0]) if len(named) == 1 else rel
 
     def fuse(self, query: SearchQuery) -> FloatArray:
         """Relevance in 0-1 by mode."""

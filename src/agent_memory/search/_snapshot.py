@@ -43,7 +43,7 @@ from ._snapshot_store import SnapshotStore as SnapshotStore
 from ._snapshot_store import snapshot_folder as snapshot_folder
 
 #: Bumped whenever the index's layout or any stored structure changes meaning.
-SNAPSHOT_FORMAT = 2  # 2: neighbour links by conversation session, not by friend
+SNAPSHOT_FORMAT = 3  # 2: neighbour links by conversation session, not by friend; 3: questions, replies, speakers
 _MAGIC = b"AFMSNAP1"
 
 
@@ -125,6 +125,10 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     index.norms()  # saved with the index: a loaded copy then refreshes them exactly when the original would
     table, weights = index.neighbour_table()
     adjacency = index.adjacency()
+    speakers = sorted({s for s in arrays["speaker"].tolist() if s is not None})
+    code = {name: i for i, name in enumerate(speakers)}
+    speaker_code = np.asarray([code.get(s, -1) if s is not None else -1 for s in arrays["speaker"].tolist()],
+                              dtype=np.int32)  # fmt: skip
     n = len(index._slots)
     strings = _Strings()
     friends, kinds = _Strings(), _Strings()
@@ -174,11 +178,11 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
             vectors[i] = m.embedding
     out: dict[str, np.ndarray] = {
         "ids": ids, "present": present, "revision": revision, "friend_code": friend_code,
-        "kind_code": kind_code, "ts": arrays["ts"], "length": arrays["length"],
+        "kind_code": kind_code, "ts": arrays["ts"], "length": arrays["length"], "asks": arrays["asks"],
         "expanded_length": arrays["expanded_length"], "free": np.asarray(index._free, dtype=np.int64),
         "adj_data": adjacency.data, "adj_indices": adjacency.indices.astype(np.int64),
         "adj_indptr": adjacency.indptr.astype(np.int64), "nb_table": table, "nb_weights": weights,
-        "embedded": embedded,
+        "followers": index.followers(), "embedded": embedded, "speaker_code": speaker_code,
     }  # fmt: skip
     out["terms"], out["terms_offsets"] = _csr(terms, np.int32)
     out["kw_terms"], out["kw_offsets"] = _csr(kw_terms, np.int32)
@@ -202,7 +206,7 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     out["vocab"] = np.asarray([strings(t) for t in index.vocabulary()], dtype=np.int32)
     text = {
         "strings": list(strings.ids), "keys": keys, "friends": list(friends.ids), "kinds": list(kinds.ids),
-        "sessions": session_keys,
+        "sessions": session_keys, "speakers": speakers,
     }  # fmt: skip
     out["text"] = np.frombuffer(json.dumps(text, ensure_ascii=False).encode(), dtype=np.uint8)
     extra = {"norms_at": index._norms_at, "postings_total": index._postings_total, "embedding_dim": index.embedding_dim}
@@ -313,7 +317,8 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     meta = header["meta"]
     index = UserIndex(link_minutes=meta["link_seconds"] / 60.0, embedding_dim=extra["embedding_dim"])
     index.link_seconds = meta["link_seconds"]
-    present, ids, ts = a["present"], a["ids"], a["ts"]
+    present, ids, ts, asks = a["present"], a["ids"], a["ts"], a["asks"]
+    speaker_of = np.asarray([None, *text["speakers"]], dtype=object)[a["speaker_code"] + 1]  # -1: none
     n = len(present)
     revision, friend_code, kind_code = a["revision"], a["friend_code"], a["kind_code"]
     terms, t_off = a["terms"], a["terms_offsets"]
@@ -345,6 +350,8 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
             embedding=vectors[i] if vectors is not None and embedded[i] else None,
             revision=int(revision[i]),
             session=sessions[group_of[i]].split("\x1f", 1)[1] if group_of[i] >= 0 else None,
+            speaker=speaker_of[i],
+            asks=bool(asks[i]),
         )
         tf: dict[str, int] = {}
         for word in words:
@@ -382,12 +389,17 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
         "active": present.copy(),
         "ts": ts,
         "length": a["length"],
+        "asks": asks,
+        "speaker": speaker_of,
         "expanded_length": a["expanded_length"],
         "friend": friend.astype(object),
         "type": kind.astype(object),
     }
     index._adjacency = sparse.csr_matrix((a["adj_data"], a["adj_indices"], a["adj_indptr"]), shape=(n, n))
     index._neighbours = (a["nb_table"], a["nb_weights"])
+    index._followers = a["followers"]
+    counts = np.bincount(a["speaker_code"][present & (a["speaker_code"] >= 0)], minlength=len(text["speakers"]))
+    index._speakers = {name: int(k) for name, k in zip(text["speakers"], counts.tolist(), strict=True) if k}
     if "norms" in a:
         index._norms = a["norms"]
         index._norms_at = int(extra["norms_at"])
