@@ -381,13 +381,17 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         """Stored keywords as search terms (a tag "machine learning" becomes "machin", "learn")."""
         out: list[tuple[str, float]] = []
         for word, weight in keywords:
-            terms = self._keyword_cache.get(word)
-            if terms is None:
-                terms = tuple(self.analyzer.tokenizer.unique_tokens(word))
-                if len(self._keyword_cache) < 200_000:
-                    self._keyword_cache[word] = terms
-            out.extend((t, weight) for t in terms)
+            out.extend((t, weight) for t in self._terms_of(word))
         return tuple(out)
+
+    def _terms_of(self, word: str) -> tuple[str, ...]:
+        """The search terms of a keyword or a speaker's name, analysed once (at most 200,000 kept)."""
+        terms = self._keyword_cache.get(word)
+        if terms is None:
+            terms = tuple(self.analyzer.tokenizer.unique_tokens(word))
+            if len(self._keyword_cache) < 200_000:
+                self._keyword_cache[word] = terms
+        return terms
 
     async def reanalyze(self, *, user_id: str | int, batch: int = 500) -> int:
         """Analyse the user's memories stored without (or with another) analysis; returns how many."""

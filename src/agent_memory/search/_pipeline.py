@@ -321,9 +321,7 @@ class Pipeline:
         speakers = self.index.speakers()
         if not speakers or not terms:
             return rel
-        tokens = self.engine.analyzer.tokenizer.unique_tokens
-        named = [s for s in speakers if (words := self.index.derived(("speaker", s), lambda s=s: tuple(tokens(s))))
-                 and all(w in terms for w in words)]  # fmt: skip
+        named = [s for s in speakers if (words := self.engine._terms_of(s)) and all(w in terms for w in words)]
         return c.weigh_speakers(self.index, rel, named[0]) if len(named) == 1 else rel
 
     def fuse(self, query: SearchQuery) -> FloatArray:
