@@ -55,15 +55,17 @@ async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(wo
 
 async def test_the_reply_to_a_matching_question_is_lifted_and_nothing_else(words_system: Any) -> None:
     """The question "How long have you had them?" matches; its answer, "three years now", holds none of
-    its words. The turn after a question is lifted to 0.9 of the question's relevance; after a statement
-    it is not, nor is the turn before, nor a reply the filters leave out."""
+    its words. The turn after a question (the next memory of its type: a gist between them is passed over)
+    is lifted to 0.9 of the question's relevance; after a statement it is not, nor is the turn before,
+    nor a reply the filters leave out."""
     system = words_system
     t = NOW - timedelta(days=1)
     opening = {"u1": "Awww! How long have you had the turtles?", "u2": "Awww! You have had the turtles a long time."}
     for user, first in opening.items():
-        turns = [("before", "I went to the pet shop on Sunday.", "general"), ("ask", first, "general"),
+        turns = [("before", "I went to the pet shop on Sunday.", "conversation"), ("ask", first, "conversation"),
+                 ("gist", "Talked about pets: turtles, a pet shop", "general"),  # another kind (a gist): passed over
                  ("reply", "Three years now, they bring me so much joy.", "conversation"),
-                 ("after", "My sister started a painting class.", "general")]  # fmt: skip
+                 ("after", "My sister started a painting class.", "conversation")]  # fmt: skip
         await system.layer.memory.add_many(
             user_id=user,
             memories=[NewMemory(k, text, memory_type=kind, created_at=t + timedelta(minutes=i),
@@ -77,13 +79,15 @@ async def test_the_reply_to_a_matching_question_is_lifted_and_nothing_else(words
 
     asked = {h.memory_key: h.score for h in await system.search.search(question, user_id="u1", now=NOW)}
     told = {h.memory_key: h.score for h in await system.search.search(question, user_id="u2", now=NOW)}
+    assert asked["gist"] == pytest.approx(told["gist"], abs=0.02)  # the gist between them is not the reply
     assert raw(asked["reply"]) == pytest.approx(0.9 * raw(asked["ask"]), rel=0.02)
     assert asked["reply"] > asked["before"]
     assert told["reply"] < told["before"] < told["ask"]  # a statement's next turn keeps its own score
     assert told["reply"] < asked["reply"] - 0.1
     assert asked["before"] == pytest.approx(told["before"], abs=0.02)  # the turn before is not lifted
-    only = await system.search.search(question, user_id="u1", memory_types=["general"], now=NOW)
-    assert "reply" not in {h.memory_key for h in only}
+    before_reply = await system.search.search(question, user_id="u1", end=t + timedelta(minutes=3), now=NOW)
+    assert {"ask", "gist"} <= {h.memory_key for h in before_reply}
+    assert "reply" not in {h.memory_key for h in before_reply}  # a filter keeps a reply out as any memory
 
 
 async def test_a_question_naming_one_speaker_weighs_the_others_words_less(words_system: Any) -> None:

@@ -25,8 +25,23 @@ from ._tables import (
 from ._types import utcnow
 
 _STATE = MemoryIndexStateTable
-#: A memory holding one of these asks something (``IndexRow.asks``), in either script's punctuation.
-QUESTION_MARKS = ("?", "？")
+#: A memory asks something (``IndexRow.asks``) when it holds one of these question marks (full width,
+#: small, Arabic) anywhere ...
+QUESTION_MARKS = ("？", "﹖", "؟")
+#: ... or "?" where a sentence ends: before one of these or at the end. A "?" inside a link
+#: (``page?id=3``) asks nothing.
+QUESTION_ENDS = (" ", "\n", "\t", "!", '"', "'", ")", "]", "”", "’", "）", "?")
+
+
+def _asks(content: Any) -> Any:
+    """The SQL condition of ``IndexRow.asks`` over a content column (the same on both backends)."""
+    return or_(
+        *(content.contains(mark, autoescape=True) for mark in QUESTION_MARKS),
+        content.endswith("?", autoescape=True),
+        *(content.contains("?" + end, autoescape=True) for end in QUESTION_ENDS),
+    )
+
+
 #: The user's change counters and the synonym vocabulary's.
 _STATES = select(_STATE.user_id, _STATE.revision, _STATE.hard_delete_revision).where(
     or_(_STATE.user_id == bindparam("uid"), _STATE.user_id == bindparam("vocabulary"))
@@ -74,8 +89,8 @@ class IndexOpsMixin(KeywordOpsMixin):
                 ix.embedder,
                 ix.embedding,
                 m.content_metadata[SESSION_FIELD].as_string(),
-                m.content_metadata[SPEAKER_FIELD].as_string(),
-                or_(*(m.content.contains(mark, autoescape=True) for mark in QUESTION_MARKS)),
+                m.content_metadata[SPEAKER_FIELD],
+                _asks(m.content),
             )
             .outerjoin(ix, ix.memory_id == m.id)
             .where(*conditions)
@@ -107,7 +122,8 @@ class IndexOpsMixin(KeywordOpsMixin):
                 embedding=r[10],
                 keywords=tuple(keywords.get(r[0], ())),
                 session=None if r[11] is None or r[11] == "" else str(r[11]),  # 7 and "7" are one session
-                speaker=None if r[12] is None or r[12] == "" else str(r[12]),
+                # text only: a value stored before speakers were checked (a number, true) reads as none
+                speaker=r[12] if isinstance(r[12], str) and r[12].strip() else None,
                 asks=bool(r[13]),
             )
             for r in rows

@@ -218,5 +218,6 @@ class IndexRow:
     session: str | None = None
     #: who said it (metadata ``speaker``), if given
     speaker: str | None = None
-    #: whether the content asks something (holds "?" or "？"): in a conversation, the next turn answers it
+    #: whether the content asks something (a "?" ending a sentence, or "？"): in a conversation, the next
+    #: turn answers it
     asks: bool = False

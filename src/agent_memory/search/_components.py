@@ -434,18 +434,19 @@ def lift_replies(
     sources: int = REPLY_SOURCES,
     share: float = REPLY_SHARE,
 ) -> FloatArray:
-    """Replies to matching questions: the next turn of each of the ``sources`` most relevant memories
-    that ask something (``IndexedMemory.asks``) is at least ``share`` times as relevant as the question.
+    """Replies to matching questions: the turn after each of the ``sources`` most relevant memories that
+    ask something (``IndexedMemory.asks``; the turn after: ``UserIndex.followers``, the next memory of
+    the same type in the session) is at least ``share`` times as relevant as the question.
 
     In a conversation the answer is said in other words than the question: "How long have you had
     them?" matches "how long has Nate had his turtles", the reply "I've had them for 3 years now" holds
-    none of its words but "had". Only the very next turn of the same session (``UserIndex.followers``)
-    is lifted, and only when the filters let it through (``mask``); a memory of its own has no
-    follower. Measured with ``agent-memory bench retrieval`` on LoCoMo dev (the answer is often the
-    reply to a question the other speaker asked): recall@5 / @10 0.6431 / 0.7458 -> 0.6660 / 0.7609;
-    MemDaily and the Chinese allusion set unchanged. The share is the question's: a reply never
-    outranks the question it answers, and a statement passes nothing (lifting every next turn
-    gained a third as much at the same share, in a simulation over the same lists).
+    none of its words but "had". Only that turn is lifted, and only when the filters let it through
+    (``mask``); a memory of its own has no follower. Measured with ``agent-memory bench retrieval`` on
+    LoCoMo dev (the answer is often the reply to a question the other speaker asked): recall@5 / @10
+    0.6431 / 0.7458 -> 0.6660 / 0.7609; MemDaily and the Chinese allusion set unchanged. The share is
+    the question's: a reply never outranks the question it answers, and a statement passes nothing
+    (lifting every next turn gained a third as much at the same share, in a simulation over the same
+    lists).
     """
     hit = np.flatnonzero(mask & (relevance > 0))
     if hit.size == 0:
@@ -466,8 +467,11 @@ def lift_replies(
     return out
 
 
-def weigh_speakers(index: UserIndex, relevance: FloatArray, named: str, *, others: float = OTHERS_WEIGHT) -> FloatArray:
-    """The relevance of memories another speaker than ``named`` said, times ``others``.
+def weigh_speakers(
+    relevance: FloatArray, said_by: IntArray, named: int, *, others: float = OTHERS_WEIGHT
+) -> FloatArray:
+    """The relevance of memories another person than ``named`` said, times ``others``; ``said_by`` is
+    each slot's person (:class:`~._speakers.SpeakerNames`), -1 where no findable speaker is given.
 
     A question naming one person of a conversation ("what does Joanna do while she writes?") asks
     about that person: Joanna's own words ("I named her Tilly, and she's always with me while I
@@ -479,8 +483,8 @@ def weigh_speakers(index: UserIndex, relevance: FloatArray, named: str, *, other
     0.790 / 0.780 / 0.777: two thirds lies on the flat part, not at the best figure.
     """
     hit = np.flatnonzero(relevance > 0)
-    said_by = index.arrays()["speaker"][hit]
-    other = hit[np.not_equal(said_by, None) & np.not_equal(said_by, named)]
+    person = said_by[hit]
+    other = hit[(person >= 0) & (person != named)]
     if other.size == 0:
         return relevance
     out = relevance.copy()

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from types import MappingProxyType
 from typing import TypeVar
 
 import numpy as np
@@ -100,6 +100,19 @@ def link_group(memory: IndexedMemory) -> str | None:
     return None if memory.session is None else f"{memory.friend_id or ''}\x1f{memory.session}"
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def turn_order(memory_key: str) -> str:
+    """What orders the turns of a session written at the same time: the key with its numbers compared
+    as numbers, so ``msg-9`` comes before ``msg-10`` (each run of digits is prefixed with its length).
+
+    >>> sorted(["turn-10", "turn-9", "turn-1"], key=turn_order)
+    ['turn-1', 'turn-9', 'turn-10']
+    """
+    return _DIGITS.sub(lambda m: f"{len(m.group()):03d}{m.group()}", memory_key)
+
+
 class UserIndex(SlotArraysMixin):
     """Terms, keywords, embeddings and conversation links of one user's active memories.
 
@@ -139,8 +152,11 @@ class UserIndex(SlotArraysMixin):
         self._adjacency: sparse.csr_matrix | None = None
         self._neighbours: tuple[IntArray, FloatArray] | None = None
         self._followers: IntArray | None = None
-        #: how many active memories each named speaker said (``IndexedMemory.speaker``)
-        self._speakers: dict[str, int] = {}
+        #: speakers by code (``arrays()["speaker"]``; codes are kept until a rebuild) and how many active
+        #: memories each said
+        self._speaker_names: list[str] = []
+        self._speaker_codes: dict[str, int] = {}
+        self._speaker_counts: list[int] = []
         self._norms: FloatArray | None = None
         self._norms_at = 0
         self._embeddings: npt.NDArray[np.float32] | None = None
@@ -203,9 +219,9 @@ class UserIndex(SlotArraysMixin):
             self._post(self._keywords, word, slot, weight)
         session = link_group(memory)
         if session is not None:
-            bisect.insort(self._sessions.setdefault(session, []), (entry.ts, memory.memory_key, slot))
+            bisect.insort(self._sessions.setdefault(session, []), (entry.ts, turn_order(memory.memory_key), slot))
         if memory.speaker is not None:
-            self._speakers[memory.speaker] = self._speakers.get(memory.speaker, 0) + 1
+            self._speaker_counts[self.speaker_code(memory.speaker)] += 1
         self._changed(session, slot)
         self._set_embedding_row(slot, memory.embedding)
         self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
@@ -223,12 +239,9 @@ class UserIndex(SlotArraysMixin):
             self._unpost(self._keywords, word, slot)
         session = link_group(entry.memory)
         if session is not None:
-            self._sessions[session].remove((entry.ts, entry.memory.memory_key, slot))
-        said_by = entry.memory.speaker
-        if said_by is not None:
-            self._speakers[said_by] -= 1
-            if not self._speakers[said_by]:
-                del self._speakers[said_by]
+            self._sessions[session].remove((entry.ts, turn_order(entry.memory.memory_key), slot))
+        if entry.memory.speaker is not None:
+            self._speaker_counts[self._speaker_codes[entry.memory.speaker]] -= 1
         self._slots[slot] = None
         self._free.append(slot)
         if self._norms is not None and slot < len(self._norms):
@@ -236,9 +249,22 @@ class UserIndex(SlotArraysMixin):
         self._changed(session, slot)
         self._set_embedding_row(slot, None)
 
-    def speakers(self) -> Mapping[str, int]:
-        """The named speakers of the indexed memories and how many each said (read-only)."""
-        return MappingProxyType(self._speakers)
+    def speakers(self) -> dict[str, int]:
+        """The speakers of the indexed memories by code (``arrays()["speaker"]``), those with a memory."""
+        return {name: code for code, name in enumerate(self._speaker_names) if self._speaker_counts[code]}
+
+    def speaker_names(self) -> list[str]:
+        """Every speaker's name the index has given a code, by code (also those with no memory now)."""
+        return list(self._speaker_names)
+
+    def speaker_code(self, name: str) -> int:
+        """The code of a speaker's name in ``arrays()["speaker"]``, given on first use."""
+        code = self._speaker_codes.get(name)
+        if code is None:
+            code = self._speaker_codes[name] = len(self._speaker_names)
+            self._speaker_names.append(name)
+            self._speaker_counts.append(0)
+        return code
 
     def _post(self, table: dict[str, _Postings], term: str, slot: int, value: float) -> None:
         postings = table.get(term)
@@ -276,6 +302,7 @@ class UserIndex(SlotArraysMixin):
             self._dirty_sessions.add(session)
         self._dirty_slots.add(slot)
         self._adjacency = None
+        self._followers = None
         if self._memo:
             self._memo.clear()
             self._memo_size = 0

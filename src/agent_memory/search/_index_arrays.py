@@ -22,6 +22,8 @@ from ._index_postings import FloatArray, IntArray, _Slot
 
 #: Weights of the neighbours at distance 1 and 2 in a conversation.
 NEIGHBOUR_WEIGHTS = (0.5, 0.25)
+#: What a per-slot array holds for an empty slot, where it is not 0 (``speaker``: -1, no speaker).
+_EMPTY = {"speaker": -1}
 
 
 class SlotArraysMixin:
@@ -37,6 +39,8 @@ class SlotArraysMixin:
     _adjacency: sparse.csr_matrix | None
     _neighbours: tuple[IntArray, FloatArray] | None
     _followers: IntArray | None
+
+    def speaker_code(self, name: str) -> int: ...
 
     @property
     def capacity(self) -> int:
@@ -57,7 +61,7 @@ class SlotArraysMixin:
                 "ts": np.zeros(n, dtype=np.float64),
                 "length": np.zeros(n, dtype=np.float64),
                 "asks": np.zeros(n, dtype=bool),
-                "speaker": np.full(n, None, dtype=object),
+                "speaker": np.full(n, -1, dtype=np.int32),
                 "friend": np.full(n, None, dtype=object),
                 "type": np.full(n, None, dtype=object),
             }
@@ -66,7 +70,7 @@ class SlotArraysMixin:
             grown = {}
             for name in ("active", "ts", "length", "asks", "speaker", "friend", "type"):
                 old = self._arrays[name]
-                new = np.zeros(n, dtype=old.dtype) if old.dtype != object else np.full(n, None, dtype=object)
+                new = np.full(n, None if old.dtype == object else _EMPTY.get(name, 0), dtype=old.dtype)
                 new[: min(n, len(old))] = old[:n]
                 grown[name] = new
             self._fill_slots(grown, [i for i in self._dirty_slots if i < n])
@@ -86,7 +90,7 @@ class SlotArraysMixin:
                 arrays["ts"][i] = 0.0
                 arrays["length"][i] = 0.0
                 arrays["asks"][i] = False
-                arrays["speaker"][i] = None
+                arrays["speaker"][i] = -1
                 arrays["friend"][i] = None
                 arrays["type"][i] = None
             else:
@@ -94,7 +98,8 @@ class SlotArraysMixin:
                 arrays["ts"][i] = entry.ts
                 arrays["length"][i] = sum(entry.tf.values())
                 arrays["asks"][i] = entry.memory.asks
-                arrays["speaker"][i] = entry.memory.speaker
+                said_by = entry.memory.speaker
+                arrays["speaker"][i] = -1 if said_by is None else self.speaker_code(said_by)
                 arrays["friend"][i] = entry.memory.friend_id
                 arrays["type"][i] = entry.memory.memory_type
 
@@ -111,16 +116,12 @@ class SlotArraysMixin:
             cols: list[int] = []
             vals: list[float] = []
             n = len(self._slots)
-            followers = np.full(n, -1, dtype=np.int64)
             for links in self._links.values():
                 for a, b, distance in links:
                     w = NEIGHBOUR_WEIGHTS[distance - 1]
                     rows += (a, b)
                     cols += (b, a)
                     vals += (w, w)
-                    if distance == 1:
-                        followers[a] = b
-            self._followers = followers
             self._adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
             width = 2 * len(NEIGHBOUR_WEIGHTS)
             table = np.full((n, width), -1, dtype=np.int64)
@@ -140,9 +141,19 @@ class SlotArraysMixin:
         return self._neighbours
 
     def followers(self) -> IntArray:
-        """Per slot, the slot of the next turn in its conversation session (within the link window), or -1."""
-        self.adjacency()
-        assert self._followers is not None
+        """Per slot, the slot of the turn after it in its conversation session, or -1: its nearest later
+        neighbour (within two turns and the link window) of the same memory type, so a gist written
+        between a question and its reply (the archiver stamps it with its first message's time) is
+        passed over. Kept until the next write."""
+        if self._followers is None:
+            kinds = self.arrays()["type"]  # also brings the links up to date
+            followers = np.full(len(self._slots), -1, dtype=np.int64)
+            nearest: dict[int, int] = {}
+            for links in self._links.values():
+                for a, b, distance in links:
+                    if distance < nearest.get(a, len(NEIGHBOUR_WEIGHTS) + 1) and kinds[a] == kinds[b]:
+                        followers[a], nearest[a] = b, distance
+            self._followers = followers
         return self._followers
 
     def spread(self, slots: IntArray, values: FloatArray) -> FloatArray:

@@ -16,11 +16,12 @@
   so it finds and orders what the words miss, under the recall threshold: ``Pipeline.semantic``);
 - ``fuse``: relevance ``(w_kw * keyword + w_text * text) / (w_kw + w_text)`` (keyword mode: keyword only);
 - ``feedback``: the three best memories lift memories sharing their heaviest other terms;
-- ``replies``: the turn after one of the ten most relevant memories that asks something (holds "?"),
-  in its conversation session, is at least 0.9 as relevant as the question: the answer to "How long
-  have you had them?" holds none of its words (:func:`~._components.lift_replies`);
-- ``speaker``: when the query names exactly one of the user's speakers (metadata ``speaker``), what
-  the others said counts two thirds (:func:`~._components.weigh_speakers`);
+- ``replies``: the turn after one of the ten most relevant memories that asks something (a "?" ending a
+  sentence, a "？"), in its conversation session, is at least 0.9 as relevant as the question: the
+  answer to "How long have you had them?" holds none of its words (:func:`~._components.lift_replies`);
+- ``speaker``: when the query names exactly one person who said something in its scope (metadata
+  ``speaker``; :class:`~._speakers.SpeakerNames`), what the others said counts two thirds
+  (:func:`~._components.weigh_speakers`);
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
   (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered;
   the recall's similarity threshold is on this scale);
@@ -52,6 +53,7 @@ from ._index import UserIndex
 from ._parts import sentence_parts
 from ._query import SearchQuery
 from ._scoring import calibrate, normalize_bm25, recency, relevance, top_k, with_time
+from ._speakers import MAX_SPEAKERS, SpeakerNames
 
 if TYPE_CHECKING:
     from ._engine import HybridMemorySearch
@@ -176,7 +178,7 @@ class Pipeline:
         if lexical:  # what words and a conversation say; semantic mode orders by meaning alone
             rel = c.propagate(self.index, rel, terms, mask)
             rel = c.lift_replies(self.index, rel, mask)
-            rel = self.speaker(terms, rel)
+            rel = self.speaker(query, rel, mask)
         scores = self.threshold(query, self.time(query, rel))
         ordered = top_k(scores, max(query.limit, RERANK_DEPTH), tie_key=self.index.tie_key)
         if not ordered:
@@ -315,14 +317,23 @@ class Pipeline:
             above = np.maximum(self.semantic_ - SEMANTIC_FLOOR, 0.0) / (1.0 - SEMANTIC_FLOOR)
             self.text = np.maximum(self.text, engine.semantic_share * above)
 
-    def speaker(self, terms: Mapping[str, int], rel: FloatArray) -> FloatArray:
-        """``rel`` with the other speakers' memories weighed less when the query names exactly one of the
-        user's speakers (all the words of the name among the query's terms; :func:`~._components.weigh_speakers`)."""
-        speakers = self.index.speakers()
-        if not speakers or not terms:
+    def speaker(self, query: SearchQuery, rel: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
+        """``rel`` with the other speakers' memories weighed less when the query names exactly one person
+        who said something the query may return (who a query names: :class:`~._speakers.SpeakerNames`;
+        the weighing: :func:`~._components.weigh_speakers`). A person named who said nothing in the
+        query's scope (another AI friend's chat) does not count."""
+        index = self.index
+        speakers = index.speakers()
+        if not speakers or len(speakers) > MAX_SPEAKERS:
             return rel
-        named = [s for s in speakers if (words := self.engine._terms_of(s)) and all(w in terms for w in words)]
-        return c.weigh_speakers(self.index, rel, named[0]) if len(named) == 1 else rel
+        table = index.derived(("speaker-names",), lambda: SpeakerNames.of(index.speaker_names()))
+        people = table.named(query.text)
+        if not people:
+            return rel
+        codes = index.arrays()["speaker"]
+        said_by = np.where(codes >= 0, table.person_of[codes], -1)
+        present = [p for p in people if bool(np.any(said_by[mask] == p))]
+        return c.weigh_speakers(rel, said_by, present[0]) if len(present) == 1 else rel
 
     def fuse(self, query: SearchQuery) -> FloatArray:
         """Relevance in 0-1 by mode."""

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from ._index import IndexedMemory, UserIndex
+from ._index import IndexedMemory, UserIndex, turn_order
 from ._index_lazy import LazyList, LazyMap
 from ._index_postings import _Postings, _Slot
 from ._snapshot_store import SnapshotStore as SnapshotStore
@@ -125,10 +125,6 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     index.norms()  # saved with the index: a loaded copy then refreshes them exactly when the original would
     table, weights = index.neighbour_table()
     adjacency = index.adjacency()
-    speakers = sorted({s for s in arrays["speaker"].tolist() if s is not None})
-    code = {name: i for i, name in enumerate(speakers)}
-    speaker_code = np.asarray([code.get(s, -1) if s is not None else -1 for s in arrays["speaker"].tolist()],
-                              dtype=np.int32)  # fmt: skip
     n = len(index._slots)
     strings = _Strings()
     friends, kinds = _Strings(), _Strings()
@@ -182,7 +178,7 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
         "expanded_length": arrays["expanded_length"], "free": np.asarray(index._free, dtype=np.int64),
         "adj_data": adjacency.data, "adj_indices": adjacency.indices.astype(np.int64),
         "adj_indptr": adjacency.indptr.astype(np.int64), "nb_table": table, "nb_weights": weights,
-        "followers": index.followers(), "embedded": embedded, "speaker_code": speaker_code,
+        "followers": index.followers(), "embedded": embedded, "speaker_code": arrays["speaker"],
     }  # fmt: skip
     out["terms"], out["terms_offsets"] = _csr(terms, np.int32)
     out["kw_terms"], out["kw_offsets"] = _csr(kw_terms, np.int32)
@@ -206,7 +202,7 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     out["vocab"] = np.asarray([strings(t) for t in index.vocabulary()], dtype=np.int32)
     text = {
         "strings": list(strings.ids), "keys": keys, "friends": list(friends.ids), "kinds": list(kinds.ids),
-        "sessions": session_keys, "speakers": speakers,
+        "sessions": session_keys, "speakers": index._speaker_names,
     }  # fmt: skip
     out["text"] = np.frombuffer(json.dumps(text, ensure_ascii=False).encode(), dtype=np.uint8)
     extra = {"norms_at": index._norms_at, "postings_total": index._postings_total, "embedding_dim": index.embedding_dim}
@@ -318,7 +314,8 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     index = UserIndex(link_minutes=meta["link_seconds"] / 60.0, embedding_dim=extra["embedding_dim"])
     index.link_seconds = meta["link_seconds"]
     present, ids, ts, asks = a["present"], a["ids"], a["ts"], a["asks"]
-    speaker_of = np.asarray([None, *text["speakers"]], dtype=object)[a["speaker_code"] + 1]  # -1: none
+    speakers: list[str] = text["speakers"]
+    speaker_code = a["speaker_code"]
     n = len(present)
     revision, friend_code, kind_code = a["revision"], a["friend_code"], a["kind_code"]
     terms, t_off = a["terms"], a["terms_offsets"]
@@ -350,7 +347,7 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
             embedding=vectors[i] if vectors is not None and embedded[i] else None,
             revision=int(revision[i]),
             session=sessions[group_of[i]].split("\x1f", 1)[1] if group_of[i] >= 0 else None,
-            speaker=speaker_of[i],
+            speaker=speakers[speaker_code[i]] if speaker_code[i] >= 0 else None,
             asks=bool(asks[i]),
         )
         tf: dict[str, int] = {}
@@ -376,7 +373,7 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     )
     index._sessions = LazyMap(
         sessions,
-        lambda i: [(float(ts[s]), keys[s], s) for s in s_slots[s_off[i] : s_off[i + 1]].tolist()],
+        lambda i: [(float(ts[s]), turn_order(keys[s]), s) for s in s_slots[s_off[i] : s_off[i + 1]].tolist()],
     )
     index._links = LazyMap(sessions, lambda i: index._link(index._sessions[sessions[i]]))
     index._vocab = [strings[t] for t in a["vocab"].tolist()]
@@ -390,7 +387,7 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
         "ts": ts,
         "length": a["length"],
         "asks": asks,
-        "speaker": speaker_of,
+        "speaker": speaker_code,
         "expanded_length": a["expanded_length"],
         "friend": friend.astype(object),
         "type": kind.astype(object),
@@ -398,8 +395,9 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     index._adjacency = sparse.csr_matrix((a["adj_data"], a["adj_indices"], a["adj_indptr"]), shape=(n, n))
     index._neighbours = (a["nb_table"], a["nb_weights"])
     index._followers = a["followers"]
-    counts = np.bincount(a["speaker_code"][present & (a["speaker_code"] >= 0)], minlength=len(text["speakers"]))
-    index._speakers = {name: int(k) for name, k in zip(text["speakers"], counts.tolist(), strict=True) if k}
+    index._speaker_names = list(speakers)
+    index._speaker_codes = {name: code for code, name in enumerate(speakers)}
+    index._speaker_counts = np.bincount(speaker_code[present & (speaker_code >= 0)], minlength=len(speakers)).tolist()
     if "norms" in a:
         index._norms = a["norms"]
         index._norms_at = int(extra["norms_at"])
