@@ -131,7 +131,7 @@ class UserIndex(SlotArraysMixin):
         self._terms: dict[str, _Postings] | LazyMap[str, _Postings] = {}
         self._keywords: dict[str, _Postings] | LazyMap[str, _Postings] = {}
         self._sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]] = {}
-        self._links: dict[str, list[tuple[int, int, int]]] | LazyMap[str, list[tuple[int, int, int]]] = {}
+        self._links: dict[str, IntArray] | LazyMap[str, IntArray] = {}
         self._dirty_sessions: set[str] = set()
         self._dirty_slots: set[int] = set()
         self._vocab: list[str] | None = None
@@ -152,6 +152,7 @@ class UserIndex(SlotArraysMixin):
         self._adjacency: sparse.csr_matrix | None = None
         self._neighbours: tuple[IntArray, FloatArray] | None = None
         self._followers: IntArray | None = None
+        self._link_rows: IntArray | None = None
         #: speakers by code (``arrays()["speaker"]``; codes are kept until a rebuild) and how many active
         #: memories each said
         self._speaker_names: list[str] = []
@@ -303,6 +304,7 @@ class UserIndex(SlotArraysMixin):
         self._dirty_slots.add(slot)
         self._adjacency = None
         self._followers = None
+        self._link_rows = None
         if self._memo:
             self._memo.clear()
             self._memo_size = 0

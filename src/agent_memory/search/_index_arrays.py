@@ -32,13 +32,15 @@ class SlotArraysMixin:
     link_seconds: float
     _slots: LazyList[_Slot | None]
     _sessions: dict[str, list[tuple[float, str, int]]] | LazyMap[str, list[tuple[float, str, int]]]
-    _links: dict[str, list[tuple[int, int, int]]] | LazyMap[str, list[tuple[int, int, int]]]
+    _links: dict[str, IntArray] | LazyMap[str, IntArray]
     _dirty_sessions: set[str]
     _dirty_slots: set[int]
     _arrays: dict[str, np.ndarray] | None
     _adjacency: sparse.csr_matrix | None
     _neighbours: tuple[IntArray, FloatArray] | None
     _followers: IntArray | None
+    #: every session's links at the last ``adjacency`` build (``_all_links``), ``None`` when not built
+    _link_rows: IntArray | None
 
     def speaker_code(self, name: str) -> int: ...
 
@@ -112,27 +114,32 @@ class SlotArraysMixin:
                     self._sessions.pop(session, None)
                     self._links.pop(session, None)
             self._dirty_sessions.clear()
-            rows: list[int] = []
-            cols: list[int] = []
-            vals: list[float] = []
             n = len(self._slots)
-            for links in self._links.values():
-                for a, b, distance in links:
-                    w = NEIGHBOUR_WEIGHTS[distance - 1]
-                    rows += (a, b)
-                    cols += (b, a)
-                    vals += (w, w)
+            self._link_rows = self._all_links()
+            a, b, distance = self._link_rows.T
+            w = np.asarray(NEIGHBOUR_WEIGHTS, dtype=np.float64)[distance - 1]
+            # each link both ways, in the order (a -> b, b -> a) link by link
+            rows = np.stack([a, b], axis=1).ravel()
+            cols = np.stack([b, a], axis=1).ravel()
+            vals = np.repeat(w, 2)
             self._adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
             width = 2 * len(NEIGHBOUR_WEIGHTS)
             table = np.full((n, width), -1, dtype=np.int64)
             weights = np.zeros((n, width), dtype=np.float64)
-            fill = np.zeros(n, dtype=np.int64)
-            for a, b, w in zip(rows, cols, vals, strict=True):
-                table[a, fill[a]] = b
-                weights[a, fill[a]] = w
-                fill[a] += 1
+            order = np.argsort(rows, kind="stable")  # a slot's neighbours in the order its links come
+            by_row = rows[order]
+            at = np.arange(len(by_row))
+            starts = np.maximum.accumulate(np.where(np.r_[True, by_row[1:] != by_row[:-1]], at, 0)) if at.size else at
+            place = at - starts
+            table[by_row, place] = cols[order]
+            weights[by_row, place] = vals[order]
             self._neighbours = (table, weights)
         return self._adjacency
+
+    def _all_links(self) -> IntArray:
+        """Every session's links as one ``(k, 3)`` array of ``(earlier slot, later slot, distance)``."""
+        parts = [links for links in self._links.values() if len(links)]
+        return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
 
     def neighbour_table(self) -> tuple[IntArray, FloatArray]:
         """``(slots, weights)``: per slot, up to four neighbours (-1 pads) and their weights."""
@@ -141,18 +148,22 @@ class SlotArraysMixin:
         return self._neighbours
 
     def followers(self) -> IntArray:
-        """Per slot, the slot of the turn after it in its conversation session, or -1: its nearest later
-        neighbour (within two turns and the link window) of the same memory type, so a gist written
-        between a question and its reply (the archiver stamps it with its first message's time) is
-        passed over. Kept until the next write."""
+        """Per slot that asks something (``asks``), the slot of the turn after it in its conversation
+        session, or -1 (always -1 for a memory that asks nothing): its nearest later neighbour (within
+        two turns and the link window) of the same memory type, so a gist written between a question
+        and its reply (the archiver stamps it with its first message's time) is passed over. Kept until
+        the next write."""
         if self._followers is None:
-            kinds = self.arrays()["type"]  # also brings the links up to date
+            arrays = self.arrays()  # also brings the links up to date
+            links = self._link_rows if self._link_rows is not None else self._all_links()
+            a, b, distance = links.T
+            asking = arrays["asks"][a]  # only a question's reply is looked for
+            a, b, distance = a[asking], b[asking], distance[asking]
+            same = arrays["type"][a] == arrays["type"][b]
+            a, b, distance = a[same], b[same], distance[same]
             followers = np.full(len(self._slots), -1, dtype=np.int64)
-            nearest: dict[int, int] = {}
-            for links in self._links.values():
-                for a, b, distance in links:
-                    if distance < nearest.get(a, len(NEIGHBOUR_WEIGHTS) + 1) and kinds[a] == kinds[b]:
-                        followers[a], nearest[a] = b, distance
+            for far in range(len(NEIGHBOUR_WEIGHTS), 0, -1):  # the farthest first: the nearest is kept
+                followers[a[distance == far]] = b[distance == far]
             self._followers = followers
         return self._followers
 
@@ -168,8 +179,8 @@ class SlotArraysMixin:
         ok = targets >= 0
         return np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots))
 
-    def _link(self, members: Sequence[tuple[float, str, int]]) -> list[tuple[int, int, int]]:
-        """``(earlier slot, later slot, distance)`` of the session's turns linked as neighbours."""
+    def _link(self, members: Sequence[tuple[float, str, int]]) -> IntArray:
+        """``(earlier slot, later slot, distance)`` rows of the session's turns linked as neighbours."""
         links = []
         for i, (ts, _, slot) in enumerate(members):
             for distance in range(1, len(NEIGHBOUR_WEIGHTS) + 1):
@@ -177,7 +188,7 @@ class SlotArraysMixin:
                 if j >= len(members) or members[j][0] - ts > self.link_seconds:
                     break
                 links.append((slot, members[j][2], distance))
-        return links
+        return np.asarray(links, dtype=np.int64).reshape(-1, 3)
 
     def mask(
         self,
