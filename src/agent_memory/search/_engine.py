@@ -385,7 +385,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         return tuple(out)
 
     def _terms_of(self, word: str) -> tuple[str, ...]:
-        """The search terms of a keyword or a speaker's name, analysed once (at most 200,000 kept)."""
+        """The search terms of a stored keyword, analysed once (at most 200,000 kept)."""
         terms = self._keyword_cache.get(word)
         if terms is None:
             terms = tuple(self.analyzer.tokenizer.unique_tokens(word))

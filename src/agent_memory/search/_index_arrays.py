@@ -42,7 +42,9 @@ class SlotArraysMixin:
     #: every session's links at the last ``adjacency`` build (``_all_links``), ``None`` when not built
     _link_rows: IntArray | None
 
-    def speaker_code(self, name: str) -> int: ...
+    def speaker_code(self, name: str) -> int:
+        """A speaker's code in ``arrays()["speaker"]``: the index's own (:meth:`UserIndex.speaker_code`)."""
+        raise NotImplementedError
 
     @property
     def capacity(self) -> int:
