@@ -98,7 +98,10 @@ class AddMemoryArgs(_Forbid):
         None, min_length=1, max_length=MAX_SUMMARY_CHARS, description="One-line summary (default: the first sentence)"
     )
     metadata: dict[str, Any] | None = Field(
-        None, description='JSON object kept with the memory, e.g. {"topic": "职业"} for a profile item'
+        None,
+        description='JSON object kept with the memory, e.g. {"topic": "职业"} for a profile item, or '
+        '{"session_id": "chat-7", "speaker": "Joanna"} for a turn of a conversation (turns of one session are '
+        "searched with their neighbours; a question naming one speaker weighs the others' words less)",
     )
     keywords: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Keyword tags searches match exactly")
     replace: bool = Field(False, description="Replace the user's memory of this memory_key if it exists")
