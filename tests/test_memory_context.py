@@ -169,6 +169,9 @@ async def test_time_budget_keeps_what_the_searches_found(memory: MemorySystem) -
                              options=memory.recall_options.model_copy(update={"time_budget_s": 1.0}))  # fmt: skip
     memory.recall_client = _SlowPlanner()
     client = replay(["照常回答"])
+    # the user's index is built before the clock starts (a server has it from the user's earlier turns): a
+    # first search that builds it from the database can take the whole second on a loaded machine
+    await memory.search.search("汇报", user_id="u1", friend_id="mentor")
     loop = asyncio.get_running_loop()
     started = loop.time()
     result = await _main(client, context).run(task="汇报压力大")

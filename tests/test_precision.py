@@ -247,3 +247,17 @@ async def test_the_recall_brings_nothing_for_a_message_about_something_else(syst
     assert out.profiles == [] and out.events == []
     films = await system.recall_memory(user_id="u1", request={**request, "query": "推荐一部科幻电影吧"})
     assert [p.content for p in films.profiles] == ["喜欢科幻电影，不喜欢恐怖片"]
+
+
+async def test_a_question_is_about_what_it_asks_not_only_about_whom(words_system: Any) -> None:
+    """ "我同事有多高？" asks for a height: a memory about a friend (朋友, a word near 同事 in meaning) is
+    not its answer, as it was when the question's words were only 同事."""
+    system = words_system
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[NewMemory("hike", "周末和朋友去爬山了，累但开心"), NewMemory("height", "我同事身高162cm")],
+    )
+    for question in ("我同事有多高？", "我同事有多高来着？"):
+        hits = await system.search.search(question, user_id="u1")
+        assert hits[0].memory_key == "height" and hits[0].score >= 0.5, question
+        assert all(h.score < 0.5 for h in hits if h.memory_key == "hike"), question

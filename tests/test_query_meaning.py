@@ -75,6 +75,22 @@ def test_colloquial_question_words_are_not_search_terms(message: str) -> None:
     assert {"手机", "型号"} <= set(TOK.tokens("我的手机是啥型号来着？"))  # the words that say something stay
 
 
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [("我同事有多高来着？", "身高"), ("我表姐现在多大年纪啦？", "岁"), ("我妈几岁了", "岁"), ("他今年多少岁", "岁")],
+)
+def test_a_question_word_names_what_it_asks_for(message: str, asked: str) -> None:
+    """多高 asks for a 身高, 几岁 for a 岁: the words a memory that answers says ("我同事身高162cm",
+    "我妈今年58岁"), while 多 / 高 / 几岁 themselves are no words such a memory holds."""
+    assert asked in TOK.tokens(message)
+    assert asked in TOK.tokens({"身高": "我同事身高162cm", "岁": "我妈今年58岁"}[asked])
+
+
+@pytest.mark.parametrize("message", ["今天真是多高兴啊", "他今年多大了", "多少人来了"])
+def test_words_that_only_look_like_an_asked_attribute_add_nothing(message: str) -> None:
+    assert not {"身高", "体重", "岁"} & set(TOK.tokens(message))
+
+
 def test_a_question_word_is_not_split_into_the_words_inside_it() -> None:
     """啥时候 is a question word; the 时候 inside it would match every memory that says 时候."""
     assert TOK.tokens("啥时候") == []

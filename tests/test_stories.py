@@ -91,6 +91,30 @@ async def test_a_question_about_free_time_finds_the_interests_it_does_not_name(c
     assert other["profiles"] == []  # not a preference question: no profile by topic
 
 
+async def test_a_profile_written_by_hand_is_found_by_the_topic_of_a_request(system: MemorySystem) -> None:
+    """The README's first example writes a profile by hand, with no topic: a request for suggestions that
+    names none of its words ("周末想放松一下，有什么推荐？") still brings it, since the write path files it
+    under the topic it states (兴趣), as the archiver does for the items it forms from a chat."""
+    memory = system.layer.memory
+    await memory.upsert(user_id="u1", memory_key="profile-movies", memory_type="profile",
+                        content="喜欢科幻电影，不喜欢恐怖片")  # fmt: skip
+    await memory.upsert(user_id="u1", memory_key="profile-code", memory_type="profile", content="用 Python 写后端")
+    await memory.upsert(user_id="u1", memory_key="ev-hike", memory_type="event", friend_id="mentor",
+                        content="我喜欢周末去爬山")  # fmt: skip
+
+    async def keywords(key: str) -> dict[str, str]:
+        return {k.keyword: k.extraction_source for k in await memory.get_keywords(user_id="u1", memory_key=key)}
+
+    assert (await keywords("profile-movies")).get("兴趣") == "system"
+    assert "兴趣" not in await keywords("profile-code")
+    assert "兴趣" not in await keywords("ev-hike")  # an event is no profile
+    ask = {"query": "周末想放松一下，有什么推荐？", "friend_id": "mentor"}
+    out = await system.recall_memory(user_id="u1", request=ask)
+    assert "喜欢科幻电影，不喜欢恐怖片" in [p.content for p in out.profiles]
+    code = await system.recall_memory(user_id="u1", request={**ask, "query": "帮我看看这段代码为什么报错"})
+    assert code.profiles == []
+
+
 async def test_story_3_the_mentor_never_recalls_what_the_companion_heard(chats: MemorySystem) -> None:
     out = await recalled(chats, "mentor", "最近心情很低落，和女朋友分手了")
     assert not any("分手" in e["content"] for e in out["events"])

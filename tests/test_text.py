@@ -60,6 +60,22 @@ def test_a_rare_compound_gives_the_words_it_is_made_of_not_one_across_them(
     assert all(p in tokens for p in parts) and not set(not_parts) & set(tokens)
 
 
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("我同事有多高来着？", ["同事", "身高"]),  # jieba alone: 多 / 高来 / 着 (多高 asks for a 身高)
+        ("我上司多大来着呢", ["上司"]),  # 多大来 / 着
+        ("那家咖啡馆在哪来着", ["咖啡馆"]),  # 哪来 / 着
+        ("我的体重来着", ["体重"]),
+        ("他来着急了", ["着急"]),  # inside a run 来着 is no particle: 来 / 着急
+    ],
+)
+def test_a_sentence_final_laizhe_is_not_glued_to_the_word_before_it(text: str, tokens: list[str]) -> None:
+    """ "叫啥来着" is how people ask for something they were told: a word no memory holds (高来, 哪来) would
+    weigh in the query as an unmatched word."""
+    assert Tokenizer().tokens(text) == tokens
+
+
 def test_dictionary_cuts_split_a_compound_into_its_fewest_words() -> None:
     assert dictionary_cuts("今天天气") == (2,)
     assert dictionary_cuts("今天天气" * 3) == (4, 8)  # the fewest words: 今天天气 itself is one

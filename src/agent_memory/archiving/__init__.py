@@ -25,7 +25,7 @@ from ._extract import Extracted, Extractor, ModelExtractor, OfflineExtractor
 from ._gists import GistDraft, make_gists
 from ._profiles import ProfileChange, ProfileWriter, profile_key
 from ._sessions import Session, split_sessions
-from ._statements import Polarity, Speech, Statement, extract_statements
+from ._statements import Polarity, Speech, Statement, extract_statements, statement_topics
 from ._topics import topic_label
 
 __all__ = [
@@ -54,5 +54,6 @@ __all__ = [
     "profile_key",
     "score_conflicts",
     "split_sessions",
+    "statement_topics",
     "topic_label",
 ]

@@ -31,7 +31,7 @@ The work is split by concern into private sibling modules; this module keeps the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from ._clauses import Clause as Clause
@@ -65,6 +65,28 @@ class Statement:
     single_valued: bool
     change_marker: bool = False  # 现在/开始/不再/"now"/"anymore": the speaker says something changed
     past: bool = False  # 以前/曾经/"used to"/"I worked": about an earlier state, not the current one
+
+
+#: Any instant: the topics of a text do not depend on when it was said.
+_TOPICS_AT = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def statement_topics(text: str) -> tuple[str, ...]:
+    """The labels of the profile topics ``text`` states something about (兴趣, 饮食, "interest" ...), in
+    reading order, each once: what the archiver files a profile item under, read from any text.
+
+    A profile written by an application ("喜欢科幻电影，不喜欢恐怖片") carries no topic, while the recall asks
+    for the topic of a request for suggestions ("周末想放松一下，有什么推荐？" searches 兴趣 too): the write
+    path stores these labels as the memory's keywords, as the archiver does for the items it writes. A
+    question or a hypothetical ("要是我喜欢爬山呢") states nothing about the user.
+
+    >>> statement_topics("喜欢科幻电影，不喜欢恐怖片"), statement_topics("I'm allergic to peanuts")
+    (('兴趣',), ('diet',))
+    >>> statement_topics("帮我看看这段代码")
+    ()
+    """
+    found = extract_statements(text, role="user", at=_TOPICS_AT)
+    return tuple(dict.fromkeys(s.topic_label for s in found if s.speech not in ("question", "hypothetical")))
 
 
 def extract_statements(text: str, *, role: str, at: datetime, message_id: int | None = None) -> list[Statement]:

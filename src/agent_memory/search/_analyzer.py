@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
 
@@ -20,6 +20,8 @@ from ._embeddings import Embedder, to_bytes
 #: Texts longer than this are tokenised in a worker thread, so a huge memory does not stall every other
 #: request of the process (tokenising 100 KB of Chinese takes 0.1 s, of rare characters up to 2 s).
 OFF_LOOP_CHARS = 8_000
+#: Memory types that describe the user (seed 002's types): their statements' topics become keywords.
+PROFILE_TYPES = frozenset({"profile", "user_preference"})
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -38,6 +40,12 @@ class SearchAnalyzer:
     client; the data layer folds them as it stores them), ``embedder`` (optional) the vector used by
     semantic search. Content is never changed: only terms and keywords are folded.
 
+    ``topics`` (optional) names the profile topics a text states something about (the composition root
+    passes the archiver's ``statement_topics``): a memory of a :data:`PROFILE_TYPES` type gets them as
+    keywords, so a profile an application wrote by hand ("喜欢科幻电影，不喜欢恐怖片") is found by its topic
+    (兴趣) as the archiver's items are, which carry it. The recall adds the topic to a request for
+    suggestions ("周末想放松一下，有什么推荐？") that names none of the user's interests.
+
     :attr:`name` is stored with every analysis. The search engine re-analyses (and re-indexes) every
     memory whose stored name differs from the running analyzer's, on the user's next search; so a
     change of the folding rule (``FOLD_VERSION``, part of the tokenizer's name) re-folds old memories.
@@ -49,16 +57,18 @@ class SearchAnalyzer:
         tokenizer: Tokenizer | None = None,
         extractor: KeywordExtractor | None = None,
         embedder: Embedder | None = None,
+        topics: Callable[[str], Sequence[str]] | None = None,
     ) -> None:
         self.tokenizer = tokenizer or Tokenizer()
         self.extractor = extractor or KeywordExtractor()
         self.embedder = embedder
+        self.topics = topics
 
     @property
     def name(self) -> str:
         """Tokenizer, keyword extractor and embedder names: a change of any of them re-analyses memories."""
         embedder = self.embedder.name if self.embedder is not None else "none"
-        full = f"{self.tokenizer.name}|{self.extractor.name}|{embedder}"
+        full = f"{self.tokenizer.name}|{self.extractor.name}|{embedder}" + ("|topics" if self.topics else "")
         if len(full) <= 64:  # the stored column's size
             return full
         return f"{full[:47]}~{hashlib.sha1(full.encode()).hexdigest()[:16]}"
@@ -95,5 +105,11 @@ class SearchAnalyzer:
         return analyses
 
     async def keywords(self, *, summary: str, content: str, memory_type: str | None) -> list[KeywordInput]:
-        """Keywords of one memory: the LLM's when the extractor has a model client, else offline."""
-        return await self.extractor.extract_inputs(content=content, summary=summary, memory_type=memory_type)
+        """Keywords of one memory: the LLM's when the extractor has a model client, else offline; then,
+        for a profile, the labels of the topics it states (``topics``) that it does not have yet."""
+        found = await self.extractor.extract_inputs(content=content, summary=summary, memory_type=memory_type)
+        if self.topics is None or memory_type not in PROFILE_TYPES:
+            return found
+        have = {k.keyword for k in found}
+        labels = self.topics(memory_text(summary, content))
+        return found + [KeywordInput(label, 1.0, "system") for label in dict.fromkeys(labels) if label not in have]

@@ -37,7 +37,7 @@ from data_layer import (
 )
 
 from ..archive import ToolResultManager
-from ..archiving import SessionArchiver
+from ..archiving import SessionArchiver, statement_topics
 from ..context import MemoryContext, RecallOptions
 from ..evidence import EvidenceToolbox, MessageIndex
 from ..recall import (
@@ -94,7 +94,7 @@ class MemorySystem:
             embedder = embedder_named(s.memory_search_embedder)
         self.search = HybridMemorySearch(
             layer.memory,
-            analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder),
+            analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder, topics=statement_topics),
             semantic_share=semantic_share_for(embedder, s.memory_search_semantic_share),
             weights=FusionWeights(
                 keyword=s.memory_search_keyword_weight,

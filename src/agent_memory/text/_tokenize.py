@@ -106,7 +106,7 @@ class Tokenizer:
         """Identifies this pipeline in stored analyses."""
         mode = "search" if self.search_mode else "precise"
         flags = f"{'-stem' if self.stem else ''}{'-stop' if self.stop_words else ''}"
-        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v9"
+        return f"jieba-{mode}{flags}-c{self.single_char_min_idf:g}-{FOLD_VERSION}-v11"
 
     def tokens(self, text: str) -> list[str]:
         """Search terms of ``text`` in reading order (repeats kept: they count as term frequency)."""
@@ -160,7 +160,8 @@ def _segments(text: str, search_mode: bool) -> tuple[tuple[str, bool], ...]:
             words = (
                 word
                 for piece in _pieces(run)
-                for word in (jieba.cut_for_search(piece) if search_mode else jieba.cut(piece, HMM=True))
+                for part in _final_particle_split(piece)
+                for word in (jieba.cut_for_search(part) if search_mode else jieba.cut(part, HMM=True))
             )
             for word in words:
                 if word.strip():
@@ -187,6 +188,34 @@ def _pieces(run: str) -> list[str]:
 
 #: Sentence-final particles jieba sometimes glues to the word before them (推荐个电影吧 -> 电影吧).
 _PARTICLES = frozenset("吧呢吗啊呀嘛哦啦哈呗")
+
+
+#: Two-character particles that end a sentence ("我上司叫啥来着？": the phrase of someone recalling a thing).
+#: jieba's HMM glues their first character to the word before them: 多高来着 -> 多/高来/着, 多少钱来着 ->
+#: 多少/钱来/着, 在哪来着 -> 在/哪来/着, losing 高 and 钱 to words no memory holds.
+_FINAL_PARTICLES = ("来着",)
+
+
+def _final_particle_split(run: str) -> tuple[str, ...]:
+    """A Chinese run that ends in a particle of :data:`_FINAL_PARTICLES` (then, perhaps, one-character
+    particles: 来着呢) as the text before it and the particles, segmented apart; any other run whole.
+
+    Only at the end of a run (the text up to a punctuation mark or a non-Chinese character): inside one,
+    the two characters may belong to other words (他来着急了: 来 / 着急).
+
+    >>> _final_particle_split("我同事有多高来着")
+    ('我同事有多高', '来着')
+    >>> _final_particle_split("他来着急了")
+    ('他来着急了',)
+    """
+    end = len(run)
+    while end > 0 and run[end - 1] in _PARTICLES:
+        end -= 1
+    for particle in _FINAL_PARTICLES:
+        cut = end - len(particle)
+        if cut > 0 and run.startswith(particle, cut):
+            return run[:cut], run[cut:]
+    return (run,)
 
 
 def _without_particle(word: str) -> tuple[str, ...]:
@@ -291,6 +320,22 @@ def _tiling(length: int, spans: Sequence[tuple[int, int]]) -> tuple[int, ...]:
     return tuple(cut for cut in fewest.get(length, ()) if cut > 0)
 
 
+#: What a question asks about, as the word a statement of it holds: "我同事有多高？" asks for the 身高 of
+#: "我同事身高162cm", "我妈几岁了" for the 岁 of "我妈今年58岁". The question words themselves are stop words
+#: or single characters (多 / 高), so without this the question would be only about 同事, and any memory
+#: of a word near 同事 would answer it in full. Keyed by jieba's words of the question, in order (``""``
+#: first: the word alone); a closed class of the grammar, like the stop words, not a list of topics.
+ASKED_ATTRIBUTES: dict[tuple[str, str], str] = {
+    ("多", "高"): "身高",
+    ("多", "重"): "体重",
+    ("", "几岁"): "岁",
+    ("多少", "岁"): "岁",
+    ("", "多少岁"): "岁",
+    ("多大", "年纪"): "岁",
+    ("多大", "岁数"): "岁",
+}
+
+
 @lru_cache(maxsize=32_768)
 def _tokens(
     text: str, stem: bool, stop_words: bool, search_mode: bool, single_min_idf: float, parts: bool = False
@@ -298,14 +343,19 @@ def _tokens(
     idf = char_idf()
     out: list[str] = []
     stemmer = _stemmer() if stem else None
+    before = ""  # the Chinese word before this one ("" after anything else)
     for word, chinese in _segments(text, search_mode):
         if chinese:
-            if stop_words and word in _stopwords.CHINESE:
-                continue
-            if len(word) == 1 and idf.get(word, 0.0) < single_min_idf:
-                continue
-            out.append(word)
+            asked = ASKED_ATTRIBUTES.get((before, word)) or ASKED_ATTRIBUTES.get(("", word))
+            before = word
+            if not (stop_words and word in _stopwords.CHINESE) and (
+                len(word) > 1 or idf.get(word, 0.0) >= single_min_idf
+            ):
+                out.append(word)
+            if asked:
+                out.append(asked)
             continue
+        before = ""
         if not (stop_words and word in _stopwords.ENGLISH):
             out.append(stemmer.stemWord(word) if stemmer is not None else word)
         if parts and not word.isdigit() and not word.isalpha():
