@@ -169,24 +169,28 @@ def test_a_build_of_the_wrong_shape_is_an_error(files: tuple[Path, Path, Path]) 
 @pytest.mark.parametrize(
     "state",
     [
-        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (-1,)]),  # an index before the first group
-        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (1,)]),  # past the last one
-        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0.0,)]),  # not a whole number
-        ([("0.8", ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)]),  # a similarity that is no number
-        ([(0.8, ("丈夫", 7))], ["丈夫", "老公"], [(0,), (0,)]),  # a member that is no word
-        ([(0.8, ("丈夫", "老公"))], ["丈夫", 7], [(0,), (0,)]),  # a word that is no word
-        ([(0.8, ("丈夫", "老公"))], ["丈夫"], [(0,), (0,)]),  # words and their groups of other lengths
-        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), ()]),  # a word in no group
-        ([[0.8, ("丈夫", "老公")]], ["丈夫", "老公"], [(0,), (0,)]),
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (-1,)], []),  # an index before the first group
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (1,)], []),  # past the last one
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0.0,)], []),  # not a whole number
+        ([("0.8", ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)], []),  # a similarity that is no number
+        ([(0.8, ("丈夫", 7))], ["丈夫", "老公"], [(0,), (0,)], []),  # a member that is no word
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", 7], [(0,), (0,)], []),  # a word that is no word
+        ([(0.8, ("丈夫", "老公"))], ["丈夫"], [(0,), (0,)], []),  # words and their groups of other lengths
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), ()], []),  # a word in no group
+        ([[0.8, ("丈夫", "老公")]], ["丈夫", "老公"], [(0,), (0,)], []),
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)], [7]),  # a person that is no word
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)], "丈夫"),  # people that are no list
+        ([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)]),  # the shape before people were kept
         ("not a state",),
     ],
 )
 def test_a_thesaurus_is_not_restored_from_data_that_would_break_it(state: tuple[object, ...]) -> None:
     from agent_memory.text import Thesaurus
 
-    assert Thesaurus._restore(state if len(state) == 3 else state[0]) is None
-    good = Thesaurus._restore(([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)]))
+    assert Thesaurus._restore(state if len(state) > 1 else state[0]) is None
+    good = Thesaurus._restore(([(0.8, ("丈夫", "老公"))], ["丈夫", "老公"], [(0,), (0,)], ["丈夫", "老公"]))
     assert good is not None and good.related("老公") == {"丈夫": 0.8}
+    assert good.names_person("丈夫") and not good.names_person("电影")
 
 
 _DIGESTS = (

