@@ -252,3 +252,27 @@ def test_clauses_without_an_allowed_subject_give_nothing_and_others_still_do() -
     assert extract_statements("最近在准备项目汇报，压力很大。", role="assistant", at=at) == []
     # an English possessive ("my") names the speaker although "i" is not written
     assert any(s.topic == "name" for s in extract_statements("My name is Ada.", role="user", at=at))
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        ("喜欢科幻电影，不喜欢恐怖片", ("兴趣",)),
+        ("我是程序员，在腾讯上班，喜欢打羽毛球", ("职业", "工作单位", "兴趣")),
+        ("I'm allergic to peanuts", ("diet",)),
+        ("要是我喜欢爬山呢", ()),  # a hypothetical says nothing about the user
+        ("我喜欢科幻电影吗？", ()),  # nor does a question
+        ("帮我看看这段代码", ()),
+    ],
+)
+def test_the_topics_a_text_states_are_its_statements_topics(text: str, labels: tuple[str, ...]) -> None:
+    from agent_memory.archiving import statement_topics
+
+    assert statement_topics(text) == labels
+
+
+def test_statement_topics_refuses_what_is_not_text() -> None:
+    from agent_memory.archiving import statement_topics
+
+    with pytest.raises(TypeError, match="text must be a str, got int"):
+        statement_topics(42)  # type: ignore[arg-type]

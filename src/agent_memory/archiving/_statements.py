@@ -85,6 +85,8 @@ def statement_topics(text: str) -> tuple[str, ...]:
     >>> statement_topics("帮我看看这段代码")
     ()
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     found = extract_statements(text, role="user", at=_TOPICS_AT)
     return tuple(dict.fromkeys(s.topic_label for s in found if s.speech not in ("question", "hypothetical")))
 
