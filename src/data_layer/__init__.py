@@ -31,6 +31,7 @@ from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._records import (
+    PROFILE_TYPES,
     SESSION_FIELD,
     SPEAKER_FIELD,
     ArchiveRecord,
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "PROFILE_TYPES",
     "SESSION_FIELD",
     "SPEAKER_FIELD",
     "AgentFusionDataLayer",

@@ -28,6 +28,11 @@ class MemoryType(StrEnum):
     CONVERSATION = "conversation"
 
 
+#: Memory types that describe the user (the profile every AI friend of the user sees in a recall, and
+#: whose stated topics the write path files them under); the other types are what happened.
+PROFILE_TYPES: frozenset[str] = frozenset({MemoryType.PROFILE.value, MemoryType.USER_PREFERENCE.value})
+
+
 MessageRole = Literal["user", "assistant", "system", "tool"]
 MESSAGE_ROLES: tuple[MessageRole, ...] = ("user", "assistant", "system", "tool")
 

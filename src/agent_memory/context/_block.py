@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from data_layer import AgentFusionDataLayer, Scope
+from data_layer import PROFILE_TYPES, AgentFusionDataLayer, Scope
 
-from ..recall._memory_view import PROFILE_TYPES, reachable
+from ..recall._memory_view import reachable
 from ..tools import MemorySearchResultItem
 
 SLOT_HEADER = "[记忆召回]"

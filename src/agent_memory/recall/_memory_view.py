@@ -20,13 +20,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
+from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
 from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
-
-#: Memory types that are the user's profile (shared by all friends); the rest are events.
-PROFILE_TYPES = frozenset({"profile", "user_preference"})
 
 
 class RecallMemoryInput(BaseModel):

@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
 
-from data_layer import KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
+from data_layer import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
 
 from ..text import KeywordExtractor, Tokenizer
 from ._embeddings import Embedder, to_bytes
@@ -20,8 +20,6 @@ from ._embeddings import Embedder, to_bytes
 #: Texts longer than this are tokenised in a worker thread, so a huge memory does not stall every other
 #: request of the process (tokenising 100 KB of Chinese takes 0.1 s, of rare characters up to 2 s).
 OFF_LOOP_CHARS = 8_000
-#: Memory types that describe the user (seed 002's types): their statements' topics become keywords.
-PROFILE_TYPES = frozenset({"profile", "user_preference"})
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -41,7 +39,7 @@ class SearchAnalyzer:
     semantic search. Content is never changed: only terms and keywords are folded.
 
     ``topics`` (optional) names the profile topics a text states something about (the composition root
-    passes the archiver's ``statement_topics``): a memory of a :data:`PROFILE_TYPES` type gets them as
+    passes the archiver's ``statement_topics``): a memory of a ``data_layer.PROFILE_TYPES`` type gets them as
     keywords, so a profile an application wrote by hand ("喜欢科幻电影，不喜欢恐怖片") is found by its topic
     (兴趣) as the archiver's items are, which carry it. The recall adds the topic to a request for
     suggestions ("周末想放松一下，有什么推荐？") that names none of the user's interests.
