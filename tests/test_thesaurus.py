@@ -178,3 +178,15 @@ async def test_a_thesaurus_is_replaced_by_the_same_rule_it_is_given_by(tmp_path:
         assert engine.thesaurus is None
         engine.thesaurus = "cilin"
         assert engine.thesaurus is cilin_thesaurus()
+
+
+def test_names_person_and_the_analyzers_topics_refuse_what_they_cannot_use() -> None:
+    from agent_memory.search import SearchAnalyzer
+    from agent_memory.text import Thesaurus
+
+    thesaurus = Thesaurus({"Aj04B01=": ["同事", "共事"], "Dk29D01=": ["电影", "影片"]})
+    assert thesaurus.names_person("同事") and not thesaurus.names_person("电影")
+    with pytest.raises(TypeError, match="word must be a str, got list"):
+        thesaurus.names_person(["同事"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="topics must be a function"):
+        SearchAnalyzer(topics="兴趣")  # type: ignore[arg-type]

@@ -57,6 +57,8 @@ class SearchAnalyzer:
         embedder: Embedder | None = None,
         topics: Callable[[str], Sequence[str]] | None = None,
     ) -> None:
+        if topics is not None and not callable(topics):
+            raise TypeError(f"topics must be a function from text to topic labels or None, got {type(topics).__name__}")
         self.tokenizer = tokenizer or Tokenizer()
         self.extractor = extractor or KeywordExtractor()
         self.embedder = embedder

@@ -92,6 +92,8 @@ class Thesaurus:
         >>> Thesaurus({"Aj04B01=": ["同事", "共事"], "Bi08A01@": ["猫"]}).names_person("同事")
         True
         """
+        if not isinstance(word, str):
+            raise TypeError(f"word must be a str, got {type(word).__name__}")
         return word in self._people
 
     def _state(self) -> tuple[list[tuple[float, tuple[str, ...]]], list[str], list[tuple[int, ...]], list[str]]:
