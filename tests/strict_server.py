@@ -16,13 +16,18 @@ Strictness (each a constructor flag, all on by default except the last):
    ``user``/``assistant``; an assistant message with ``tool_calls`` must be followed by exactly one ``tool``
    message per call id (any order), then an ``assistant`` message; the last message must be ``user`` or
    ``tool`` (HTTP 500).
-3. ``reject_null_content`` -- ``content`` null (or missing) is refused unless the message is an assistant
-   message with ``tool_calls`` (what AutoGen sends for tool calls) (HTTP 500).
+3. ``reject_null_content`` -- ``content`` null (or missing) is refused on every message, also on an assistant
+   message with ``tool_calls`` (what AutoGen's OpenAI client sends for a tool call without text, and what
+   llama-cpp-python's server refuses with "Input should be a valid string") (HTTP 500).
 4. ``context_tokens`` -- prompt tokens (see :func:`prompt_tokens`) above the limit give HTTP 400
    ``exceed_context_size_error``, "the request exceeds the available context size, try increasing it";
    ``None`` turns the check off.
 5. ``reject_bad_history_args`` (off by default) -- ``function.arguments`` of every tool call in the
    request's assistant messages must be a string holding valid JSON (HTTP 500).
+
+``legacy_function_call`` (off by default) makes every answer with tool calls also carry the legacy
+``function_call`` field (the first call's name and arguments), as llama-cpp-python's function-calling chat
+format does; AutoGen's OpenAI client refuses such an answer ("function_call is deprecated").
 
 Errors are ``{"error": {"code": ..., "message": ..., "type": ...}}``. A refused request does not use up a
 scripted reply. The openai SDK retries 5xx answers; :meth:`StrictServer.client` sets ``max_retries=0``.
@@ -219,11 +224,12 @@ def _check_null_content(messages: list[dict[str, Any]], roles: list[str]) -> Non
     for i, message in enumerate(messages):
         content = message.get("content")
         if content is None:
-            if message.get("role") == "assistant" and message.get("tool_calls"):
-                continue
+            calls = (
+                " (an assistant message with tool_calls too: send an empty string)" if message.get("tool_calls") else ""
+            )
             raise _refuse(
-                f"messages[{i}] (role {roles[i]!r}) has null content; content may only be null on an assistant "
-                "message with tool_calls",
+                f"messages[{i}].content: Input should be a valid string: messages[{i}] (role {roles[i]!r}) has null "
+                f"content{calls}",
                 roles,
             )
         if not isinstance(content, str | list):
@@ -338,6 +344,7 @@ class StrictServer:
         reject_null_content: bool = True,
         context_tokens: int | None = 8192,
         reject_bad_history_args: bool = False,
+        legacy_function_call: bool = False,
         model: str = MODEL,
         responder: Callable[[dict[str, Any]], Reply] | None = None,
     ) -> None:
@@ -346,6 +353,7 @@ class StrictServer:
         self.reject_null_content = reject_null_content
         self.context_tokens = context_tokens
         self.reject_bad_history_args = reject_bad_history_args
+        self.legacy_function_call = legacy_function_call
         self.model = model
         #: Answers when the script is empty: ``callable(request body) -> Reply``.
         self.responder: Callable[[dict[str, Any]], Reply] = responder or echo_responder
@@ -670,6 +678,8 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
+            if self.owner.legacy_function_call:
+                message["function_call"] = dict(calls[0]["function"])
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
         return {
             **self._head(body, "chat.completion"),

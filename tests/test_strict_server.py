@@ -27,7 +27,8 @@ from autogen_core.models import (
 )
 from autogen_core.tools import ToolSchema
 
-from strict_server import Reply, StrictServer, count_tokens, prompt_tokens, server_fixture
+from agent_memory.clients import TextOnToolCallsContext, TolerantOpenAIChatCompletionClient
+from strict_server import DEFAULT_MODEL_INFO, MODEL, Reply, StrictServer, count_tokens, prompt_tokens, server_fixture
 
 strict = server_fixture("server")
 
@@ -228,7 +229,7 @@ async def test_history_with_malformed_arguments(server: StrictServer) -> None:
     bad = FunctionCall(id="call_9", name="add", arguments='{"a": 1,')
     messages = [
         UserMessage(content="sum", source="user"),
-        AssistantMessage(content=[bad], source="assistant"),
+        AssistantMessage(content=[bad], source="assistant", thought=""),
         FunctionExecutionResultMessage(
             content=[FunctionExecutionResult(call_id="call_9", name="add", content="bad JSON", is_error=True)]
         ),
@@ -237,7 +238,7 @@ async def test_history_with_malformed_arguments(server: StrictServer) -> None:
     accepted = await client.create(messages, tools=[ADD_SCHEMA])  # reject_bad_history_args is off by default
     await client.close()
     assert accepted.content == "ok: sum"
-    assert server.requests[0]["messages"][1]["content"] is None  # AutoGen sends null content with tool_calls
+    assert server.requests[0]["messages"][1]["content"] == ""  # an empty thought is sent as "" text
 
     with StrictServer(reject_bad_history_args=True) as picky:
         picky_client = picky.client()
@@ -299,9 +300,8 @@ async def test_assistant_agent_tool_round_trip(server: StrictServer) -> None:
 
     server.script(Reply(tool_calls=[("add", '{"a": 2, "b": 3}')]), Reply(text="2 + 3 = 5"))
     client = server.client()
-    agent = AssistantAgent(
-        "calc", model_client=client, tools=[add], reflect_on_tool_use=True, system_message="You add numbers."
-    )
+    agent = AssistantAgent("calc", model_client=client, tools=[add], reflect_on_tool_use=True,
+                           system_message="You add numbers.", model_context=TextOnToolCallsContext())  # fmt: skip
     result = await agent.run(task="What is 2 + 3?")
     await client.close()
 
@@ -317,17 +317,73 @@ async def test_assistant_agent_tool_round_trip(server: StrictServer) -> None:
         ["system", "user", "assistant", "tool"],
     ]
     second = server.requests[1]["messages"]
-    assert second[2]["content"] is None
+    assert second[2]["content"] == ""
     assert second[2]["tool_calls"][0]["id"] == second[3]["tool_call_id"] == "call_1"
     assert second[3]["content"] == "5"
     assert server.errors == []
     assert server.pending == 0
 
 
+async def test_autogens_own_tool_call_shape_is_refused_as_llama_cpp_python_refuses_it(server: StrictServer) -> None:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    server.script(Reply(tool_calls=[("add", '{"a": 2, "b": 3}')]), Reply(text="never sent"))
+    client = server.client()
+    agent = AssistantAgent("calc", model_client=client, tools=[add], reflect_on_tool_use=True)
+    with pytest.raises(openai.InternalServerError, match="has null content"):
+        await agent.run(task="What is 2 + 3?")
+    await client.close()
+    assert server.requests[1]["messages"][2]["content"] is None
+    assert server.pending == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_legacy_function_call_field_fails_autogens_client_and_not_the_tolerant_one(
+    stream: bool,
+) -> None:
+    """llama-cpp-python's function-calling format answers with ``function_call`` beside ``tool_calls``."""
+    with StrictServer(legacy_function_call=True) as server:
+        server.script(*[Reply(tool_calls=[("add", '{"a": 1, "b": 2}')])] * 4)
+        raw = post(server, chat(user("q")))[1]["choices"][0]["message"]
+        assert raw["function_call"] == raw["tool_calls"][0]["function"]  # the answer as llama-cpp-python gives it
+        plain = server.client()
+        with pytest.raises(ValueError, match="function_call is deprecated"):
+            await plain.create([UserMessage(content="sum", source="user")], tools=[ADD_SCHEMA])
+        await plain.close()
+        tolerant = TolerantOpenAIChatCompletionClient(model=MODEL, base_url=server.base_url, api_key="x",
+                                                      max_retries=0, model_info=DEFAULT_MODEL_INFO)  # fmt: skip
+        result = await tolerant.create([UserMessage(content="sum", source="user")], tools=[ADD_SCHEMA])
+        history = [
+            UserMessage(content="sum", source="user"),
+            AssistantMessage(content=result.content, source="calc"),  # type: ignore[arg-type]
+            FunctionExecutionResultMessage(
+                content=[FunctionExecutionResult(call_id="call_3", name="add", content="3", is_error=False)]
+            ),
+        ]
+        if stream:
+            final = [
+                x async for x in tolerant.create_stream(history, tools=[ADD_SCHEMA]) if isinstance(x, CreateResult)
+            ]
+            answer = final[0]
+        else:
+            answer = await tolerant.create(history, tools=[ADD_SCHEMA])
+        dumped = tolerant.dump_component()
+        await tolerant.close()
+    assert result.content == [FunctionCall(id="call_3", name="add", arguments='{"a": 1, "b": 2}')]
+    assert result.finish_reason == "function_calls"
+    assert server.requests[3]["messages"][1]["content"] == ""  # its tool call went back with "" text
+    assert isinstance(answer.content, list)  # the third scripted answer, read as a tool call again
+    assert dumped.provider == "agent_memory.clients.TolerantOpenAIChatCompletionClient"
+    assert "http_client" not in dumped.config
+    assert server.errors == []
+
+
 # ------------------------------------------------------------------------------------ raw JSON
 
 
-def test_null_content_is_refused_unless_assistant_calls_tools(server: StrictServer) -> None:
+def test_null_content_is_refused_on_every_message(server: StrictServer) -> None:
     status, body = post(server, chat({"role": "user", "content": None}))
     assert status == 500
     assert body["error"]["type"] == "server_error"
@@ -337,7 +393,12 @@ def test_null_content_is_refused_unless_assistant_calls_tools(server: StrictServ
     assert status == 500
     assert "messages[1] (role 'assistant') has null content" in body["error"]["message"]
 
-    status, body = post(server, chat(user("q"), assistant(None, "c1", "c2"), tool("c2"), tool("c1")))
+    status, body = post(server, chat(user("q"), assistant(None, "c1"), tool("c1")))
+    assert status == 500  # llama-cpp-python refuses it on a tool call too; OpenAI accepts it
+    assert "Input should be a valid string" in body["error"]["message"]
+    assert "assistant message with tool_calls too: send an empty string" in body["error"]["message"]
+
+    status, body = post(server, chat(user("q"), assistant("", "c1", "c2"), tool("c2"), tool("c1")))
     assert status == 200, body  # tool results in any order
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "ok: q"}
 
@@ -347,13 +408,13 @@ def test_null_content_is_refused_unless_assistant_calls_tools(server: StrictServ
     [
         ([user("a"), user("b")], "messages[1] has role 'user', expected 'assistant'"),
         ([user("a"), assistant("b")], "must end with a 'user' or 'tool' message"),
-        ([user("a"), assistant(None, "c1", "c2"), tool("c1")], "calls tools ['c2'] that are not answered"),
-        ([user("a"), assistant(None, "c1"), user("b")], "messages[2] has role 'user', expected a 'tool' message"),
+        ([user("a"), assistant("", "c1", "c2"), tool("c1")], "calls tools ['c2'] that are not answered"),
+        ([user("a"), assistant("", "c1"), user("b")], "messages[2] has role 'user', expected a 'tool' message"),
         (
-            [user("a"), assistant(None, "c1"), tool("c1"), user("b")],
+            [user("a"), assistant("", "c1"), tool("c1"), user("b")],
             "messages[3] has role 'user', expected 'assistant'",
         ),
-        ([user("a"), assistant(None, "c1"), tool("zz")], "answers tool_call_id 'zz', which is not an open call"),
+        ([user("a"), assistant("", "c1"), tool("zz")], "answers tool_call_id 'zz', which is not an open call"),
         ([user("a"), tool("c1")], "does not follow an assistant message with tool_calls"),
         ([{"role": "system", "content": "s"}], "no user message"),
         ([{"role": "developer", "content": "s"}, user("a")], "Unsupported role 'developer'"),

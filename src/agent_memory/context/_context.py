@@ -13,9 +13,11 @@ recall either as one system message in front (``injection="system"``)::
 
 or as a simulated ``recall_memory`` call and its result right after the user's message
 (``injection="tool_call"``: system, ..., user, assistant(tool call), tool, then the reply), the order
-strict chat templates accept. The stored history is never changed. A recall that finds nothing, runs
-out of its time budget or fails leaves the messages as they are (an event says why), and a time-out
-still keeps what the searches had found.
+strict chat templates accept. The stored history is never changed. A recall that finds nothing leaves
+the messages as they are; one that runs out of its time budget or fails (an event says why) still
+gives what the searches had found. A turn that failed before its reply does not break the next
+request: its message joins the next one (strict templates refuse two user messages in a row), and
+tool calls are sent with empty text, never ``null`` content.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pydantic import BaseModel
 from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, Scope
 
 from ..archive import ToolResultManager
+from ..clients import with_text_on_tool_calls
 from ..recall import (
     MemRecallAgent,
     RecallErrorEvent,
@@ -60,6 +63,7 @@ from ._options import RecallOptions
 from ._turns import (
     MAX_RECALL_HISTORY,
     alternating,
+    answered_turns,
     chat_pairs,
     conversation_of,
     current_turn,
@@ -239,13 +243,14 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             self._injected = await self._recall(history, turn)
             self._turn = turn
         budget = self.options.history_token_budget - sum(message_tokens(m) for m in self._injected)
-        history = bounded(history, budget=max(budget, 1))
+        # a failed turn's unanswered message joins the next one; tool calls go out with "" text, not null
+        history = bounded(answered_turns(history), budget=max(budget, 1))
         if not self._injected:
-            return history
+            return with_text_on_tool_calls(history)
         if self.options.injection == "system":
-            return [*self._injected, *history]
+            return with_text_on_tool_calls([*self._injected, *history])
         last_user = max(i for i, m in enumerate(history) if isinstance(m, UserMessage))
-        return [*history[: last_user + 1], *self._injected, *history[last_user + 1 :]]
+        return with_text_on_tool_calls([*history[: last_user + 1], *self._injected, *history[last_user + 1 :]])
 
     # -- recall ------------------------------------------------------------------------------------
 
@@ -271,7 +276,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             logger.warning("memory recall failed", exc_info=True)
             await self._emit(RecallErrorEvent(source="memory_context", content=str(exc)[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
-            return []
+            if not agent or not settings:
+                return []
+            ledger = agent[0].ledger  # what the searches found before the failure
         else:
             if result is None:
                 return []
@@ -364,7 +371,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
             pairs = []
-        if not summary or ledger.handoff_problem:
+        if not summary or ledger.handoff_problem or ledger.from_fallback(settings.similarity_threshold):
             summary = f"找到 {len(pairs)} 条相关记忆。"
         block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,
                              event_top_k=settings.event_top_k, token_budget=self.options.slot_token_budget)  # fmt: skip

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 InjectionMode = Literal["system", "tool_call"]
+#: The share of the recall's time budget a recall model may use.
+MODEL_SHARE = 0.7
 
 
 class RecallOptions(BaseModel):
@@ -27,3 +29,15 @@ class RecallOptions(BaseModel):
     slot_token_budget: int = Field(400, ge=20, le=8000)
     history_token_budget: int = Field(6000, ge=256, le=1_000_000)
     injection: InjectionMode = "system"
+
+    @property
+    def model_time_budget_s(self) -> float:
+        """The share of ``time_budget_s`` a recall model may use (70 %): its request is cancelled then, so
+        the recall still ends within its budget with what was found, and a one-slot server is freed."""
+        return round(self.time_budget_s * MODEL_SHARE, 3)
+
+    @property
+    def message_token_limit(self) -> int:
+        """The most tokens (:func:`estimate_tokens`) one user message may take: half of
+        ``history_token_budget``, so the recall block, earlier turns and the reply keep room."""
+        return self.history_token_budget // 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
+from autogen_core.models import AssistantMessage, FunctionExecutionResultMessage, LLMMessage, UserMessage
 
 from data_layer import MAX_MESSAGE_BYTES, MessageRecord, storable_copy, truncate_utf8
 
@@ -94,3 +94,37 @@ def conversation_of(history: Sequence[LLMMessage]) -> list[tuple[str, str]]:
     while pairs and pairs[-1][0] != "user":
         pairs.pop()
     return pairs
+
+
+def answered_turns(history: Sequence[LLMMessage]) -> list[LLMMessage]:
+    """``history`` as strict chat templates accept it: each earlier turn ends in a reply.
+
+    A turn whose model call failed leaves its user message (and any tool round it had begun) without a
+    reply; the next user message would then follow a user message or a tool result, which Mistral- and
+    Gemma-style templates refuse in every later request. So a tool round that no reply followed is left
+    out, and a user message without its reply is joined to the next one, as :func:`alternating` joins a
+    stored chat's.
+    The current turn (after the last user message) is kept as it is: its tool rounds are still running.
+
+    >>> a, b = UserMessage(content="a", source="u"), UserMessage(content="b", source="u")
+    >>> [m.content for m in answered_turns([a, b])]
+    ['a\n\nb']
+    """
+    out: list[LLMMessage] = []
+    for message in history:
+        if isinstance(message, UserMessage):
+            while out and _tool_round(out[-1]):
+                out.pop()
+            before = out[-1] if out else None
+            if isinstance(before, UserMessage) and isinstance(before.content, str) and isinstance(message.content, str):
+                out[-1] = message.model_copy(update={"content": f"{before.content}\n\n{message.content}"})
+                continue
+        out.append(message)
+    return out
+
+
+def _tool_round(message: LLMMessage) -> bool:
+    """A tool call or its results (a step of a turn, not its reply)."""
+    return isinstance(message, FunctionExecutionResultMessage) or (
+        isinstance(message, AssistantMessage) and isinstance(message.content, list)
+    )

@@ -9,11 +9,19 @@ Each iteration runs a fresh agent over the last ``window_size`` messages. An app
 ``expand_context_window`` ends the iteration and the next one starts with the larger window, up to
 ``max_iterations``. ``handoff`` (given to the agent through ``handoffs=``, with seed 000's
 ``HandoffInput`` as its arguments) ends the recall.
+
+A recall driven by a model always delivers: the deterministic planner's first round runs before the
+model (one search, a few milliseconds), and its memories stand in the ledger as the fallback. A model
+that never searches, names only memories no search returned, fails, or runs past
+``model_time_budget_s`` (its request is cancelled then, so a one-slot server is free for the reply)
+still leaves the recall with what its searches found, or else with that first round's memories.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +35,7 @@ from autogen_core.tools import BaseTool
 
 from data_layer import Scope
 
+from ..clients import TextOnToolCallsContext
 from ..search import HybridMemorySearch
 from ..tools import (
     MEMRECALL_TOOLS,
@@ -37,11 +46,12 @@ from ..tools import (
     ToolLimits,
 )
 from ..tools._adapter import ScopedTool
-from ._events import WindowExpandedEvent
+from ._events import RecallErrorEvent, RecallTimeoutEvent, WindowExpandedEvent
 from ._planner import OfflineRecallPlanner
 from ._prompt import format_task, recall_prompt
 
 AGENT_NAME = "mem_recall"
+logger = logging.getLogger(__name__)
 
 
 class RecallHandoff(Handoff):
@@ -116,7 +126,9 @@ class MemRecallAgent:
     ``model_client`` is any AutoGen client (default: :class:`OfflineRecallPlanner`); ``limits`` the
     search rounds and tool limits; ``similarity_threshold`` the lowest score the offline planner
     reports; ``max_iterations`` window expansions; ``window_size`` messages in the first iteration;
-    ``on_event`` receives every agent event as it happens (``queue.put_nowait`` will do).
+    ``on_event`` receives every agent event as it happens (``queue.put_nowait`` will do);
+    ``model_time_budget_s`` bounds the part a ``model_client`` drives (``None``: no bound of its own;
+    see the module docs).
     """
 
     def __init__(
@@ -133,14 +145,21 @@ class MemRecallAgent:
         system_message: str | None = None,
         on_event: Any = None,
         now: datetime | None = None,
+        model_time_budget_s: float | None = None,
     ) -> None:
         if not 1 <= max_iterations <= 5:
             raise ValueError("max_iterations must be between 1 and 5")
         if not 1 <= window_size <= 50:
             raise ValueError("window_size must be between 1 and 50")
+        if model_time_budget_s is not None and not model_time_budget_s > 0:
+            raise ValueError(f"model_time_budget_s must be a positive number of seconds, not {model_time_budget_s!r}")
         self.search = search
         self.scope = scope
         self.limits = limits or ToolLimits()
+        self.similarity_threshold = similarity_threshold
+        self.model_time_budget_s = model_time_budget_s
+        #: Whether a model (not the offline planner) drives the recall.
+        self.model_driven = model_client is not None
         self.model_client = model_client or OfflineRecallPlanner(
             limits=self.limits,
             similarity_threshold=similarity_threshold,
@@ -158,6 +177,7 @@ class MemRecallAgent:
         self.now = now
         #: The ledger of the recall running now (or last run): kept when the run is cancelled.
         self.ledger = RecallLedger()
+        self._iteration = 0
 
     def build_agent(self, box: MemoryToolbox) -> AssistantAgent:
         """The AssistantAgent of one iteration: three tools, and ``expand_context_window`` and ``handoff``
@@ -171,6 +191,7 @@ class MemRecallAgent:
             # every search round, a detail read, keyword extraction and the handoff itself
             max_tool_iterations=self.limits.rounds + 4,
             reflect_on_tool_use=False,
+            model_context=TextOnToolCallsContext(),  # tool calls go out with "" text: strict servers refuse null
         )
 
     async def recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
@@ -181,13 +202,47 @@ class MemRecallAgent:
             raise ValueError("recall needs at least the current message")
         await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         with self.search.one_view():  # every round searches the same memories, read once
-            return await self._recall(messages)
+            if not self.model_driven:
+                return await self._recall(messages)
+            return await self._model_recall(messages)
 
-    async def _recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
+    async def _model_recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
+        """The model's recall, with the deterministic first round as its fallback (see the module docs)."""
+        first = MemRecallAgent(self.search, scope=self.scope, limits=dataclasses.replace(self.limits, rounds=1),
+                               similarity_threshold=self.similarity_threshold, max_iterations=1,
+                               window_size=self.window_size, now=self.now)  # fmt: skip
+        fallback = tuple((await first._recall(messages)).ledger.relevant(self.similarity_threshold))
+        self.ledger = RecallLedger(fallback=fallback)  # what a cancelled recall keeps from the start
+        event: BaseAgentEvent
+        try:
+            async with asyncio.timeout(self.model_time_budget_s):
+                return await self._recall(messages, fallback=fallback)
+        except TimeoutError:
+            logger.warning("the recall model ran past its %s s; the recall gives what was found",
+                           self.model_time_budget_s)  # fmt: skip
+            event = RecallTimeoutEvent(source=AGENT_NAME, budget_s=self.model_time_budget_s or 0.0,
+                                       content="the recall model was stopped; what was found is given")  # fmt: skip
+        except Exception as exc:  # a model's error ends its part, never the recall
+            logger.warning("the recall model failed; the recall gives what was found", exc_info=True)
+            event = RecallErrorEvent(source=AGENT_NAME, content=f"recall model: {exc}"[:500],
+                                     error_type=type(exc).__name__)  # fmt: skip
+        await self._emit(event)
+        return RecallResult(self.ledger, max(self._iteration, 1), self.window_size)
+
+    async def _emit(self, event: Any) -> None:
+        if self.on_event is not None:
+            result = self.on_event(event)
+            if asyncio.iscoroutine(result):
+                await result
+
+    async def _recall(
+        self, messages: Sequence[tuple[str, str]], *, fallback: tuple[MemorySearchResultItem, ...] = ()
+    ) -> RecallResult:
         window = self.window_size
         events: list[BaseAgentEvent | BaseChatMessage] = []
-        self.ledger = ledger = RecallLedger()
+        self.ledger = ledger = RecallLedger(fallback=fallback)
         for iteration in range(1, self.max_iterations + 1):
+            self._iteration = iteration
             box = MemoryToolbox(
                 self.search,
                 scope=self.scope,
@@ -207,17 +262,10 @@ class MemRecallAgent:
             async for item in agent.run_stream(task=task):
                 if isinstance(item, BaseAgentEvent | BaseChatMessage):
                     events.append(item)
-                    if self.on_event is not None:
-                        result = self.on_event(item)
-                        if asyncio.iscoroutine(result):
-                            await result
+                    await self._emit(item)
             expansion = box.expansion
             if ledger.handoff is not None or ledger.handoff_problem is not None or expansion is None:
                 return RecallResult(ledger, iteration, window, tuple(events))
             window = expansion.new_size
-            if self.on_event is not None:
-                result = self.on_event(WindowExpandedEvent(source=AGENT_NAME, new_size=window,
-                                                           iteration=expansion.iteration))  # fmt: skip
-                if asyncio.iscoroutine(result):
-                    await result
+            await self._emit(WindowExpandedEvent(source=AGENT_NAME, new_size=window, iteration=expansion.iteration))
         return RecallResult(ledger, self.max_iterations, window, tuple(events))

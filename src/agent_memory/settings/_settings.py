@@ -109,6 +109,9 @@ class AgentMemorySettings(BaseSettings):
     #: An AutoGen model client as its component JSON (``{"provider": ..., "config": ...}``); empty: the
     #: offline planner.
     memory_recall_model_client: str = ""
+    #: An AutoGen model client (component JSON) that turns ended chat sessions into memories; empty: the
+    #: offline rules. An answer it gives that is no usable JSON falls back to the rules (logged).
+    memory_archive_model_client: str = ""
 
     # -- tool-result archive (seed 004) and the command executor --------------------------------------
     memory_archive_threshold: int = Field(10_000, ge=100, le=10_000_000)
@@ -167,6 +170,11 @@ class AgentMemorySettings(BaseSettings):
         offline planner."""
         return _load_client("MEMORY_RECALL_MODEL_CLIENT", self.memory_recall_model_client)
 
+    def archive_model_client(self) -> Any:
+        """The configured archiving model client (``MEMORY_ARCHIVE_MODEL_CLIENT``), or ``None`` for the
+        offline rules."""
+        return _load_client("MEMORY_ARCHIVE_MODEL_CLIENT", self.memory_archive_model_client)
+
     def chat_model_client(self) -> Any:
         """The configured main chat model client (``MEMORY_CHAT_MODEL_CLIENT``), or ``None`` for the
         offline responder."""
@@ -193,14 +201,25 @@ class AgentMemorySettings(BaseSettings):
         return UserSettings(memory=self.recall_settings(), chat=self.chat_settings())
 
 
+#: AutoGen's OpenAI client as component JSON names it; loaded as the library's tolerant subclass.
+_OPENAI_PROVIDERS = frozenset({"OpenAIChatCompletionClient", "autogen_ext.models.openai.OpenAIChatCompletionClient"})
+
+
 def _load_client(variable: str, spec_json: str) -> Any:
-    """An AutoGen model client from component JSON, or ``None`` when ``spec_json`` is blank."""
+    """An AutoGen model client from component JSON, or ``None`` when ``spec_json`` is blank.
+
+    AutoGen's ``OpenAIChatCompletionClient`` is loaded as ``TolerantOpenAIChatCompletionClient`` (the same
+    client, which also takes the answers of local servers that add the legacy ``function_call`` field
+    and never sends ``null`` content)."""
     if not spec_json.strip():
         return None
     from autogen_core.models import ChatCompletionClient
 
     try:
-        return ChatCompletionClient.load_component(json.loads(spec_json))
+        spec = json.loads(spec_json)
+        if isinstance(spec, dict) and spec.get("provider") in _OPENAI_PROVIDERS:
+            spec = {**spec, "provider": "agent_memory.clients.TolerantOpenAIChatCompletionClient"}
+        return ChatCompletionClient.load_component(spec)
     except (ValueError, TypeError) as exc:
         raise SettingsError(
             f"{variable} must be an AutoGen component as JSON, e.g. "

@@ -262,18 +262,21 @@ class MemorySystem:
         on_event: Any = None,
         model_client: ChatCompletionClient | None = None,
     ) -> MemRecallAgent:
-        """A recall agent for ``scope`` with the user's recall ``settings`` (default: the defaults)."""
+        """A recall agent for ``scope`` with the user's recall ``settings`` (default: the defaults); a
+        model drives it for :attr:`RecallOptions.model_time_budget_s` at most."""
         user = settings or self.settings.recall_settings()
         opts = options or self.recall_options
+        client = model_client or self.recall_client
         return MemRecallAgent(
             self.search,
             scope=scope,
-            model_client=model_client or self.recall_client,
+            model_client=client,
             limits=self.tool_limits(user),
             similarity_threshold=user.similarity_threshold,
             max_iterations=opts.max_iterations,
             window_size=opts.window_size,
             on_event=on_event,
+            model_time_budget_s=opts.model_time_budget_s if client is not None else None,
         )
 
     async def recall_memory(

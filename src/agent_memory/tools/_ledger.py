@@ -61,6 +61,9 @@ class RecallLedger:
     handoff: HandoffInput | None = None
     #: Why the model's handoff was not accepted (bad or missing arguments), when it was not.
     handoff_problem: str | None = None
+    #: What a deterministic first round found before a model drove the recall (its relevant memories,
+    #: best first): given when the model's own work yields nothing relevant.
+    fallback: tuple[MemorySearchResultItem, ...] = ()
 
     def found(self) -> list[MemorySearchResultItem]:
         """Every memory the successful searches returned, ranked by :func:`rank_found`."""
@@ -72,8 +75,16 @@ class RecallLedger:
         With a valid handoff, its keys in its order (a key the searches never returned is dropped:
         a model cannot invent a memory); without one (bad arguments, time-out, a model that never
         handed off), the best found memories. The threshold is absolute: the same value means the
-        same whichever model drove the recall.
+        same whichever model drove the recall. When that leaves nothing (a model that never searched,
+        searched badly, or named only memories no search returned), the :attr:`fallback`'s memories.
         """
+        return self._chosen(threshold) or [item for item in self.fallback if item.relevance_score >= threshold]
+
+    def from_fallback(self, threshold: float) -> bool:
+        """Whether :meth:`relevant` gives the fallback's memories (the model's work gave none)."""
+        return not self._chosen(threshold) and any(item.relevance_score >= threshold for item in self.fallback)
+
+    def _chosen(self, threshold: float) -> list[MemorySearchResultItem]:
         found = {item.memory_key: item for item in self.found()}
         if self.handoff is not None and self.handoff.relevant_memory_keys:
             chosen = [found[k] for k in dict.fromkeys(self.handoff.relevant_memory_keys) if k in found]
