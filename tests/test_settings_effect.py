@@ -73,12 +73,13 @@ COMPANIONS = {
     "MEMORY_SEARCH_TIME_DECAY_WEIGHT": {"MEMORY_SEARCH_KEYWORD_WEIGHT": "0.5"},
 }
 #: Shown by their own tests: the database URL (every test), proactive search and the language
-#: (test_agent_builder), the recall model client (test_recall); the serving settings by the web and
+#: (test_agent_builder), the recall model client (test_recall), the archiving model client
+#: (test_archive_model); the serving settings by the web and
 #: MCP tests (test_web_api: the chat model client replaces the offline responder, a host other than
 #: loopback needs a token, the token is required; test_mcp).
 ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
              "MEMORY_RECALL_MODEL_CLIENT", "MEMORY_SERVER_HOST", "MEMORY_SERVER_TOKEN",
-             "MEMORY_CHAT_MODEL_CLIENT"}  # fmt: skip
+             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT"}  # fmt: skip
 
 
 def test_every_setting_is_checked() -> None:

@@ -3,7 +3,8 @@
 ``OfflineExtractor`` (default) needs nothing: statement rules for Chinese and English and extractive
 gists. ``ModelExtractor`` asks an AutoGen ``ChatCompletionClient`` for a typed JSON answer (validated
 with pydantic); an answer that does not validate, names messages that are not in the session, or a
-client error falls back to the offline rules for that session, so archiving never stops on a model.
+client error falls back to the offline rules for that session, so archiving never stops on a model
+(a WARNING says why, without the chat's text). ``MEMORY_ARCHIVE_MODEL_CLIENT`` names the model.
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ class ModelExtractor:
             answer = _ModelAnswer.model_validate(json.loads(result.content))
             return self._typed(session, answer)
         except (ValueError, ValidationError, TypeError) as exc:
-            logger.info("model extraction unusable (%s); using the offline rules", exc)
-        except Exception:
-            logger.warning("model extraction failed; using the offline rules", exc_info=True)
+            logger.warning("the archiving model's answer for %s is unusable (%s); using the offline rules",
+                           _where(session), _reason(exc))  # fmt: skip
+        except Exception as exc:
+            logger.warning("the archiving model failed for %s (%s: %s); using the offline rules", _where(session),
+                           type(exc).__name__, exc, exc_info=True)  # fmt: skip
         return await self.offline.extract(session)
 
     def _typed(self, session: Session, answer: _ModelAnswer) -> Extracted:
@@ -125,6 +128,17 @@ class ModelExtractor:
                 raise ValueError("event cites no message of this session")
             gists.append(GistDraft(by_id[ids[0]].created_at, e.content, tuple(ids)))
         return Extracted(tuple(gists), tuple(statements))
+
+
+def _where(session: Session) -> str:
+    """The session's chat and its message ids, for a log line (no message text)."""
+    ids = [m.id for m in session.messages]
+    return f"the session of messages {ids[0]}-{ids[-1]}" if ids else "an empty session"
+
+
+def _reason(exc: Exception) -> str:
+    """Why an answer was refused, on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
 
 
 def _statement(p: _ModelProfile, text: str, at: datetime) -> Statement:

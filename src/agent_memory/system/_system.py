@@ -37,7 +37,7 @@ from data_layer import (
 )
 
 from ..archive import ToolResultManager
-from ..archiving import SessionArchiver, statement_topics
+from ..archiving import ModelExtractor, SessionArchiver, statement_topics
 from ..context import MemoryContext, RecallOptions
 from ..evidence import EvidenceToolbox, MessageIndex
 from ..recall import (
@@ -59,7 +59,7 @@ from ..search import (
 )
 from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
-from ..text import KeywordExtractor
+from ..text import KeywordExtractor, Tokenizer
 from ..tools import MemoryToolbox, ToolLimits
 
 
@@ -68,7 +68,7 @@ class MemorySystem:
 
     Build it with :meth:`from_settings` (or :meth:`open`); pass ``layer`` and ``settings`` directly
     only when you hold both already. ``recall_client`` replaces the offline recall planner with a
-    model; ``embedder`` stores a model's vectors with every memory (default: the one
+    model, ``archive_client`` the offline archiving rules; ``embedder`` stores a model's vectors with every memory (default: the one
     ``MEMORY_SEARCH_EMBEDDER`` names). :meth:`close` (or ``async with``) releases the database
     connections.
     """
@@ -79,12 +79,15 @@ class MemorySystem:
         layer: AgentFusionDataLayer,
         settings: AgentMemorySettings,
         recall_client: ChatCompletionClient | None = None,
+        archive_client: ChatCompletionClient | None = None,
         embedder: Embedder | None = None,
         locks: ChatLocks | None = None,
     ) -> None:
         self.layer = layer
         self.settings = settings
         self.recall_client = recall_client
+        #: The model that turns ended sessions into memories (``None``: the offline rules).
+        self.archive_client = archive_client
         s = settings
         extractor = KeywordExtractor(
             max_keywords=s.memory_extraction_max_keywords, min_weight=s.memory_extraction_min_keyword_weight
@@ -131,8 +134,11 @@ class MemorySystem:
         #: One turn and one archiving run per chat at a time (shared with the other worker processes of
         #: a web server when built with their lock file).
         self.locks = locks or ChatLocks()
+        tokenizer = Tokenizer(stem=False)
         self.session_archiver = SessionArchiver(
             layer,
+            extractor=ModelExtractor(archive_client, tokenizer=tokenizer) if archive_client is not None else None,
+            tokenizer=tokenizer,
             locks=self.locks,
             idle=timedelta(minutes=s.memory_sessions_idle_minutes),
             max_messages=s.memory_sessions_max_messages,
@@ -161,19 +167,22 @@ class MemorySystem:
         *,
         database_url: str | None = None,
         recall_client: ChatCompletionClient | None = None,
+        archive_client: ChatCompletionClient | None = None,
         embedder: Embedder | None = None,
         locks: ChatLocks | None = None,
     ) -> MemorySystem:
         """A system from ``settings`` (default: the environment and ``.env``, read now).
 
         ``database_url`` overrides ``MEMORY_DATABASE_URL``; ``recall_client`` overrides
-        ``MEMORY_RECALL_MODEL_CLIENT``; ``locks`` (default: this process only) orders the chat turns and
+        ``MEMORY_RECALL_MODEL_CLIENT`` and ``archive_client`` ``MEMORY_ARCHIVE_MODEL_CLIENT``; ``locks`` (default: this process only) orders the chat turns and
         archiving runs of several processes. Raises ``SettingsError`` naming a bad variable.
         """
         s = settings or load_settings()
         layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
         client = recall_client if recall_client is not None else s.recall_model_client()
-        return cls(layer=layer, settings=s, recall_client=client, embedder=embedder, locks=locks)
+        archiver = archive_client if archive_client is not None else s.archive_model_client()
+        return cls(layer=layer, settings=s, recall_client=client, archive_client=archiver, embedder=embedder,
+                   locks=locks)  # fmt: skip
 
     @classmethod
     def open(cls, database_url: str | None = None, **settings: Any) -> MemorySystem:
