@@ -11,6 +11,7 @@ field still leaves the reply with the memories the deterministic first round fin
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
@@ -76,7 +77,7 @@ async def test_a_tool_round_a_failed_turn_and_the_next_turn_pass_the_strict_serv
     users = [m["content"] for m in last if m["role"] == "user"]
     assert users[-1] == "那我明天先做哪一步？\n\n还有别的建议吗？"
     roles = [m["role"] for m in last if m["role"] != "system"]
-    assert all(a != b or a == "tool" for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b or a == "tool" for a, b in itertools.pairwise(roles))
     assert "季度项目汇报" in _recall_of(server.requests[0])  # the recall reached the first turn's model
 
 
@@ -106,6 +107,9 @@ async def _run_with_recall_model(
     return server.requests[-1], events
 
 
+INVENTED = {"reason": "r", "search_summary": "无", "relevant_memory_keys": ["invented"], "confidence": 0.9}
+
+
 @pytest.mark.parametrize(
     "recall",
     [
@@ -113,21 +117,7 @@ async def _run_with_recall_model(
         pytest.param(
             [
                 Reply(tool_calls=[("search_memories", json.dumps({"query": "天气"}, ensure_ascii=False))]),
-                Reply(
-                    tool_calls=[
-                        (
-                            "handoff",
-                            json.dumps(
-                                {
-                                    "reason": "r",
-                                    "search_summary": "无",
-                                    "relevant_memory_keys": ["invented"],
-                                    "confidence": 0.9,
-                                }
-                            ),
-                        )
-                    ]
-                ),  # fmt: skip
+                Reply(tool_calls=[("handoff", json.dumps(INVENTED))]),
             ],
             id="hands-off-an-invented-key",
         ),
@@ -173,15 +163,9 @@ async def test_a_recall_model_from_settings_takes_answers_with_the_legacy_functi
         main = server.client()
         handoff = {"reason": "找到", "search_summary": "模型找到了季度汇报", "relevant_memory_keys": ["report"],
                    "confidence": 0.8}  # fmt: skip
+        search = json.dumps({"query": "季度项目汇报", "min_relevance_score": 0.3}, ensure_ascii=False)
         server.script(
-            Reply(
-                tool_calls=[
-                    (
-                        "search_memories",
-                        json.dumps({"query": "季度项目汇报", "min_relevance_score": 0.3}, ensure_ascii=False),
-                    )
-                ]
-            ),  # fmt: skip
+            Reply(tool_calls=[("search_memories", search)]),
             Reply(tool_calls=[("handoff", json.dumps(handoff, ensure_ascii=False))]),
             Reply(text="按结论先行准备。"),
         )

@@ -68,9 +68,9 @@ class MemorySystem:
 
     Build it with :meth:`from_settings` (or :meth:`open`); pass ``layer`` and ``settings`` directly
     only when you hold both already. ``recall_client`` replaces the offline recall planner with a
-    model, ``archive_client`` the offline archiving rules; ``embedder`` stores a model's vectors with every memory (default: the one
-    ``MEMORY_SEARCH_EMBEDDER`` names). :meth:`close` (or ``async with``) releases the database
-    connections.
+    model, ``archive_client`` the offline archiving rules; ``embedder`` stores a model's vectors with
+    every memory (default: the one ``MEMORY_SEARCH_EMBEDDER`` names). :meth:`close` (or ``async with``)
+    releases the database connections.
     """
 
     def __init__(
@@ -174,8 +174,9 @@ class MemorySystem:
         """A system from ``settings`` (default: the environment and ``.env``, read now).
 
         ``database_url`` overrides ``MEMORY_DATABASE_URL``; ``recall_client`` overrides
-        ``MEMORY_RECALL_MODEL_CLIENT`` and ``archive_client`` ``MEMORY_ARCHIVE_MODEL_CLIENT``; ``locks`` (default: this process only) orders the chat turns and
-        archiving runs of several processes. Raises ``SettingsError`` naming a bad variable.
+        ``MEMORY_RECALL_MODEL_CLIENT`` and ``archive_client`` ``MEMORY_ARCHIVE_MODEL_CLIENT``; ``locks``
+        (default: this process only) orders the chat turns and archiving runs of several processes.
+        Raises ``SettingsError`` naming a bad variable.
         """
         s = settings or load_settings()
         layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
