@@ -432,7 +432,9 @@ async def test_output_of_records_refuses_bad_limits_and_non_records(memory: Memo
         ("sci-fi", 2),  # one per four other characters, rounded up
         ("我喜欢 sci-fi", 5),
         ("㐀 and 鿿 at the edges", 2 + 5),  # U+3400 and U+9FFF count; 18 others
-        ("ｱｲｳｴｵｶｷｸｹ", 3),  # half-width kana are "other" characters
+        ("ｱｲｳｴｵｶｷｸｹ", 9),  # half-width kana too: each is a token or more for small models
+        ("好的，谢谢。", 6),  # CJK punctuation counts like the characters
+        ("안녕하세요 こんにちは", 5 + 1 + 5),  # Korean and Japanese; the space is an "other" character
     ],
 )
 def test_token_estimate(text: str, tokens: int) -> None:

@@ -29,11 +29,17 @@ SLOT_HEADER = "[记忆召回]"
 _FLATTEN = str.maketrans({"[": "(", "]": ")", "【": "(", "】": ")"})
 
 
-_CJK_RUN = re.compile("[\u3400-\u9fff]+")
+#: Chinese, Japanese and Korean script, their punctuation and full-width forms: small models' tokenizers
+#: give each such character a token or more.
+_CJK_RUN = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]+"
+)
 
 
 def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: Chinese characters count one each, other text one per four characters.
+    """A cheap, conservative token estimate: each Chinese, Japanese or Korean character (punctuation and
+    full-width forms too) counts one, other text one per four characters.
 
     >>> estimate_tokens("我喜欢 sci-fi")
     5

@@ -157,7 +157,10 @@ async def me(request: Request) -> Response:
         {
             "user": user,
             "model": {"offline": state.offline, "label": state.model_label},
-            "limits": {"message_chars": MAX_MESSAGE_CHARS},
+            "limits": {
+                "message_chars": MAX_MESSAGE_CHARS,
+                "message_tokens": system_of(request).recall_options.message_token_limit,
+            },
         }
     )
 
@@ -221,7 +224,7 @@ async def chat(request: Request) -> Response:
     user = current_user(request)
     data = await json_body(request, max_bytes=CHAT_BODY_BYTES)
     only_fields(data, {"message"})
-    text = check_message(data.get("message"))
+    text = check_message(data.get("message"), max_tokens=system_of(request).recall_options.message_token_limit)
     fid = _path_id(request, "friend_id")
     service = chat_of(request)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,7 +43,7 @@ from data_layer import (
     storable_text,
 )
 
-from ..context import MemoryContext
+from ..context import MemoryContext, estimate_tokens
 from ..recall import (
     RecallErrorEvent,
     RecallFinishedEvent,
@@ -53,13 +54,16 @@ from ..recall import (
 )
 from ..system import MemorySystem
 
-#: Longest chat message, in characters.
+#: Longest chat message, in characters (the token limit, :func:`check_message`, is usually the tighter one).
 MAX_MESSAGE_CHARS = 8000
+#: What the page says when the model's reply holds no text.
+EMPTY_REPLY = "the chat model gave an empty reply: send the message again, or check the model server's log"
 #: How many stored messages a turn's agent starts with.
 HISTORY_MESSAGES = 40
 #: The main agent's name (AutoGen wants an identifier; the friend's own name is in its prompt).
 AGENT_NAME = "friend"
 RECALL_AGENT = "mem_recall"
+logger = logging.getLogger(__name__)
 
 
 class ThinkSplitter:
@@ -110,12 +114,25 @@ def split_think(text: str) -> tuple[str, str]:
     return "".join(t for k, t in pieces if k == "reply").strip(), "".join(t for k, t in pieces if k == "thinking")
 
 
-def check_message(text: object) -> str:
-    """A chat message fit to send (raises ``InvalidInputError`` saying why not)."""
+def check_message(text: object, *, max_tokens: int) -> str:
+    """A chat message fit to send (raises ``InvalidInputError`` saying why not).
+
+    Its length is counted in the chat model's tokens as the history budget counts them
+    (:func:`~agent_memory.context.estimate_tokens`: a Chinese, Japanese or Korean character is one token,
+    other text one per four characters), against ``max_tokens`` (half of ``MEMORY_CONTEXT_TOKEN_BUDGET``):
+    7,990 Chinese characters pass a limit of 8,000 characters but are some 16,000 tokens for a small
+    model, over an 8k context."""
     if not isinstance(text, str) or not has_visible_text(text):
         raise InvalidInputError("message must be non-empty text (zero-width characters alone show nothing)")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInputError(f"the message is {len(text)} characters long; at most {MAX_MESSAGE_CHARS}: shorten it")
+    tokens = estimate_tokens(text)
+    if tokens > max_tokens:
+        raise InvalidInputError(
+            f"the message is about {tokens} tokens long; at most {max_tokens} fit the chat model's budget (about "
+            f"{max_tokens} Chinese characters or {max_tokens * 4} letters): shorten it, or raise "
+            "MEMORY_CONTEXT_TOKEN_BUDGET (half of it is the limit)"
+        )
     return storable_text(text.strip(), name="message")  # refused before the turn, not while saving it
 
 
@@ -219,36 +236,44 @@ class ChatService:
             return events
 
         yield {"type": "status", "text": "已收到消息"}
-        async for item in merge_streams(agent.run_stream(task=text), queue):
-            if isinstance(item, RecallStartedEvent):
-                yield {"type": "status", "text": "正在回忆…"}
-            elif isinstance(item, RecallFinishedEvent):
-                finished.append(item)
-                yield {"type": "status", "text": f"回忆完成：{len(item.memory_keys)} 条记忆，{item.elapsed_ms:.0f} ms"}
-            elif isinstance(item, RecallTimeoutEvent | RecallErrorEvent):
-                yield {"type": "notice", "text": item.to_text()}
-            elif isinstance(item, ModelClientStreamingChunkEvent):
-                async for event in card():
-                    yield event
-                for event in pieces(splitter.feed(item.content)):
-                    yield event
-            elif item.__class__.__name__ != "TaskResult" and getattr(item, "source", "") == RECALL_AGENT:
-                if show_thinking:
-                    yield {"type": "recall_step", "kind": type(item).__name__, "text": _step_text(item)}
-            elif isinstance(item, ThoughtEvent):
-                if not thinking:  # a client that keeps the thought apart from the streamed text
-                    thinking.append(item.content)
+        try:
+            async for item in merge_streams(agent.run_stream(task=text), queue):
+                if isinstance(item, RecallStartedEvent):
+                    yield {"type": "status", "text": "正在回忆…"}
+                elif isinstance(item, RecallFinishedEvent):
+                    finished.append(item)
+                    yield {
+                        "type": "status",
+                        "text": f"回忆完成：{len(item.memory_keys)} 条记忆，{item.elapsed_ms:.0f} ms",
+                    }
+                elif isinstance(item, RecallTimeoutEvent | RecallErrorEvent):
+                    yield {"type": "notice", "text": item.to_text()}
+                elif isinstance(item, ModelClientStreamingChunkEvent):
+                    async for event in card():
+                        yield event
+                    for event in pieces(splitter.feed(item.content)):
+                        yield event
+                elif item.__class__.__name__ != "TaskResult" and getattr(item, "source", "") == RECALL_AGENT:
                     if show_thinking:
-                        yield {"type": "thinking", "text": item.content}
-            elif isinstance(item, ToolCallRequestEvent | ToolCallExecutionEvent):
-                async for event in card():
-                    yield event
-                if show_tools:
-                    yield {"type": "tool_event", "kind": type(item).__name__, "text": _step_text(item)}
-            elif isinstance(item, TaskResult):
-                last = item.messages[-1] if item.messages else None
-                if isinstance(last, BaseChatMessage) and last.source == AGENT_NAME:
-                    final = last.to_text()
+                        yield {"type": "recall_step", "kind": type(item).__name__, "text": _step_text(item)}
+                elif isinstance(item, ThoughtEvent):
+                    if not thinking:  # a client that keeps the thought apart from the streamed text
+                        thinking.append(item.content)
+                        if show_thinking:
+                            yield {"type": "thinking", "text": item.content}
+                elif isinstance(item, ToolCallRequestEvent | ToolCallExecutionEvent):
+                    async for event in card():
+                        yield event
+                    if show_tools:
+                        yield {"type": "tool_event", "kind": type(item).__name__, "text": _step_text(item)}
+                elif isinstance(item, TaskResult):
+                    last = item.messages[-1] if item.messages else None
+                    if isinstance(last, BaseChatMessage) and last.source == AGENT_NAME:
+                        final = last.to_text()
+        except Exception as exc:  # the model's request failed: the person is told, never shown an empty reply
+            logger.warning("the chat model failed", exc_info=True)
+            yield {"type": "error", "message": model_failure(exc)}
+            return
         async for event in card():
             yield event
         for event in pieces(splitter.end()):
@@ -257,6 +282,9 @@ class ChatService:
             for event in pieces(ThinkSplitter().feed(final)):
                 yield event
         visible = split_think(final)[0] if final else "".join(reply).strip()
+        if not visible:
+            yield {"type": "error", "message": EMPTY_REPLY}
+            return
         yield {"type": "done", "reply": visible, "thinking": "".join(thinking) if show_thinking else ""}
 
     @staticmethod
@@ -267,6 +295,12 @@ class ChatService:
         result = output.model_dump(include={"profiles", "events"})
         return {"type": "tool_call", "name": "recall_memory", "arguments": context.last_arguments or {},
                 "result": result}  # fmt: skip
+
+
+def model_failure(exc: Exception) -> str:
+    """What the page says when the chat model's request failed: the server's own reason, on one line."""
+    reason = " ".join(str(getattr(exc, "message", "") or exc).split())[:300]
+    return f"the chat model failed ({type(exc).__name__}: {reason}); try again or send a shorter message"
 
 
 def _step_text(item: Any) -> str:

@@ -262,7 +262,9 @@ async function send(text) {
       bubble.classList.remove("streaming");
       bubble.classList.add("done");
     } else if (event.type === "error") {
+      // the failure stands in the chat, in the reply's place: never an empty reply
       status.textContent = "";
+      bubble.insertBefore(el("div", { class: "reply-error", role: "alert", text: `出错了：${event.message}` }), reply);
       $("chat-error").textContent = event.message;
       bubble.classList.remove("streaming");
       bubble.classList.add("failed");
