@@ -41,14 +41,14 @@ def _friend(client: object) -> str:
     return str(response.json()["id"])
 
 
+CONTEXT_EXCEEDED = "the request exceeds the available context size, try increasing it"
+
+
 @pytest.mark.parametrize(
     ("reply", "shown"),
     [
         (Reply(text=""), EMPTY_REPLY),
-        (
-            Reply(status=400, text="the request exceeds the available context size, try increasing it"),
-            "exceeds the available context size",
-        ),  # fmt: skip
+        (Reply(status=400, text=CONTEXT_EXCEEDED), "exceeds the available context size"),
         (Reply(status=500, text="model crashed"), "the chat model failed (InternalServerError: "),
     ],
     ids=["empty", "context-exceeded", "server-error"],
