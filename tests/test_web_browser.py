@@ -305,3 +305,34 @@ def test_friend_isolation_and_memory_page(browser: Any, server: str) -> None:
     page.locator("#friend-list li", has_text="小助手").wait_for(state="detached")
     memory_page(page)
     assert "小助手" not in page.inner_text("#memory-friends") and "科幻" in page.inner_text("#memory-profiles")
+
+
+def test_a_failed_reply_and_a_too_long_message_show_as_errors_in_the_chat(browser: Any, tmp_path: Path) -> None:
+    """The chat model (on the strict test server) answers with nothing, then fails: each bubble says so
+    in the reply's place; a message over the token limit is refused with its length and the limit."""
+    import json
+
+    from strict_server import DEFAULT_MODEL_INFO, MODEL, Reply, StrictServer
+
+    with StrictServer() as model:
+        spec = {"provider": "OpenAIChatCompletionClient",
+                "config": {"model": MODEL, "base_url": model.base_url, "api_key": "x", "max_retries": 0,
+                           "model_info": DEFAULT_MODEL_INFO}}  # fmt: skip
+        with web_server(f"sqlite+aiosqlite:///{tmp_path / 'web.db'}", memory_chat_model_client=json.dumps(spec),
+                        memory_context_token_budget=1000) as base:  # fmt: skip
+            page = open_as(browser, base, "carol")
+            add_friend(page, "小助手")
+            model.script(Reply(text=""), Reply(status=500, text="model crashed"))
+            for text, shown in [("在吗", "empty reply"), ("还在吗", "model crashed")]:
+                before = page.locator(".msg.assistant").count()
+                page.fill("#chat-input", text)
+                page.click("#send")
+                bubble = page.locator(".msg.assistant").nth(before)
+                bubble.and_(page.locator(".failed")).wait_for()
+                assert shown in bubble.locator(".reply-error").inner_text()
+                assert bubble.locator(".reply-error").inner_text().startswith("出错了：")
+            shot(page, "07-chat-errors")
+            page.fill("#chat-input", "汇" * 600)
+            page.click("#send")
+            page.locator("#chat-error", has_text="tokens").wait_for()
+            assert "at most 500" in page.locator("#chat-error").inner_text()
