@@ -453,3 +453,27 @@ def test_a_message_over_the_history_limit_is_stored_cut_and_says_so() -> None:
     assert stored.startswith("汇报汇报") and f"原文 {len(huge.encode())} 字节" in stored
     assert message_to_store("正常\ud800消息") == "正常\ufffd消息"
     assert message_to_store("不变") == "不变"
+
+
+def test_a_turn_left_without_its_reply_joins_the_next_and_its_open_tool_round_is_dropped() -> None:
+    from autogen_core import FunctionCall
+    from autogen_core.models import AssistantMessage, FunctionExecutionResult, FunctionExecutionResultMessage
+
+    from agent_memory.context._turns import answered_turns
+
+    def user(text: str) -> UserMessage:
+        return UserMessage(content=text, source="user")
+
+    calls = AssistantMessage(content=[FunctionCall(id="c1", name="search_memories", arguments="{}")], source="a")
+    results = FunctionExecutionResultMessage(
+        content=[FunctionExecutionResult(call_id="c1", name="search_memories", content="{}", is_error=False)]
+    )
+    reply = AssistantMessage(content="好的", source="a")
+    failed = [user("第一句"), reply, user("没回复的"), calls, results, user("新消息")]
+    assert [(type(m).__name__, m.content) for m in answered_turns(failed)] == [
+        ("UserMessage", "第一句"), ("AssistantMessage", "好的"), ("UserMessage", "没回复的\n\n新消息"),
+    ]  # fmt: skip
+    running = [user("第一句"), reply, user("问题"), calls, results]  # the current turn's tool round goes on
+    assert answered_turns(running) == running
+    answered = [user("问"), calls, results, AssistantMessage(content="答", source="a"), user("再问")]
+    assert answered_turns(answered) == answered

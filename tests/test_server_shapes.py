@@ -196,3 +196,19 @@ async def test_memory_system_loads_the_recall_client_as_the_tolerant_one(tmp_pat
         await system.recall_client.close()
     assert agent.model_driven
     assert agent.model_time_budget_s == pytest.approx(0.7 * settings.memory_recall_time_budget_s)
+
+
+def test_a_legacy_function_call_alone_becomes_the_tool_call() -> None:
+    from agent_memory.clients import without_legacy_function_call
+
+    alone = {"choices": [{"message": {"role": "assistant", "content": None,
+                                      "function_call": {"name": "add", "arguments": '{"a": 1}'}},
+                          "finish_reason": "function_call"}]}  # fmt: skip
+    assert without_legacy_function_call(alone)
+    choice = alone["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and "function_call" not in choice["message"]
+    assert choice["message"]["tool_calls"] == [
+        {"id": "call_legacy_0", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    ]
+    plain = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+    assert not without_legacy_function_call(plain)
