@@ -53,6 +53,7 @@ from ..recall import (
     RecallTimeoutEvent,
     output_of_records,
 )
+from ..text import neutralize
 from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._block import RecallBlock, reachable, recall_block
@@ -196,11 +197,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         shown = alternating(self._stored[-limit:]) if limit > 0 else []
         if assistant_text is not None:
             shown = [(role, assistant_text(text) if role == "assistant" else text) for role, text in shown]
-        for role, content in shown:
+        for role, content in shown:  # stored chat in front of the model: neutralised like memory text
             if role == "user":
-                await super().add_message(UserMessage(content=content, source="user"))
+                await super().add_message(UserMessage(content=neutralize(content), source="user"))
             else:
-                await super().add_message(AssistantMessage(content=content, source=assistant_source))
+                await super().add_message(AssistantMessage(content=neutralize(content), source=assistant_source))
         self._shown = shown
         return len(shown)
 

@@ -7,6 +7,8 @@
 The MemoryContext's simulated call and the MCP server both produce this from a recall's relevant
 memories with :func:`recall_memory_output`. ``evidence_ids`` (an addition to the seed's example)
 lists the chat messages the events and profiles were drawn from, so a UI can show the sources.
+Every text in it is neutralised (``agent_memory.text.neutralize``): a model reads it, as the
+simulated call's result or an MCP client's tool result.
 
 Every memory is read once more and must pass the check of every path to a friend
 (``agent_memory.slots._sensitivity.reaches``: the scope sees it, and a sensitive memory of another
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
 from ..slots._sensitivity import reaches
+from ..text import neutralize
 from ..tools import MemorySearchResultItem
 
 
@@ -71,12 +74,12 @@ def _profile(record: MemoryRecord) -> ProfileItem:
     topic = str(meta.get("topic_label") or meta.get("topic") or "画像")
     value = str(meta.get("value") or record.content)
     updated = str(meta.get("valid_from") or record.updated_at.isoformat())[:10]
-    return ProfileItem(topic=topic, content=value, updated_at=updated)
+    return ProfileItem(topic=neutralize(topic), content=neutralize(value), updated_at=neutralize(updated))
 
 
 def _event(record: MemoryRecord) -> EventItem:
     date = str(record.metadata.get("date") or record.created_at.date().isoformat())
-    return EventItem(date=date, content=record.content)
+    return EventItem(date=neutralize(date), content=neutralize(record.content))
 
 
 async def reachable(
