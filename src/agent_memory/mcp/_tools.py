@@ -34,7 +34,6 @@ from data_layer import (
     StorageError,
 )
 
-from ..context import PROFILE_TYPES
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
@@ -305,11 +304,6 @@ class MemoryMcpTools:
             )
         if args.memory_type == "event" and args.friend_id is None:
             raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
-        if args.memory_type in PROFILE_TYPES and args.friend_id is not None:
-            raise McpToolError(
-                f"a {args.memory_type} memory is shared by every AI friend of the user: leave friend_id out "
-                "(a memory for one friend alone is an event)"
-            )
         fields: dict[str, Any] = {
             "user_id": self.user_id,
             "memory_key": args.memory_key or f"mcp-{uuid.uuid4().hex[:16]}",

@@ -10,7 +10,7 @@ memory tools' results, slot values):
 1. compatibility forms of the characters templates and slots are written with (full-width and small
    ``［］＜＞｜``, ``﹝﹞``) are folded by NFKC, so ``［memory:k:full］`` and ``<｜User｜>`` are read
    as their ASCII twins;
-2. bidi controls and zero-width characters are removed (a zero-width joiner inside an emoji sequence
+2. bidi controls, zero-width characters and lone surrogates are removed (a zero-width joiner inside an emoji sequence
    stays: it joins the emoji, it hides nothing);
 3. the control tokens of the common templates (ChatML and Qwen, Llama 2 and 3, Mistral, Gemma,
    DeepSeek, Phi, ``<system>``-style role tags) lose their angle brackets to ``‹›`` (or their square
@@ -43,8 +43,9 @@ __all__ = ["neutralize", "neutralize_value"]
 #: folded to it (NFKC, one character for one: the text's length never grows).
 _STRUCTURAL = frozenset("[]<>|/")
 
-#: Bidi embeddings, overrides and isolates, the directional marks, and zero-width characters.
-_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b\u200c\u2060\ufeff]")
+#: Bidi embeddings, overrides and isolates, the directional marks, zero-width characters, and lone
+#: surrogates (no valid text: a model client cannot even encode them).
+_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b\u200c\u2060\ufeff\ud800-\udfff]")
 #: A zero-width joiner, kept only between two pictographs (an emoji sequence such as 👨‍👩‍👧).
 _JOINER = re.compile(
     "(?<![\u2600-\u27bf\U0001f000-\U0001faff\ufe0f])\u200d|\u200d(?![\u2600-\u27bf\U0001f000-\U0001faff])"
