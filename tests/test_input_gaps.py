@@ -130,3 +130,32 @@ def test_a_recall_out_of_time_names_the_flag_and_the_setting(tmp_path: Path) -> 
     assert "timed out" not in enough.stderr
     bad = runner.invoke(app, [*args, "--time-budget", "0"])
     assert bad.exit_code == 2 and "--time-budget must be more than 0" in bad.output
+
+
+# -- the page's recall card lists what the block holds ---------------------------------------------------
+
+
+async def test_the_recall_card_counts_the_memories_of_the_block(system: MemorySystem) -> None:
+    """A gist and the turn it quotes come from the same messages: the block and the card list one."""
+    from autogen_agentchat.agents import AssistantAgent
+
+    from agent_memory.web._chat import ChatService
+    from scripted import replay
+
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("gist-1", "2026-01-02：用户说：“下周去北京出差”", memory_type="event", friend_id="f",
+                      metadata={"source_message_ids": [11, 12], "date": "2026-01-02"}),
+            NewMemory("turn-1", "我：下周去北京出差", memory_type="conversation", friend_id="f",
+                      metadata={"source_message_ids": [11]}),
+            NewMemory("hotel", "用户在北京出差时住在国贸附近", memory_type="event", friend_id="f",
+                      metadata={"source_message_ids": [30]}),
+        ],
+    )  # fmt: skip
+    context = system.context(user_id="u1", friend_id="f")
+    await AssistantAgent("main", model_client=replay(["好的"]), model_context=context).run(task="北京出差的事")
+    slots = [line for line in context.last_block.splitlines() if line.startswith("[memory:")]
+    card = ChatService._recall_card(context)["result"]
+    assert len(slots) == len(card["profiles"]) + len(card["events"]) == 2, (slots, card)
+    assert not any(line.startswith("[memory:turn-1:") for line in slots)  # the gist before it holds its messages

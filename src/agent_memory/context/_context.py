@@ -52,6 +52,7 @@ from ..recall import (
     RecallStartedEvent,
     RecallTimeoutEvent,
     output_of_records,
+    without_repeats,
 )
 from ..text import neutralize
 from ..tools import RecallLedger
@@ -365,6 +366,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
             pairs = []
+        distinct = {id(r) for r in without_repeats([record for _, record in pairs])}  # as recall_memory lists them
+        pairs = [(item, record) for item, record in pairs if id(record) in distinct]
         if not summary or ledger.handoff_problem:
             summary = f"找到 {len(pairs)} 条相关记忆。"
         block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,

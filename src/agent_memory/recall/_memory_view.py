@@ -118,6 +118,25 @@ async def recall_memory_output(
     return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk)
 
 
+def _source_ids(record: MemoryRecord) -> list[int]:
+    return [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+
+
+def without_repeats(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """``records`` (best first) without an event drawn from no other messages than those of the
+    memories before it (a gist and the turn it quotes): the recall block and the ``recall_memory``
+    output list the same memories, so the page's card counts what the model was given."""
+    kept: list[MemoryRecord] = []
+    sources: set[int] = set()
+    for record in records:
+        ids = _source_ids(record)
+        if record.memory_type not in PROFILE_TYPES and ids and set(ids) <= sources:
+            continue
+        kept.append(record)
+        sources.update(ids)
+    return kept
+
+
 def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int) -> RecallMemoryOutput:
     """The seed's output for memories already read once more and checked (best first), as
     :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
@@ -129,16 +148,15 @@ def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, eve
         raise InvalidInputError("records must be MemoryRecord objects, as layer.memory.get_many returns them")
     out = RecallMemoryOutput()
     sources: list[int] = []
-    for record in records:
-        ids = [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+    for record in without_repeats(records):
         if record.memory_type in PROFILE_TYPES:
             if len(out.profiles) >= profile_topk:
                 continue
             out.profiles.append(_profile(record))
         else:
-            if len(out.events) >= event_topk or (ids and set(ids) <= set(sources)):
-                continue  # full, or the same messages as an event already given (a gist and its turn)
+            if len(out.events) >= event_topk:
+                continue
             out.events.append(_event(record))
-        sources += ids
+        sources += _source_ids(record)
     out.evidence_ids = list(dict.fromkeys(sources))
     return out
