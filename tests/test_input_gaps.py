@@ -159,3 +159,29 @@ async def test_the_recall_card_counts_the_memories_of_the_block(system: MemorySy
     card = ChatService._recall_card(context)["result"]
     assert len(slots) == len(card["profiles"]) + len(card["events"]) == 2, (slots, card)
     assert not any(line.startswith("[memory:turn-1:") for line in slots)  # the gist before it holds its messages
+
+
+# -- a busy port ---------------------------------------------------------------------------------------
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run(
+            [sys.executable, "-c", "from agent_memory.cli import app; app()", "serve", "--port", str(port),
+             "--db", str(tmp_path / "web.db")],
+            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines and f"port {port} on 127.0.0.1 is in use" in lines[0] and "--port N" in lines[0], done.stderr
+    assert "Errno" not in done.stderr and "Traceback" not in done.stderr
+    assert len(lines) <= 2, done.stderr
