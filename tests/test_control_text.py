@@ -11,11 +11,10 @@ import pytest
 from autogen_core.models import FunctionExecutionResultMessage, SystemMessage
 
 from agent_memory.context import MemoryContext
-from agent_memory.recall import RecallMemoryInput
+from agent_memory.mcp import MemoryMcpTools
 from agent_memory.slots import SlotValue, parse_placeholders, resolve
 from agent_memory.system import MemorySystem
 from agent_memory.text import neutralize, neutralize_value
-from agent_memory.tools import GetMemoryDetailInput, SearchMemoriesInput
 from agent_memory.web._chat import ChatService
 from data_layer import NewMemory
 from scripted import replay
@@ -192,19 +191,23 @@ async def test_the_simulated_tool_result_carries_no_control_text(hostile: Memory
 
 
 async def test_mcp_outputs_carry_no_control_text(hostile: MemorySystem) -> None:
-    """What the MCP server returns: the recall (``recall_memory``) and the memory tools."""
-    recall = await hostile.recall_memory(
-        user_id="u1", request=RecallMemoryInput(query="季度项目汇报", friend_id="mentor")
-    )
-    assert recall.events and survivors(recall.model_dump_json()) == []
-    box = hostile.toolbox(hostile.scope("u1", "mentor"))
-    found = await box.search_memories(SearchMemoriesInput(query="季度项目汇报"))
-    assert found.results and survivors(found.model_dump_json()) == []
-    detail = await box.get_memory_detail(GetMemoryDetailInput(memory_key="report"))
-    assert detail.success and "季度项目汇报" in (detail.content or "")
-    assert survivors(detail.model_dump_json()) == []
-    job = await box.get_memory_detail(GetMemoryDetailInput(memory_key="job"))
-    assert survivors(json.dumps(job.metadata, ensure_ascii=False)) == []
+    """What the MCP server returns from each tool that carries memory or chat text."""
+    await hostile.layer.messages.append(user_id="u1", friend_id="mentor", role="user", content=HOSTILE)
+    tools = MemoryMcpTools(hostile, user_id="u1")
+    calls = {
+        "recall_memory": {"query": "季度项目汇报", "friend_id": "mentor"},
+        "search_memories": {"query": "季度项目汇报"},
+        "get_memory_detail": {"memory_key": "report"},
+        "list_memories": {"limit": 10},
+        "messages_list": {"friend_id": "mentor"},
+        "lexical_search": {"query_text": "季度项目汇报"},
+    }
+    for name, arguments in calls.items():
+        out = json.dumps(await tools.call(name, arguments), ensure_ascii=False)
+        assert "季度项目汇报" in out, (name, out[:300])  # the memory (or message) is in it
+        assert survivors(out) == [], (name, survivors(out))
+    job = await tools.call("get_memory_detail", {"memory_key": "job"})
+    assert job["metadata"]["topic"].startswith("职业") and survivors(json.dumps(job, ensure_ascii=False)) == []
 
 
 def test_the_page_never_renders_text_as_html() -> None:

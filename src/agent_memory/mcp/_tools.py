@@ -37,6 +37,7 @@ from data_layer import (
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
+from ..text import neutralize
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
 from ..tools import SearchMemoriesOutput as SearchResult
 from ._models import (
@@ -346,7 +347,7 @@ class MemoryMcpTools:
                 memory_key=r.memory_key,
                 memory_type=r.memory_type,
                 friend_id=r.friend_id,
-                summary=r.summary,
+                summary=neutralize(r.summary),
                 content_preview=content_preview(r.content),
                 created_at=r.created_at.isoformat(),
                 updated_at=r.updated_at.isoformat(),

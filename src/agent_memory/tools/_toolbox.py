@@ -222,7 +222,7 @@ class MemoryToolbox:
             MemorySearchResultItem(
                 memory_key=h.memory_key,
                 summary=neutralize(h.summary or ""),
-                content_preview=content_preview(neutralize(h.record.content)),
+                content_preview=content_preview(h.record.content),
                 memory_type=h.record.memory_type,
                 relevance_score=h.score,
                 created_at=h.record.created_at.isoformat(),
