@@ -335,23 +335,30 @@ async def test_after_an_archive_the_next_message_neither_rereads_the_chat_nor_th
 
 
 class _CountingExtractor:
-    """The offline rules, slowed by a wait, counting how many sessions are being extracted at once."""
+    """The offline rules, counting how many sessions are being extracted at once. ``together``: the
+    first extractions wait until that many are under way (so the count shows how many the archiver
+    lets run at once, not how fast the machine is); ``release``: an event every extraction that starts
+    while it is set waits for."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, together: int = 1) -> None:
+        import asyncio
+
         from agent_memory.archiving import OfflineExtractor
 
         self.inner = OfflineExtractor(tokenizer=Tokenizer(stem=False))
         self.tokenizer = self.inner.tokenizer
         self.active = self.most = self.sessions = 0
         self.release: Any = None
+        self.together = asyncio.Event()
+        self._together = together
 
     async def extract(self, session: Any) -> Any:
-        import asyncio
-
         self.active += 1
         self.most = max(self.most, self.active)
+        if self.active >= self._together:
+            self.together.set()
         try:
-            await asyncio.sleep(0.02)
+            await self.together.wait()
             if self.release is not None:
                 await self.release.wait()
             self.sessions += 1
@@ -360,14 +367,29 @@ class _CountingExtractor:
             self.active -= 1
 
 
+async def _until(condition: Any) -> None:
+    """Wait (in the event loop) until ``condition()`` holds; :data:`HUNG_S` ends a run that never gets there."""
+    import asyncio
+
+    async with asyncio.timeout(HUNG_S):
+        while not condition():  # noqa: ASYNC110 (the objects watched offer no event to wait for)
+            await asyncio.sleep(0.01)
+
+
+#: When a test that waits for a condition is taken as hung (not a measure of speed).
+HUNG_S = 600
+
+
 @pytest.mark.parametrize("slots", [1, 3])
 async def test_background_runs_take_turns(system: MemorySystem, slots: int) -> None:
     """Sessions of five chats end together: the background runs work on ``slots`` chats at once (all
     five at once before), and every chat is archived in the end."""
+    import asyncio
+
     from agent_memory.archiving import SessionArchiver
     from data_layer import Scope
 
-    extractor = _CountingExtractor()
+    extractor = _CountingExtractor(together=slots)  # the first runs wait for each other: at once, if allowed
     archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=slots)  # type: ignore[arg-type]
     friends = [f"friend{i}" for i in range(5)]
     for i, friend in enumerate(friends):
@@ -375,7 +397,8 @@ async def test_background_runs_take_turns(system: MemorySystem, slots: int) -> N
     later = T0 + timedelta(hours=3)  # every session is over (idle gap)
     tasks = [archiver.schedule(Scope.of("u1", friend), now=later) for friend in friends]
     assert all(task is not None for task in tasks)
-    await archiver.drain()
+    async with asyncio.timeout(HUNG_S):  # fewer slots than runs waiting for each other would never end
+        await archiver.drain()
     assert extractor.most == slots and extractor.sessions == 5
     for friend in friends:
         page = await system.layer.memory.list_memories(user_id="u1", friend_id=friend, memory_types=["event"])
@@ -397,13 +420,15 @@ async def test_a_waiting_caller_does_not_queue_behind_background_runs(system: Me
         await store(system, msg(f"我在{friend}公司工作了三年", at=T0, friend=friend))
     later = T0 + timedelta(hours=3)
     busy = archiver.schedule(Scope.of("u1", "busy"), now=later)
-    await asyncio.sleep(0.05)  # "busy" is extracting now
+    await _until(lambda: extractor.active == 1)  # "busy" is extracting now, held by the gate
     queued = archiver.schedule(Scope.of("u1", "queued"), now=later)
-    await asyncio.sleep(0.05)
+    slot = archiver._background_slots
+    await _until(lambda: len(getattr(slot, "_waiters", None) or ()) == 1)  # "queued" waits for the slot
     assert busy is not None and queued is not None
     assert extractor.active == 1 and not busy.done() and not queued.done()
     extractor.release = None  # the asked run extracts without the gate
-    report = await asyncio.wait_for(archiver.run(user_id="u1", friend_id="asked", now=later), 5)
+    async with asyncio.timeout(HUNG_S):  # were it queued behind the held slot, it would never end
+        report = await archiver.run(user_id="u1", friend_id="asked", now=later)
     assert report.sessions == 1 and not busy.done() and not queued.done()
     gate.set()
     await archiver.drain()

@@ -169,21 +169,22 @@ async def test_get_many_returns_only_existing_keys(layer: AgentFusionDataLayer) 
 
 async def test_get_many_reads_in_chunks_only_the_users_own_memories(layer: AgentFusionDataLayer) -> None:
     """More keys than one statement takes (500), another user's key among them, a deleted memory and
-    repeated keys: the user's own active memories, with their fields as written."""
+    repeated keys (below the cap of MAX_GET_MANY keys a call): the user's own active memories, with their
+    fields as written."""
     mine = [
-        NewMemory(f"k{i:04d}", f"内容{i}", memory_type="event", friend_id="A", metadata={"n": i}) for i in range(1203)
+        NewMemory(f"k{i:04d}", f"内容{i}", memory_type="event", friend_id="A", metadata={"n": i}) for i in range(903)
     ]
     await layer.memory.add_many(user_id="u1", memories=mine)
     theirs = [NewMemory(key, "别人的", memory_type="event", friend_id="A") for key in ("k0001", "only-u2")]
     await layer.memory.add_many(user_id="u2", memories=theirs)
     await layer.memory.delete(user_id="u1", memory_key="k0700")
-    keys = [f"k{i:04d}" for i in range(1203)] + ["only-u2", "missing", "k0001"]
+    keys = [f"k{i:04d}" for i in range(903)] + ["only-u2", "missing", "k0001"]
     found = await layer.memory.get_many(user_id="u1", memory_keys=keys)
-    assert len(found) == 1202 and "k0700" not in found and "only-u2" not in found
-    assert (found["k0001"].content, found["k0001"].user_id, found["k1202"].metadata["n"]) == ("内容1", "u1", 1202)
+    assert len(found) == 902 and "k0700" not in found and "only-u2" not in found
+    assert (found["k0001"].content, found["k0001"].user_id, found["k0902"].metadata["n"]) == ("内容1", "u1", 902)
     assert found["k0001"].created_at.tzinfo is not None
     with_deleted = await layer.memory.get_many(user_id="u1", memory_keys=keys, include_inactive=True)
-    assert len(with_deleted) == 1203 and with_deleted["k0700"].is_active is False
+    assert len(with_deleted) == 903 and with_deleted["k0700"].is_active is False
     assert await layer.memory.get_many(user_id="u1", memory_keys=[]) == {}
     assert list(await layer.memory.get_many(user_id="u2", memory_keys=keys)) == ["k0001", "only-u2"]
 

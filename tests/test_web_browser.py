@@ -9,6 +9,7 @@ chromium the tests are skipped locally and fail under ``CI=true`` (``.ci/run`` i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,9 +58,9 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def open_as(browser: Any, base: str, user: str) -> Any:
-    """A page of a new browser context (its own cookies) signed in as ``user``."""
-    page = browser.new_context(viewport={"width": 1200, "height": 800}, locale="zh-CN").new_page()
+def open_as(browser: Any, base: str, user: str, *, width: int = 1200) -> Any:
+    """A page of a new browser context (its own cookies, ``width`` pixels wide) signed in as ``user``."""
+    page = browser.new_context(viewport={"width": width, "height": 800}, locale="zh-CN").new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(base + "/")
     page.locator("#signin-view").wait_for(state="visible")
@@ -336,3 +337,42 @@ def test_a_failed_reply_and_a_too_long_message_show_as_errors_in_the_chat(browse
             page.click("#send")
             page.locator("#chat-error", has_text="tokens").wait_for()
             assert "at most 500" in page.locator("#chat-error").inner_text()
+
+
+#: Elements a person must reach on a phone-sized screen, on the chat page and the memory page.
+NARROW_CHAT = ["#nav-chat", "#nav-memory", "#open-settings", "#signout", "#new-friend-submit", "#chat-input", "#send",
+               "#archive-friend", "#delete-friend"]  # fmt: skip
+NARROW_MEMORY = ["#memory-search", "#memory-search-form button", "#nav-chat"]
+
+#: Whether anything sticks out of the screen sideways (the page scrolls horizontally) and which of the
+#: given elements lie (partly) outside the screen.
+OUTSIDE = """(selectors) => {
+  const width = document.documentElement.clientWidth;
+  const out = selectors.filter((s) => {
+    const r = document.querySelector(s).getBoundingClientRect();
+    return r.width === 0 || r.left < 0 || r.right > width + 0.5;
+  });
+  return {scroll: document.documentElement.scrollWidth - width, out};
+}"""
+
+
+def test_the_page_is_usable_420_pixels_wide(browser: Any, server: str) -> None:
+    page = open_as(browser, server, "alice", width=420)
+    set_chat_toggles(page, tools=True, thinking=False)
+    add_friend(page, "小助手")
+    send(page, "我下周二要去北京出差，有点紧张，记得提醒我带上笔记本电脑的充电器和一份打印好的行程单")
+    archive(page)
+    bubble = send(page, "北京出差的事你还记得吗")
+    bubble.locator(".tool-card summary").click()
+    shot(page, "10-narrow-chat")
+    events = bubble.locator(".tool-card .event").all_inner_texts()
+    assert events and all(len(re.findall(r"\d{4}-\d\d-\d\d", e)) == 1 for e in events), events  # a date once
+    layout = page.evaluate(OUTSIDE, [*NARROW_CHAT, ".msg.assistant .tool-card", ".msg.user"])
+    assert layout == {"scroll": 0, "out": []}, layout
+    chat = page.locator("#messages").bounding_box()
+    assert chat is not None and chat["width"] >= 300  # the chat, not the friend list, takes the width
+    memory_page(page)
+    shot(page, "11-narrow-memory")
+    cards = page.locator(".friend-memories li[data-key]").all_inner_texts()
+    assert cards and all(len(re.findall(r"\d{4}-\d\d-\d\d", c)) == 1 for c in cards), cards
+    assert page.evaluate(OUTSIDE, NARROW_MEMORY) == {"scroll": 0, "out": []}

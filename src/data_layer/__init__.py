@@ -27,6 +27,7 @@ from ._errors import (
 from ._facade import AgentFusionDataLayer
 from ._fold import FOLD_VERSION, fold_text
 from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
+from ._memory_reads import MAX_GET_MANY
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
@@ -60,6 +61,7 @@ from ._validation import memory_type as check_memory_type
 __all__ = [
     "FOLD_VERSION",
     "MAX_CONTENT_BYTES",
+    "MAX_GET_MANY",
     "MAX_MESSAGE_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",

@@ -37,6 +37,9 @@ _KEYS_OF_USER = (_MEMORIES.c.user_id == bindparam("uid"), _MEMORIES.c.memory_key
 _BY_KEYS = select(_MEMORIES).where(*_KEYS_OF_USER)
 _BY_KEYS_ORM = select(AgentMemoryTable).where(*_KEYS_OF_USER)
 KEYS_PER_STATEMENT = 500
+#: Keys one :meth:`get_many` call reads at most: a caller with more reads them in pages (a recall needs
+#: a few dozen; an unbounded list held the connection for as long as the caller liked).
+MAX_GET_MANY = 1000
 
 
 class MemoryReadsMixin:
@@ -76,10 +79,16 @@ class MemoryReadsMixin:
     async def get_many(
         self, *, user_id: str | int, memory_keys: Sequence[str], include_inactive: bool = False
     ) -> dict[str, MemoryRecord]:
-        """The user's memories for these keys (missing keys are absent from the result)."""
+        """The user's memories for these keys (missing keys are absent from the result); at most
+        :data:`MAX_GET_MANY` keys."""
         uid = v.user_id(user_id)
         if isinstance(memory_keys, str) or not isinstance(memory_keys, Sequence):
             raise InvalidInputError("memory_keys must be a list of keys")
+        if len(memory_keys) > MAX_GET_MANY:
+            raise InvalidInputError(
+                f"memory_keys holds {len(memory_keys)} keys; get_many reads at most {MAX_GET_MANY} at a time: "
+                "read them in pages (or list the memories with list_memories)"
+            )
         keys = [v.memory_key(k) for k in memory_keys]
 
         # the quick path and a statement built once: every recall reads its memories here again

@@ -2,9 +2,10 @@
 
 Both write paths of :class:`~data_layer._memory_repo.MemoryRepository` (``add_many`` and ``upsert``)
 go through the same steps: validate a :class:`NewMemory` into a :class:`MemoryDraft` (this is where an
-event memory without a friend is refused unless ``shared=True``), run the analyzer outside the
-transaction, then build or overwrite the row, its keywords and its search-index row. Keeping those steps
-here lets the repository module hold only the transaction logic (conflicts, revisions, listeners).
+event memory without a friend is refused unless ``shared=True``, and a profile memory with one), run the
+analyzer outside the transaction, then build or overwrite the row, its keywords and its search-index row.
+Keeping those steps here lets the repository module hold only the transaction logic (conflicts,
+revisions, listeners).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
 from ._errors import InvalidInputError
-from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
+from ._records import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
@@ -90,6 +91,11 @@ class MemoryRowsMixin:
                 f"memory {key!r} is an {kind} memory without friend_id: give the AI friend whose conversation it "
                 "belongs to, or share it with every friend of the user on purpose (shared=True in Python, --shared "
                 "on the command line)"
+            )
+        if friend is not None and kind in PROFILE_TYPES:
+            raise InvalidInputError(
+                f"memory {key!r} is a {kind} memory, shared by every AI friend of the user: leave friend_id out "
+                "(no --friend on the command line); a memory for one friend alone is an event"
             )
         content, metadata = v.content_and_metadata(item.content, item.metadata, on_oversize=on_oversize)
         return MemoryDraft(

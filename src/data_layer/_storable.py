@@ -69,7 +69,8 @@ def storable_copy(text: str) -> str:
 def storable_json(value: object, *, name: str) -> dict[str, Any]:
     """A JSON-serialisable mapping (``None`` becomes ``{}``) within the depth and size limits.
 
-    Keys are stored as JSON keys (``1`` becomes ``"1"``); every string must be :func:`storable_text`.
+    Keys must be strings (JSON would turn ``1`` into ``"1"`` silently, and ``{1: .., "1": ..}`` into one
+    key); every string must be :func:`storable_text`.
     Returns the JSON round trip of the value, so what is returned is what is stored.
     """
     if value is None:
@@ -115,8 +116,11 @@ def _walk(root: Mapping[Any, Any], *, name: str) -> None:
                     if isinstance(key, str):
                         size += len(key) + 3
                         storable_text(key, name=f"a key in {name}")
-                    elif not isinstance(key, int | float | bool) and key is not None:
-                        raise InvalidInputError(f"{name} keys must be strings, got {type(key).__name__}")
+                    else:
+                        raise InvalidInputError(
+                            f"{name} keys must be strings, got {type(key).__name__} {key!r:.40}: write it as "
+                            f"{json.dumps(str(key), ensure_ascii=False)[:42]} (JSON keys are strings)"
+                        )
                     stack.append((item, depth + 1))
             else:
                 stack.extend((item, depth + 1) for item in node)

@@ -43,9 +43,10 @@ async def mcp_cmd(
     bind = host or settings.memory_server_host
     token = settings.memory_server_token
     if http is not None:
-        from ..serving import check_bind
+        from ..serving import check_bind, check_port
 
         check_bind(bind, token=token)  # refused before the database is opened
+        check_port(bind, http, flag="--http")
     Scope.of(user)  # a bad user id is refused at start too
     async with open_system(as_database_url(db)) as system:
         from ..mcp import MCP_PATH, serve_http, serve_stdio

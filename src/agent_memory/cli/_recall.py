@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.text import Text
 
-from ._common import URL_HELP, console, emit_json, esc, open_system, run, short
+from ._common import URL_HELP, console, emit_json, err_console, esc, open_system, run, short
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
@@ -21,7 +21,7 @@ def describe(event: Any) -> str | None:
     line (the agent's task text)."""
     from autogen_agentchat.messages import HandoffMessage, TextMessage, ToolCallExecutionEvent, ToolCallRequestEvent
 
-    from ..recall import RecallFinishedEvent, RecallStartedEvent, WindowExpandedEvent
+    from ..recall import RecallFinishedEvent, RecallStartedEvent, RecallTimeoutEvent, WindowExpandedEvent
 
     if isinstance(event, TextMessage):
         return None
@@ -46,10 +46,21 @@ def describe(event: Any) -> str | None:
         return f"  window expanded to {event.new_size} messages (iteration {event.iteration})"
     if isinstance(event, HandoffMessage):
         return f"  handoff → {esc(event.target)}"
+    if isinstance(event, RecallTimeoutEvent):
+        return timeout_line(event.budget_s)
     if isinstance(event, RecallFinishedEvent):
         return f"[bold]recall[/] finished in {event.elapsed_ms:.0f} ms: {len(event.memory_keys)} memories"
     text = getattr(event, "to_text", None)
     return f"  {type(event).__name__}: {esc(short(text(), 90))}" if callable(text) else None
+
+
+def timeout_line(budget_s: float) -> str:
+    """What a recall that ran out of time says: the budget, and how to raise it."""
+    return (
+        f"[bold yellow]recall timed out[/] after {budget_s:g} s (what the searches found by then is kept): "
+        "raise the budget with --time-budget SECONDS or MEMORY_RECALL_TIME_BUDGET_S; a fresh process "
+        "first loads its dictionaries and models"
+    )
 
 
 async def stream_recall(
@@ -60,15 +71,24 @@ async def stream_recall(
     question: str,
     history: int = 10,
     show: bool = True,
+    time_budget_s: float | None = None,
 ) -> MemoryContext:
-    """Recall for ``question`` after the stored conversation, printing each event as it happens.
+    """Recall for ``question`` after the stored conversation, printing each event as it happens
+    (with ``show=False`` only a time-out, on stderr). ``time_budget_s``: the recall's budget
+    (default: ``MEMORY_RECALL_TIME_BUDGET_S``).
 
     Nothing is saved: the context neither stores the question nor archives tool results.
     """
     from autogen_core.models import AssistantMessage, UserMessage
 
+    from ..recall import RecallTimeoutEvent
+
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    context = system.context(user_id=user_id, friend_id=friend_id, events=queue, archive=False, persist=False)
+    options = system.recall_options
+    if time_budget_s is not None:
+        options = options.model_copy(update={"time_budget_s": time_budget_s})
+    context = system.context(user_id=user_id, friend_id=friend_id, events=queue, archive=False, persist=False,
+                             options=options)  # fmt: skip
     for m in await system.layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=history):
         msg = UserMessage(content=m.content, source="user") if m.role == "user" else None
         await context.add_message(msg or AssistantMessage(content=m.content, source="assistant"))
@@ -83,6 +103,8 @@ async def stream_recall(
             line = describe(event)
             if show and line:
                 console.print(line)
+            elif isinstance(event, RecallTimeoutEvent):  # also under --json: the one line that explains 0
+                err_console.print(timeout_line(event.budget_s))
         await task
     finally:
         task.cancel()
@@ -96,6 +118,9 @@ async def recall_cmd(
     friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
     as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
     mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (seed 003)"),
+    time_budget: float | None = typer.Option(
+        None, "--time-budget", help="Seconds the recall may take (default MEMORY_RECALL_TIME_BUDGET_S, 3)"
+    ),
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Run the memory recall for a message (offline planner unless MEMORY_RECALL_MODEL_CLIENT is set)
@@ -105,11 +130,14 @@ async def recall_cmd(
         raise ValueError(f"--mode must be memory or evidence, not {mode!r}")
     if not question.strip():
         raise ValueError("the message is empty; give the user's message to recall for, e.g. '我最近在忙什么？'")
+    if time_budget is not None and not 0 < time_budget <= 120:
+        raise ValueError(f"--time-budget must be more than 0 and at most 120 seconds, not {time_budget:g}")
     if mode == "evidence":
         await _evidence(question, user=user, friend=friend, as_json=as_json, url=url)
         return
     async with open_system(url) as system:
-        context = await stream_recall(system, user_id=user, friend_id=friend, question=question, show=not as_json)
+        context = await stream_recall(system, user_id=user, friend_id=friend, question=question, show=not as_json,
+                                      time_budget_s=time_budget)  # fmt: skip
     result = context.last_result
     handoff = result.handoff.model_dump() if result and result.handoff else None
     block = context.last_block

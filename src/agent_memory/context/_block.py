@@ -5,7 +5,8 @@
 [记忆召回] 找到 1 条相关记忆
 [memory:db-config-001:MySQL 主从配置: host localhost, port 3306]
 
-Memory text and a model's summary are data, never structure: brackets become parentheses and line
+Memory text and a model's summary are data, never structure: neutralised (no chat-template token,
+no hidden control, see ``agent_memory.text.neutralize``), brackets become parentheses and line
 breaks spaces, so no memory can close a slot, open another one or start a second header line.
 
 :func:`reachable` is the gate in front of the block: each memory is read once more and must pass
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, Scope
 
 from ..recall._memory_view import reachable
+from ..text import neutralize
 from ..tools import MemorySearchResultItem
 
 SLOT_HEADER = "[记忆召回]"
@@ -49,8 +51,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def flatten(text: str) -> str:
-    """Text made safe for one line of the block: brackets to parentheses, all white space to one space."""
-    return " ".join(str(text).translate(_FLATTEN).split())
+    """Text made safe for one line of the block: :func:`~agent_memory.text.neutralize` (template
+    tokens and hidden controls), then brackets to parentheses and all white space to one space."""
+    return " ".join(neutralize(str(text)).translate(_FLATTEN).split())
 
 
 def slot(key: str, summary: str) -> str:

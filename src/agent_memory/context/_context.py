@@ -55,7 +55,9 @@ from ..recall import (
     RecallStartedEvent,
     RecallTimeoutEvent,
     output_of_records,
+    without_repeats,
 )
+from ..text import neutralize
 from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._block import RecallBlock, reachable, recall_block
@@ -200,11 +202,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         shown = alternating(self._stored[-limit:]) if limit > 0 else []
         if assistant_text is not None:
             shown = [(role, assistant_text(text) if role == "assistant" else text) for role, text in shown]
-        for role, content in shown:
+        for role, content in shown:  # stored chat in front of the model: neutralised like memory text
             if role == "user":
-                await super().add_message(UserMessage(content=content, source="user"))
+                await super().add_message(UserMessage(content=neutralize(content), source="user"))
             else:
-                await super().add_message(AssistantMessage(content=content, source=assistant_source))
+                await super().add_message(AssistantMessage(content=neutralize(content), source=assistant_source))
         self._shown = shown
         return len(shown)
 
@@ -371,6 +373,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
             pairs = []
+        distinct = {id(r) for r in without_repeats([record for _, record in pairs])}  # as recall_memory lists them
+        pairs = [(item, record) for item, record in pairs if id(record) in distinct]
         if not summary or ledger.handoff_problem or ledger.from_fallback(settings.similarity_threshold):
             summary = f"找到 {len(pairs)} 条相关记忆。"
         block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,

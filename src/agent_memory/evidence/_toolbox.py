@@ -41,6 +41,7 @@ from data_layer import (
 )
 
 from .._fixed_schema import FixedSchemaTool
+from ..text import neutralize
 from ._index import MessageIndex, parse_query
 from ._models import (
     EvidenceMessage,
@@ -345,11 +346,12 @@ class EvidenceToolbox:
 
     def _evidence(self, record: MessageRecord, score: float | None = None) -> EvidenceMessage:
         """The record as evidence (content cut at ``max_chars``), noted in :attr:`read` once."""
-        cut = len(record.content) > self.max_chars
+        text = neutralize(record.content)  # a model reads it
+        cut = len(text) > self.max_chars
         item = EvidenceMessage(
             message_id=record.id,
             role=record.role,
-            content=record.content[: self.max_chars] + "…" if cut else record.content,
+            content=text[: self.max_chars] + "…" if cut else text,
             created_at=record.created_at.isoformat(),
             friend_id=record.friend_id,
             score=score,

@@ -34,10 +34,10 @@ from data_layer import (
     StorageError,
 )
 
-from ..context import PROFILE_TYPES
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
+from ..text import neutralize
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
 from ..tools import SearchMemoriesOutput as SearchResult
 from ._models import (
@@ -305,11 +305,6 @@ class MemoryMcpTools:
             )
         if args.memory_type == "event" and args.friend_id is None:
             raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
-        if args.memory_type in PROFILE_TYPES and args.friend_id is not None:
-            raise McpToolError(
-                f"a {args.memory_type} memory is shared by every AI friend of the user: leave friend_id out "
-                "(a memory for one friend alone is an event)"
-            )
         fields: dict[str, Any] = {
             "user_id": self.user_id,
             "memory_key": args.memory_key or f"mcp-{uuid.uuid4().hex[:16]}",
@@ -352,7 +347,7 @@ class MemoryMcpTools:
                 memory_key=r.memory_key,
                 memory_type=r.memory_type,
                 friend_id=r.friend_id,
-                summary=r.summary,
+                summary=neutralize(r.summary),
                 content_preview=content_preview(r.content),
                 created_at=r.created_at.isoformat(),
                 updated_at=r.updated_at.isoformat(),

@@ -32,6 +32,7 @@ from ._memory_view import (
     RecallMemoryOutput,
     output_of_records,
     recall_memory_output,
+    without_repeats,
 )
 from ._planner import OfflineRecallPlanner
 from ._planner_client import OfflineClient
@@ -84,4 +85,5 @@ __all__ = [
     "recall_prompt",
     "recent_days_told",
     "synthesize",
+    "without_repeats",
 ]

@@ -7,6 +7,8 @@
 The MemoryContext's simulated call and the MCP server both produce this from a recall's relevant
 memories with :func:`recall_memory_output`. ``evidence_ids`` (an addition to the seed's example)
 lists the chat messages the events and profiles were drawn from, so a UI can show the sources.
+Every text in it is neutralised (``agent_memory.text.neutralize``): a model reads it, as the
+simulated call's result or an MCP client's tool result.
 
 Every memory is read once more and must pass the check of every path to a friend
 (``agent_memory.slots._sensitivity.reaches``: the scope sees it, and a sensitive memory of another
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
 from ..slots._sensitivity import reaches
+from ..text import neutralize
 from ..tools import MemorySearchResultItem
 
 
@@ -71,12 +74,12 @@ def _profile(record: MemoryRecord) -> ProfileItem:
     topic = str(meta.get("topic_label") or meta.get("topic") or "画像")
     value = str(meta.get("value") or record.content)
     updated = str(meta.get("valid_from") or record.updated_at.isoformat())[:10]
-    return ProfileItem(topic=topic, content=value, updated_at=updated)
+    return ProfileItem(topic=neutralize(topic), content=neutralize(value), updated_at=neutralize(updated))
 
 
 def _event(record: MemoryRecord) -> EventItem:
     date = str(record.metadata.get("date") or record.created_at.date().isoformat())
-    return EventItem(date=date, content=record.content)
+    return EventItem(date=neutralize(date), content=neutralize(record.content))
 
 
 async def reachable(
@@ -115,6 +118,25 @@ async def recall_memory_output(
     return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk)
 
 
+def _source_ids(record: MemoryRecord) -> list[int]:
+    return [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+
+
+def without_repeats(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """``records`` (best first) without an event drawn from no other messages than those of the
+    memories before it (a gist and the turn it quotes): the recall block and the ``recall_memory``
+    output list the same memories, so the page's card counts what the model was given."""
+    kept: list[MemoryRecord] = []
+    sources: set[int] = set()
+    for record in records:
+        ids = _source_ids(record)
+        if record.memory_type not in PROFILE_TYPES and ids and set(ids) <= sources:
+            continue
+        kept.append(record)
+        sources.update(ids)
+    return kept
+
+
 def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int) -> RecallMemoryOutput:
     """The seed's output for memories already read once more and checked (best first), as
     :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
@@ -126,16 +148,15 @@ def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, eve
         raise InvalidInputError("records must be MemoryRecord objects, as layer.memory.get_many returns them")
     out = RecallMemoryOutput()
     sources: list[int] = []
-    for record in records:
-        ids = [int(i) for i in record.metadata.get("source_message_ids") or [] if isinstance(i, int)]
+    for record in without_repeats(records):
         if record.memory_type in PROFILE_TYPES:
             if len(out.profiles) >= profile_topk:
                 continue
             out.profiles.append(_profile(record))
         else:
-            if len(out.events) >= event_topk or (ids and set(ids) <= set(sources)):
-                continue  # full, or the same messages as an event already given (a gist and its turn)
+            if len(out.events) >= event_topk:
+                continue
             out.events.append(_event(record))
-        sources += ids
+        sources += _source_ids(record)
     out.evidence_ids = list(dict.fromkeys(sources))
     return out

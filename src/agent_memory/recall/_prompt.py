@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..text import neutralize
+
 #: The recall agent's instructions, short on purpose: a small local model reads them on every call.
 RECALL_SYSTEM_PROMPT = """你在主助手回答前，从用户的长期记忆中找出与当前消息相关的记忆。
 1. 用 search_memories 搜索（最多 {rounds} 轮）：先 keyword 精确查找，再 hybrid，最后 semantic。
@@ -79,5 +81,5 @@ def parse_task(text: str) -> RecallTask:
 
 
 def _one_line(text: str) -> str:
-    flat = " ".join(str(text).split())
+    flat = " ".join(neutralize(str(text)).split())  # stored chat: a model reads it
     return flat if len(flat) <= 2000 else flat[:2000] + "…"

@@ -122,7 +122,10 @@ class SearchQuery:
                 or not 1 <= time_range_days <= MAX_RANGE_DAYS
             ):
                 raise InvalidInputError(f"time_range_days must be a whole number of days from 1 to {MAX_RANGE_DAYS}")
-            since = when - timedelta(days=time_range_days)
+            try:
+                since = when - timedelta(days=time_range_days)
+            except OverflowError:  # a ``now`` in the first days of year 1: the range starts at the earliest time
+                since = datetime.min.replace(tzinfo=UTC)
             lo = max(lo, since) if lo else since
         spans = tuple(parse_time_expressions(text, now=when))  # read once: named, the filter, time_alone
         named = named_range(spans)

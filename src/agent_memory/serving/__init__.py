@@ -2,5 +2,6 @@
 (``agent_memory.web``) and the MCP server (``agent_memory.mcp``)."""
 
 from ._access import check_bind, host_is_loopback, is_loopback, token_matches
+from ._port import check_port
 
-__all__ = ["check_bind", "host_is_loopback", "is_loopback", "token_matches"]
+__all__ = ["check_bind", "check_port", "host_is_loopback", "is_loopback", "token_matches"]

@@ -54,7 +54,7 @@ def host_is_loopback(host_header: str | None) -> bool:
 
 def check_bind(host: str, *, token: str) -> None:
     """Refuse to bind a non-loopback ``host`` without a token (raises ``InvalidInputError``)."""
-    if not is_loopback(host) and not token:
+    if not is_loopback(host) and not token.strip():
         raise InvalidInputError(f"binding {host} needs a token: set MEMORY_SERVER_TOKEN (or bind 127.0.0.1)")
 
 

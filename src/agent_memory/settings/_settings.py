@@ -150,6 +150,19 @@ class AgentMemorySettings(BaseSettings):
         """``MEMORY_SEARCH_SEMANTIC_SHARE=`` (empty, as in a copied ``.env``) means unset, not an error."""
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("memory_server_token")
+    @classmethod
+    def _token_is_a_secret(cls, value: str) -> str:
+        """A token of white space (``MEMORY_SERVER_TOKEN=" "``) or with white space at its ends is refused:
+        a client cannot present it in its ``Authorization`` header, and a blank one guards nothing."""
+        if value and not value.strip():
+            raise ValueError("MEMORY_SERVER_TOKEN is only white space: set a real secret, or leave it empty "
+                             "(loopback only)")  # fmt: skip
+        if value != value.strip():
+            raise ValueError("MEMORY_SERVER_TOKEN starts or ends with white space, which no Authorization "
+                             "header carries: remove it")  # fmt: skip
+        return value
+
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> AgentMemorySettings:
         total = (

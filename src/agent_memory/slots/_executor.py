@@ -81,6 +81,20 @@ def shell_fill(command: str, slots: Mapping[str, SlotValue]) -> str:
     return substitute(command, slots, lambda slot, p: shlex.quote(format_value(slot, p))).text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unencodable(text: str, *, name: str) -> str | None:
+    """Why ``text`` cannot run (a lone surrogate, which no program text can hold), or ``None``."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"{name} holds a lone surrogate (U+{ord(found.group()):04X}) at position {found.start()}, which is no "
+        f"valid text: remove it, or write it as an escape in a string literal ('\\u{ord(found.group()):04x}')"
+    )
+
+
 def looks_like_shell(command: str) -> bool:
     """A one-line command that starts with a program name (``python train.py``, ``ls -la``)."""
     text = command.strip()
@@ -181,7 +195,7 @@ class CommandExecutor:
         ``_result``; stdout becomes ``_output`` (and goes to ``on_output`` as it is printed).
         Placeholders must name given slots, or nothing runs."""
         given = dict(slots) if isinstance(slots, Mapping) else {s.key: s for s in slots}
-        refused = self.refusal()
+        refused = self.refusal() or unencodable(code, name="the code")
         if refused:
             return CommandResult(False, error=refused, code=code)
         try:
@@ -241,6 +255,9 @@ class CommandExecutor:
             line = shell_fill(command.content, slots)
         except PlaceholderError as exc:
             return CommandResult(False, error=str(exc), code=command.content, language="shell")
+        problem = unencodable(line, name="the command line (with its memory values)")
+        if problem:
+            return CommandResult(False, error=problem, code=command.content, language="shell")
         outcome = await run_shell(line, limits=self.limits, workdir=self.workdir, isolation=self._run_isolation(),
                                   on_output=on_output)  # fmt: skip
         return await self._finish(line, "shell", tuple(keys), outcome, slots.values())

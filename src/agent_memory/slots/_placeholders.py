@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..text import neutralize
+
 Format = Literal["default", "full", "summary", "meta"]
 
 #: A key is what ``memory_key`` allows: letters (any script), digits, "_" and "-".
@@ -95,7 +97,12 @@ def placeholder_keys(text: str) -> list[str]:
 
 def format_value(slot: SlotValue, placeholder: Placeholder) -> str:
     """What a placeholder stands for: ``full`` the content, ``summary`` and the bare form the summary,
-    ``meta:FIELD`` that metadata field (JSON for structured values)."""
+    ``meta:FIELD`` that metadata field (JSON for structured values); neutralised
+    (:func:`~agent_memory.text.neutralize`), as every stored text a model may read."""
+    return neutralize(_raw_value(slot, placeholder))
+
+
+def _raw_value(slot: SlotValue, placeholder: Placeholder) -> str:
     if placeholder.format == "full":
         return slot.content
     if placeholder.format == "meta":

@@ -269,7 +269,9 @@ async def run_python(
         payload = {"code": code, "memory": dict(memory or {}), "memory_summary": dict(memory_summary or {}),
                    "memory_meta": dict(memory_meta or {}), "messages": list(messages),
                    "sys_path": [packages] if packages else []}  # fmt: skip
-        (place.io / "payload.json").write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+        # ASCII JSON: a memory value may hold a lone surrogate, which no UTF-8 file can; the runner's
+        # json.load gives the very same string back
+        (place.io / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
         python = python_binary() if isolation is not None else sys.executable
         inside = f"{place.io_inside}/payload.json", f"{place.io_inside}/result.json"
         argv = [python, "-I", "-u", "-c", _RUNNER, *inside]

@@ -19,6 +19,7 @@ from autogen_core import CancellationToken
 from pydantic import BaseModel, Field
 
 from .._fixed_schema import FixedSchemaTool
+from ..text import neutralize, neutralize_value
 from ._events import CodeRunFinishedEvent, CodeRunOutputEvent, CodeRunStartedEvent
 from ._executor import CommandExecutor, CommandResult
 from ._placeholders import PlaceholderError, placeholder_keys
@@ -92,8 +93,11 @@ class RunCodeTool(FixedSchemaTool[RunCodeInput, RunCodeOutput]):
         self._emit(CodeRunFinishedEvent(source=self.source, content=result.output[-2000:], success=result.success,
                                         error=result.error, timed_out=result.timed_out,
                                         duration_ms=result.duration_ms, memory_key=result.memory_key))  # fmt: skip
-        return RunCodeOutput(success=result.success, result=result.result, output=result.output[-4000:],
-                             error=result.error, memory_key=result.memory_key)  # fmt: skip
+        # the model reads it: what the code printed from memory values is neutralised like the values
+        return RunCodeOutput(success=result.success, result=neutralize_value(result.result),
+                             output=neutralize(result.output[-4000:]),
+                             error=None if result.error is None else neutralize(result.error),
+                             memory_key=result.memory_key)  # fmt: skip
 
     def return_value_as_string(self, value: Any) -> str:
         if isinstance(value, RunCodeOutput):

@@ -1,10 +1,12 @@
-"""Text processing: folding, tokenisation (jieba + stemmed English), stop words, keywords, time expressions.
+"""Text processing: control text made inert, folding, tokenisation (jieba + stemmed English), stop words,
+keywords, time expressions.
 
 >>> from agent_memory.text import Tokenizer
 >>> Tokenizer().tokens("Ｄａｔａｂａｓｅ 配置")
 ['databas', '配置']
 """
 
+from ._control import neutralize, neutralize_value
 from ._informativeness import content_word, informativeness, unheld_weight
 from ._keywords import MEMORY_KEYWORDS_PROMPT, TYPE_KEYWORDS, KeywordExtractor, KeywordType, QueryKeyword
 from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
@@ -49,6 +51,8 @@ __all__ = [
     "is_cjk_word",
     "named_range",
     "named_time_range",
+    "neutralize",
+    "neutralize_value",
     "parse_time_expressions",
     "query_time_range",
     "unheld_weight",

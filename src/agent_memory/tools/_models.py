@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..text import neutralize
+
 
 class SearchMemoriesInput(BaseModel):
     """记忆搜索工具输入"""
@@ -35,7 +37,8 @@ PREVIEW_CUT = "..."
 
 def content_preview(content: str) -> str:
     """The ``content_preview`` of a memory's content: all of it, or its first :data:`PREVIEW_CHARS`
-    characters and :data:`PREVIEW_CUT`.
+    characters and :data:`PREVIEW_CUT`; neutralised (``agent_memory.text.neutralize``), as a model or
+    an MCP client reads it.
 
     >>> content_preview("MySQL 端口 3306")
     'MySQL 端口 3306'
@@ -44,7 +47,8 @@ def content_preview(content: str) -> str:
     """
     if not isinstance(content, str):
         raise TypeError(f"content must be a str (a memory's content), got {type(content).__name__}")
-    return content[:PREVIEW_CHARS] + PREVIEW_CUT if len(content) > PREVIEW_CHARS else content
+    text = neutralize(content)
+    return text[:PREVIEW_CHARS] + PREVIEW_CUT if len(text) > PREVIEW_CHARS else text
 
 
 class MemorySearchResultItem(BaseModel):

@@ -26,7 +26,7 @@ from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFound
 
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
 from ..slots._sensitivity import reaches
-from ..text import KeywordExtractor
+from ..text import KeywordExtractor, neutralize, neutralize_value
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
 from ._models import (
@@ -221,7 +221,7 @@ class MemoryToolbox:
         results = [
             MemorySearchResultItem(
                 memory_key=h.memory_key,
-                summary=h.summary or "",
+                summary=neutralize(h.summary or ""),
                 content_preview=content_preview(h.record.content),
                 memory_type=h.record.memory_type,
                 relevance_score=h.score,
@@ -292,11 +292,11 @@ class MemoryToolbox:
         return GetMemoryDetailOutput(
             success=True,
             memory_key=record.memory_key,
-            summary=record.summary,
-            content=record.content,
+            summary=neutralize(record.summary),
+            content=neutralize(record.content),
             memory_type=record.memory_type,
             created_at=record.created_at.isoformat(),
-            metadata=record.metadata,
+            metadata=neutralize_value(dict(record.metadata)),
         )
 
     async def extract_search_keywords(self, data: ExtractKeywordsInput) -> ExtractKeywordsOutput:

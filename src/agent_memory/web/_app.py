@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from data_layer import InvalidInputError
 
-from ..serving import check_bind
+from ..serving import check_bind, check_port
 from ..system import MemorySystem
 from ._accept import BOARD_ENV, LoadBoard, ShareOutMiddleware, new_board
 from ._api import ROUTES, every_worker_serves
@@ -207,6 +207,7 @@ async def serve(
         raise InvalidInputError(f"port must be 1-65535, got {port}")
     if not 1 <= workers <= MAX_WORKERS:
         raise InvalidInputError(f"workers must be 1-{MAX_WORKERS}, got {workers}")
+    check_port(bind, port)  # a busy port is one line naming it, not uvicorn's errno log line
     system = MemorySystem.from_settings(settings, database_url=database_url)
     try:
         await system.ensure_schema()  # a database behind the code is refused here, with advice, not in the server

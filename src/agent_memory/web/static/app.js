@@ -205,11 +205,20 @@ function thinkingBlock(bubble) {
   return block;
 }
 
+// A gist's text starts with its date ("2026-01-02：用户说：..."); a card that shows the date itself
+// shows the rest, so the date appears once.
+function withoutDate(content, date) {
+  if (!date || !content.startsWith(date)) return content;
+  return content.slice(date.length).replace(/^[：:，,\s]+/, "") || content;
+}
+
 function toolCard(bubble, event) {
   const result = event.result || {};
   const list = el("ul");
   for (const p of result.profiles || []) list.append(el("li", { class: "profile", text: `画像 · ${p.topic}：${p.content}` }));
-  for (const e of result.events || []) list.append(el("li", { class: "event", text: `事件 · ${e.date}：${e.content}` }));
+  for (const e of result.events || []) {
+    list.append(el("li", { class: "event", text: `事件 · ${e.date}：${withoutDate(e.content, e.date)}` }));
+  }
   if (!list.children.length) list.append(el("li", { class: "none", text: "没有召回相关记忆" }));
   const count = (result.profiles || []).length + (result.events || []).length;
   const card = el("details", { class: "tool-card", "data-tool": event.name },
@@ -381,7 +390,7 @@ $("settings-save").addEventListener("click", async () => {
 // -- memories -------------------------------------------------------------------------------------
 
 function memoryItem(m) {
-  const text = el("div", { class: "content", text: m.content });
+  const text = el("div", { class: "content", text: withoutDate(m.content, m.date) });
   const meta = el("div", { class: "meta", text: `${m.date}${m.topic ? " · " + m.topic : ""} · ${m.key}` });
   const item = el("li", { "data-key": m.key }, text, meta);
   const edit = el("button", { type: "button", class: "edit", text: "编辑", onclick: async () => {
