@@ -217,3 +217,16 @@ def test_the_page_never_renders_text_as_html() -> None:
 
     script = (Path(agent_memory.web.__file__).parent / "static" / "app.js").read_text(encoding="utf-8")
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script  # text always via textContent
+
+
+async def test_the_archiving_model_reads_the_chat_neutralised(hostile: MemorySystem) -> None:
+    """``MEMORY_ARCHIVE_MODEL_CLIENT`` puts stored chat in front of a model too."""
+    from agent_memory.archiving import ModelExtractor, Session
+    from agent_memory.text import Tokenizer
+
+    stored = await hostile.layer.messages.append(user_id="u1", friend_id="mentor", role="user", content=HOSTILE)
+    client = replay(['{"profiles": [], "events": []}'])
+    await ModelExtractor(client, tokenizer=Tokenizer(stem=False)).extract(Session("u1", "mentor", (stored,)))
+    chat = str(client.create_calls[0]["messages"][-1].content)
+    assert "季度项目汇报" in chat and f"[{stored.id}]" in chat  # the message, under its id
+    assert survivors(chat.replace(f"[{stored.id}]", "")) == []

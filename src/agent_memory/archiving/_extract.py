@@ -4,7 +4,8 @@
 gists. ``ModelExtractor`` asks an AutoGen ``ChatCompletionClient`` for a typed JSON answer (validated
 with pydantic); an answer that does not validate, names messages that are not in the session, or a
 client error falls back to the offline rules for that session, so archiving never stops on a model
-(a WARNING says why, without the chat's text). ``MEMORY_ARCHIVE_MODEL_CLIENT`` names the model.
+(a WARNING says why, without the chat's text). ``MEMORY_ARCHIVE_MODEL_CLIENT`` names the model; the
+chat it reads is neutralised (``agent_memory.text.neutralize``), as every stored text a model reads.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Literal, Protocol
 from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from ..text import Tokenizer
+from ..text import Tokenizer, neutralize
 from ._gists import GistDraft, make_gists
 from ._sessions import Session
 from ._statements import Statement, extract_statements
@@ -95,7 +96,8 @@ class ModelExtractor:
         self.offline = OfflineExtractor(tokenizer=tokenizer)
 
     async def extract(self, session: Session) -> Extracted:
-        lines = [f"[{m.id}] {m.created_at:%Y-%m-%d %H:%M} {m.role}: {m.content[:1000]}" for m in session.messages]
+        lines = [f"[{m.id}] {m.created_at:%Y-%m-%d %H:%M} {m.role}: {neutralize(m.content)[:1000]}"
+                 for m in session.messages]  # fmt: skip
         try:
             result = await self.client.create(
                 [SystemMessage(content=PROMPT), UserMessage(content="\n".join(lines)[:12000], source="archiver")],
