@@ -1,0 +1,129 @@
+"""The Agent Framework context provider under a real ``Agent`` with a scripted chat client: the recall
+block of the user's memories reaches every model call of a run, and the turn is saved."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from agent_framework import (
+    Agent,
+    AgentSession,
+    BaseChatClient,
+    ChatResponse,
+    Content,
+    FunctionInvocationLayer,
+    Message,
+    tool,
+)
+
+from agent_memory.context import SLOT_HEADER, RecallOptions
+from agent_memory.integrations.agent_framework import MemoryContextProvider
+from agent_memory.system import MemorySystem
+from data_layer import NewMemory
+
+NOW = datetime.now(UTC)
+
+
+class ScriptedChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
+    """Answers with ``answers`` in turn (text, or a ``(tool name, arguments)`` call) and records every
+    request: its messages and options."""
+
+    def __init__(self, answers: Sequence[str | tuple[str, dict[str, Any]]]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+        self.requests: list[dict[str, Any]] = []
+
+    def _inner_get_response(
+        self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
+    ) -> Any:
+        assert not stream
+        self.requests.append({"messages": list(messages), "options": dict(options)})
+        answer = self.answers.pop(0)
+        if isinstance(answer, str):
+            contents = [Content.from_text(answer)]
+        else:
+            name, arguments = answer
+            contents = [Content.from_function_call(call_id=f"c{len(self.requests)}", name=name, arguments=arguments)]
+
+        async def respond() -> ChatResponse:
+            return ChatResponse(messages=[Message(role="assistant", contents=contents)])
+
+        return respond()
+
+
+@tool
+def clock() -> str:
+    """The time."""
+    return "10:00"
+
+
+@pytest.fixture
+async def memory(system: MemorySystem) -> MemorySystem:
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("report", "用户工作压力大，下周要向管理层做季度项目汇报", summary="下周季度项目汇报，压力大",
+                      memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=2)),
+            NewMemory("breakup", "用户上个月和女朋友分手了，心情低落", memory_type="event", friend_id="xiaozhu",
+                      created_at=NOW - timedelta(days=5)),
+        ],
+    )  # fmt: skip
+    return system
+
+
+def _instructions(request: dict[str, Any]) -> str:
+    return str(request["options"].get("instructions") or "")
+
+
+async def test_the_recall_block_reaches_every_model_call_and_the_turn_is_saved(memory: MemorySystem) -> None:
+    client = ScriptedChatClient([("clock", {}), "先把结论写在第一页。"])
+    provider = MemoryContextProvider(memory, user_id="u1", friend_id="mentor")
+    agent = Agent(client, "你是职场导师。", name="mentor", tools=[clock], context_providers=[provider])
+    response = await agent.run("汇报越来越近了，该怎么准备？")
+    assert response.text == "先把结论写在第一页。"
+    assert len(client.requests) == 2  # the tool round and the answer
+    for request in client.requests:
+        instructions = _instructions(request)
+        assert instructions.startswith("你是职场导师。")  # the agent's own instructions stay first
+        assert SLOT_HEADER in instructions
+        assert "[memory:report:下周季度项目汇报，压力大]" in instructions
+        assert "breakup" not in instructions  # another friend's event
+    stored = await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=10)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "汇报越来越近了，该怎么准备？"),
+        ("assistant", "先把结论写在第一页。"),
+    ]
+
+
+async def test_each_run_recalls_anew_and_the_next_turn_reads_the_stored_chat(memory: MemorySystem) -> None:
+    client = ScriptedChatClient(["你最近在忙什么？", "那就先列提纲。"])
+    provider = MemoryContextProvider(memory, user_id="u1", friend_id="mentor", options=RecallOptions(window_size=3))
+    agent = Agent(client, "你是职场导师。", name="mentor", context_providers=[provider])
+    session = AgentSession()
+    await agent.run("你好", session=session)
+    assert SLOT_HEADER not in _instructions(client.requests[0])  # nothing about a greeting
+    await agent.run("还是那个季度汇报的事", session=session)
+    assert "[memory:report:" in _instructions(client.requests[1])
+    # the framework's own history gives the model the first turn; the block is not part of it
+    assert [m.text for m in client.requests[1]["messages"]] == ["你好", "你最近在忙什么？", "还是那个季度汇报的事"]
+    stored = await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=10)
+    assert [m.content for m in stored] == ["你好", "你最近在忙什么？", "还是那个季度汇报的事", "那就先列提纲。"]
+
+
+async def test_another_users_provider_recalls_none_of_these_memories(memory: MemorySystem) -> None:
+    client = ScriptedChatClient(["好的。"])
+    agent = Agent(client, "你是职场导师。", context_providers=[MemoryContextProvider(memory, user_id="u2",
+                                                                                   friend_id="mentor")])  # fmt: skip
+    await agent.run("汇报越来越近了，该怎么准备？")
+    assert _instructions(client.requests[0]) == "你是职场导师。"
+    assert await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=10) == []
+    assert [m.role for m in await memory.layer.messages.latest(user_id="u2", friend_id="mentor", limit=10)] == [
+        "user", "assistant"]  # fmt: skip
+
+
+def test_options_of_another_type_are_refused(memory: MemorySystem) -> None:
+    with pytest.raises(TypeError, match="options must be a RecallOptions"):
+        MemoryContextProvider(memory, user_id="u1", options={"window_size": 3})  # type: ignore[arg-type]
