@@ -3,55 +3,19 @@ block of the user's memories reaches every model call of a run, and the turn is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from agent_framework import (
-    Agent,
-    AgentSession,
-    BaseChatClient,
-    ChatResponse,
-    Content,
-    FunctionInvocationLayer,
-    Message,
-    tool,
-)
+from agent_framework import Agent, AgentSession, tool
 
 from agent_memory.context import SLOT_HEADER, RecallOptions
 from agent_memory.integrations.agent_framework import MemoryContextProvider
 from agent_memory.system import MemorySystem
 from data_layer import NewMemory
+from scripted_agent_framework import ScriptedChatClient
 
 NOW = datetime.now(UTC)
-
-
-class ScriptedChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
-    """Answers with ``answers`` in turn (text, or a ``(tool name, arguments)`` call) and records every
-    request: its messages and options."""
-
-    def __init__(self, answers: Sequence[str | tuple[str, dict[str, Any]]]) -> None:
-        super().__init__()
-        self.answers = list(answers)
-        self.requests: list[dict[str, Any]] = []
-
-    def _inner_get_response(
-        self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
-    ) -> Any:
-        assert not stream
-        self.requests.append({"messages": list(messages), "options": dict(options)})
-        answer = self.answers.pop(0)
-        if isinstance(answer, str):
-            contents = [Content.from_text(answer)]
-        else:
-            name, arguments = answer
-            contents = [Content.from_function_call(call_id=f"c{len(self.requests)}", name=name, arguments=arguments)]
-
-        async def respond() -> ChatResponse:
-            return ChatResponse(messages=[Message(role="assistant", contents=contents)])
-
-        return respond()
 
 
 @tool
