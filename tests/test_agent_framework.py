@@ -3,39 +3,25 @@ block of the user's memories reaches every model call of a run, and the turn is 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from agent_framework import Agent, AgentSession, tool
 
+import test_memory_context
 from agent_memory.context import SLOT_HEADER, RecallOptions
 from agent_memory.integrations.agent_framework import MemoryContextProvider
 from agent_memory.system import MemorySystem
-from data_layer import NewMemory
 from scripted_agent_framework import ScriptedChatClient
 
-NOW = datetime.now(UTC)
+#: The AutoGen tests' memories, the same fixture: mentor's work report, xiaozhu's breakup.
+memory = test_memory_context.memory
 
 
 @tool
 def clock() -> str:
     """The time."""
     return "10:00"
-
-
-@pytest.fixture
-async def memory(system: MemorySystem) -> MemorySystem:
-    await system.layer.memory.add_many(
-        user_id="u1",
-        memories=[
-            NewMemory("report", "用户工作压力大，下周要向管理层做季度项目汇报", summary="下周季度项目汇报，压力大",
-                      memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=2)),
-            NewMemory("breakup", "用户上个月和女朋友分手了，心情低落", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=5)),
-        ],
-    )  # fmt: skip
-    return system
 
 
 def _instructions(request: dict[str, Any]) -> str:
