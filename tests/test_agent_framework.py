@@ -12,6 +12,7 @@ import test_memory_context
 from agent_memory.context import SLOT_HEADER, RecallOptions
 from agent_memory.integrations.agent_framework import MemoryContextProvider
 from agent_memory.system import MemorySystem
+from data_layer import InvalidInputError
 from scripted_agent_framework import ScriptedChatClient
 
 #: The AutoGen tests' memories, the same fixture: mentor's work report, xiaozhu's breakup.
@@ -74,6 +75,10 @@ async def test_another_users_provider_recalls_none_of_these_memories(memory: Mem
         "user", "assistant"]  # fmt: skip
 
 
-def test_options_of_another_type_are_refused(memory: MemorySystem) -> None:
+def test_bad_arguments_are_refused_with_what_to_pass(memory: MemorySystem) -> None:
     with pytest.raises(TypeError, match="options must be a RecallOptions"):
         MemoryContextProvider(memory, user_id="u1", options={"window_size": 3})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"system must be a MemorySystem \(MemorySystem.open"):
+        MemoryContextProvider("sqlite+aiosqlite:///memory.db", user_id="u1")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="user_id"):
+        MemoryContextProvider(memory, user_id="")

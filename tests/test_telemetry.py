@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_framework import Agent
 from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import CreateResult
 from autogen_ext.models.replay import ReplayChatCompletionClient
@@ -19,12 +20,14 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from agent_memory.integrations.agent_framework import MemoryContextProvider
 from agent_memory.mcp import MemoryMcpTools
 from agent_memory.system import MemorySystem
 from agent_memory.telemetry import MemorySpan, content_recorded, note, record_content, span
 from agent_memory.web import create_app
 from data_layer import NewMemory
 from scripted import MODEL_INFO, replay
+from scripted_agent_framework import ScriptedChatClient
 
 NOW = datetime.now(UTC)
 USER = "telemetry-user-7f3a"
@@ -268,3 +271,17 @@ def test_text_cannot_become_an_attribute_by_mistake(spans: InMemorySpanExporter)
         note("agent_memory.example", {"agent_memory.example.found": True})
     (done,) = spans.get_finished_spans()
     assert dict(done.attributes or {}) == {"agent_memory.example.found": True}
+
+
+async def test_an_agent_framework_run_nests_the_recall_under_the_frameworks_span(
+    memory: MemorySystem, spans: InMemorySpanExporter
+) -> None:
+    client = ScriptedChatClient(["先列出汇报的结论。"])
+    provider = MemoryContextProvider(memory, user_id=USER, friend_id="mentor")
+    await Agent(client, "你是职场导师。", name="mentor", context_providers=[provider]).run(MESSAGE)
+    finished = spans.get_finished_spans()
+    print("\n".join(tree(finished)))
+    (recall,) = named(finished, "agent_memory.recall")
+    assert ancestors(recall, finished)[-1] == "invoke_agent mentor"  # the framework's span of the run
+    for secret in (USER, MEMORY, MESSAGE):
+        assert secret not in texts([s for s in finished if s.name.startswith("agent_memory.")])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
 from ...context import MemoryContext, RecallOptions
+from ...system import MemorySystem
 
 try:
     from agent_framework import AgentSession, ContextProvider, Message, SessionContext
@@ -30,8 +31,6 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is part of th
 
 if TYPE_CHECKING:
     from agent_framework import SupportsAgentRun
-
-    from ...system import MemorySystem
 
 __all__ = ["MemoryContextProvider"]
 
@@ -60,6 +59,8 @@ class MemoryContextProvider(ContextProvider):
         events: asyncio.Queue[Any] | None = None,
         source_id: str = DEFAULT_SOURCE_ID,
     ) -> None:
+        if not isinstance(system, MemorySystem):
+            raise TypeError(f"system must be a MemorySystem (MemorySystem.open(url)), got {type(system).__name__}")
         if options is not None and not isinstance(options, RecallOptions):
             raise TypeError(f"options must be a RecallOptions, got {type(options).__name__}")
         super().__init__(source_id)
