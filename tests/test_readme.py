@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from scripted_agent_framework import ScriptedChatClient
 from strict_server import Reply, StrictServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -36,11 +37,14 @@ async def test_every_python_block_runs_as_written(tmp_path: Path, monkeypatch: p
         server.script(Reply(text="先把结论写在第一页。"))
         body = "\n".join(python_blocks())
         source = "async def _readme():\n" + textwrap.indent(body, "    ") + "\n    return locals()\n"
-        namespace: dict[str, Any] = {}
+        chat_client = ScriptedChatClient(["先把结论写在第一页。"])  # the Agent Framework example's model
+        namespace: dict[str, Any] = {"chat_client": chat_client}
         exec(compile(source, str(README), "exec"), namespace)
         found = await namespace["_readme"]()
         await found["client"].close()
     assert server.errors == []
+    assert found["reply"].text == "先把结论写在第一页。"
+    assert "[memory:ev-report:" in chat_client.requests[0]["options"]["instructions"]
     assert found["result"].messages[-1].content == "先把结论写在第一页。"
     assert found["rec"].memory_key == "ev-report"
     assert found["r"].result == 3306

@@ -76,10 +76,10 @@ COMPANIONS = {
 #: (test_agent_builder), the recall model client (test_recall), the archiving model client
 #: (test_archive_model); the serving settings by the web and
 #: MCP tests (test_web_api: the chat model client replaces the offline responder, a host other than
-#: loopback needs a token, the token is required; test_mcp).
+#: loopback needs a token, the token is required; test_mcp); the spans' text by test_telemetry.
 ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
              "MEMORY_RECALL_MODEL_CLIENT", "MEMORY_SERVER_HOST", "MEMORY_SERVER_TOKEN",
-             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT"}  # fmt: skip
+             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT", "MEMORY_TELEMETRY_CONTENT"}  # fmt: skip
 
 
 def test_every_setting_is_checked() -> None:

@@ -36,6 +36,7 @@ from typing import Any
 
 from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRecord, NewMemory, Scope
 
+from ..telemetry import ARCHIVE_SPAN, span
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
 from ._gists import informative
@@ -73,6 +74,21 @@ class ArchiveReport:
     superseded: int = 0
     open_sessions: int = 0
     memory_keys: list[str] = field(default_factory=list)
+
+
+def _report_attributes(report: ArchiveReport) -> dict[str, int]:
+    """What an archiving run's span says: sessions archived, their messages, the memories formed (gists,
+    turns, profile items), profile items superseded, sessions still open."""
+    return {
+        "agent_memory.archive.sessions": report.sessions,
+        "agent_memory.archive.messages": report.messages,
+        "agent_memory.archive.memories": len(report.memory_keys),
+        "agent_memory.archive.gists": report.gists,
+        "agent_memory.archive.turns": report.turns,
+        "agent_memory.archive.profiles": report.profiles,
+        "agent_memory.archive.superseded": report.superseded,
+        "agent_memory.archive.open_sessions": report.open_sessions,
+    }
 
 
 class SessionArchiver:
@@ -137,10 +153,13 @@ class SessionArchiver:
         scope = Scope.of(user_id, friend_id)
         when = now or datetime.now(UTC)
         report = ArchiveReport()
-        friends = await self.friends(user_id=scope.user_id) if all_friends else [scope.friend_id]
-        for friend in friends:
-            async with self.locks.hold("archive", scope.user_id, friend):
-                await self._run_chat(scope.user_id, friend, when, end_open, report)
+        attributes = {"agent_memory.archive.all_friends": all_friends, "agent_memory.archive.end_open": end_open}
+        with span(ARCHIVE_SPAN, attributes) as traced:
+            friends = await self.friends(user_id=scope.user_id) if all_friends else [scope.friend_id]
+            for friend in friends:
+                async with self.locks.hold("archive", scope.user_id, friend):
+                    await self._run_chat(scope.user_id, friend, when, end_open, report)
+            traced.set_many(_report_attributes(report))
         if report.memory_keys and self.on_archived is not None:
             try:
                 await self.on_archived(scope.user_id)

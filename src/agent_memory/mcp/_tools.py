@@ -37,6 +37,7 @@ from data_layer import (
 from ..evidence import EVIDENCE_TOOLS
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
+from ..telemetry import MCP_SPAN, span
 from ..text import neutralize
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
 from ..tools import SearchMemoriesOutput as SearchResult
@@ -241,7 +242,12 @@ class MemoryMcpTools:
             logger.warning("warm-up failed", exc_info=True)
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Run tool ``name``; returns its result as JSON data, raises :class:`McpToolError`."""
+        """Run tool ``name``; returns its result as JSON data, raises :class:`McpToolError`. Each call is
+        a span (:mod:`agent_memory.telemetry`) naming the tool (an unknown name as ``unknown``)."""
+        with span(MCP_SPAN, {"agent_memory.mcp.tool": name if name in MCP_TOOLS else "unknown"}):
+            return await self._call(name, arguments)
+
+    async def _call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         warming = self._warming
         if warming is not None and not warming.done():
             await asyncio.shield(warming)

@@ -37,6 +37,7 @@ from data_layer import Scope
 
 from ..clients import TextOnToolCallsContext
 from ..search import HybridMemorySearch
+from ..telemetry import RECALL_SPAN, span
 from ..tools import (
     MEMRECALL_TOOLS,
     HandoffInput,
@@ -200,11 +201,25 @@ class MemRecallAgent:
         recall (a time budget) still has what the searches found."""
         if not messages:
             raise ValueError("recall needs at least the current message")
-        await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
-        with self.search.one_view():  # every round searches the same memories, read once
-            if not self.model_driven:
-                return await self._recall(messages)
-            return await self._model_recall(messages)
+        attributes = {
+            "agent_memory.recall.max_iterations": self.max_iterations,
+            "agent_memory.recall.window_size": self.window_size,
+            "agent_memory.recall.timed_out": False,
+        }
+        with span(RECALL_SPAN, attributes) as traced:
+            traced.content("agent_memory.recall.message", messages[-1][1])
+            try:
+                await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
+                with self.search.one_view():  # every round searches the same memories, read once
+                    if not self.model_driven:
+                        return await self._recall(messages)
+                    return await self._model_recall(messages)
+            except asyncio.CancelledError:  # the caller's time budget ran out
+                traced.set("agent_memory.recall.timed_out", True)
+                raise
+            finally:
+                if traced.recording:
+                    traced.set_many(_ledger_attributes(self.ledger))
 
     async def _model_recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
         """The model's recall, with the deterministic first round as its fallback (see the module docs)."""
@@ -269,3 +284,18 @@ class MemRecallAgent:
             window = expansion.new_size
             await self._emit(WindowExpandedEvent(source=AGENT_NAME, new_size=window, iteration=expansion.iteration))
         return RecallResult(ledger, self.max_iterations, window, tuple(events))
+
+
+def _ledger_attributes(ledger: RecallLedger) -> dict[str, int | bool]:
+    """What a recall's span says of its ledger: iterations (the first and each approved window
+    expansion), search rounds, tool calls (searches, detail reads, expansions and the handoff), whether a
+    valid handoff ended it, how many memories its searches found. Read when the recall ends, also when
+    its time ran out."""
+    handed = ledger.handoff is not None or ledger.handoff_problem is not None
+    return {
+        "agent_memory.recall.iterations": 1 + sum(1 for e in ledger.expansions if e.approved),
+        "agent_memory.recall.rounds": len(ledger.searches),
+        "agent_memory.recall.tool_calls": len(ledger.searches) + len(ledger.details) + len(ledger.expansions) + handed,
+        "agent_memory.recall.handoff": ledger.handoff is not None,
+        "agent_memory.recall.memories_found": len(ledger.found()),
+    }

@@ -47,6 +47,7 @@ import numpy.typing as npt
 
 from data_layer import MemoryRecord
 
+from ..telemetry import SEARCH_SPAN, note
 from ..text import TimeRange, content_word, informativeness, unheld_weight
 from . import _components as c
 from ._index import UserIndex
@@ -161,6 +162,7 @@ class Pipeline:
         if self.index.size == 0:
             return []
         mask = self.candidates(query)
+        note(SEARCH_SPAN, {"agent_memory.search.candidates": int(mask.sum())})  # the search's span, if any
         if not mask.any():
             return []
         alone = self.period = query.time_alone()

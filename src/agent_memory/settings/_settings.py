@@ -144,6 +144,10 @@ class AgentMemorySettings(BaseSettings):
     #: The main chat model of the web chat as AutoGen component JSON; empty = the offline responder.
     memory_chat_model_client: str = ""
 
+    # -- telemetry (OpenTelemetry spans, see agent_memory.telemetry) ----------------------------------
+    #: Spans also carry text: queries, messages and what searches found (off: numbers and names only).
+    memory_telemetry_content: bool = False
+
     @field_validator("memory_search_semantic_share", mode="before")
     @classmethod
     def _blank_share_is_unset(cls, value: object) -> object:

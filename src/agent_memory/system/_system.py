@@ -59,6 +59,7 @@ from ..search import (
 )
 from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
+from ..telemetry import record_content
 from ..text import KeywordExtractor, Tokenizer
 from ..tools import MemoryToolbox, ToolLimits
 
@@ -157,6 +158,8 @@ class MemorySystem:
         #: whether runs go ahead where it cannot isolate them (the operator's opt-in).
         self.exec_bwrap = s.memory_exec_bwrap
         self.exec_allow_unisolated = s.memory_exec_allow_unisolated
+        # the spans' text (process-wide, as the tracer provider the application sets up is)
+        record_content(s.memory_telemetry_content)
 
     # -- construction and life cycle ---------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from data_layer import InvalidInputError
 
 from ..serving import check_bind, check_port
 from ..system import MemorySystem
+from ..telemetry import WEB_SPAN, TracedRequests
 from ._accept import BOARD_ENV, LoadBoard, ShareOutMiddleware, new_board
 from ._api import ROUTES, every_worker_serves
 from ._chat import ChatService
@@ -153,6 +154,7 @@ def create_app(
     app = Starlette(
         routes=[Route("/", _index), *ROUTES, Mount("/static", StaticFiles(directory=STATIC), name="static")],
         middleware=[
+            Middleware(TracedRequests, name=WEB_SPAN),  # one span per request (agent_memory.telemetry)
             Middleware(LoopbackHostMiddleware, enabled=not token),
             Middleware(
                 SessionMiddleware,
