@@ -159,6 +159,7 @@ async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionD
     await context.add_message(AssistantMessage(content=[call], source="main"))
     await context.add_message(FunctionExecutionResultMessage(
         content=[FunctionExecutionResult(content=loaded, name="load_tool_history", call_id="l1")]))  # fmt: skip
+    await context.add_message(AssistantMessage(content="第一轮的回答", source="main"))  # an answered turn's tool round
     await context.add_message(UserMessage(content="第二轮", source="user"))
     texts = _tool_texts(await context.get_messages())
     assert len(texts) == 1 and len(texts[0]) < 500 and "不可用" in texts[0]

@@ -38,13 +38,14 @@ async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: s
     n = 0
     for c in range(copies):
         for i, (text, keywords) in enumerate(TEXTS):
-            friend = (None, "f1", "f2")[(i + c) % 3]
+            kind = ("general", "user_preference")[i % 2]
+            friend = None if kind == "user_preference" else (None, "f1", "f2")[(i + c) % 3]  # a profile is shared
             await layer.memory.add(
                 user_id=user, memory_key=f"{user}-m{n}", content=f"{text} ({c}){'?' if i % 3 == 0 else ''}",
                 keywords=keywords, friend_id=friend, created_at=T0 + timedelta(days=c, minutes=7 * i),
                 metadata={SESSION_FIELD: f"s{c}", "speaker": ("Ann", "Bob")[n % 2]},  # conversations of two
                 # speakers, with questions whose replies are lifted
-                memory_type=("general", "user_preference")[i % 2],
+                memory_type=kind,
             )  # fmt: skip
             n += 1
 
