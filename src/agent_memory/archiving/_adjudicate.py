@@ -164,6 +164,7 @@ class ConflictCase:
     expected_value: str | None
     expected_uncertain: bool
     expected_reason: Reason
+    kind: str = ""  # what the case tests (move, job, marriage, hypothetical ...); the expected reason when unnamed
 
 
 def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
@@ -184,7 +185,8 @@ def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
         if expected["reason"] not in REASONS:
             raise ValueError(f"case {raw['id']}: unknown reason {expected['reason']!r}")
         cases.append(ConflictCase(raw["id"], raw["lang"], messages, raw["topic"], raw.get("subject", ""),
-                                  expected["value"], bool(expected["uncertain"]), expected["reason"]))  # fmt: skip
+                                  expected["value"], bool(expected["uncertain"]), expected["reason"],
+                                  raw.get("kind") or expected["reason"]))  # fmt: skip
     return cases
 
 
@@ -201,9 +203,10 @@ def verdict_for(case: ConflictCase) -> Verdict | None:
 
 def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
     """Accuracy of the rules on the conflict set: a case is right when winner value, uncertainty and reason
-    all match. Returns ``{"cases", "correct", "accuracy", "by_reason", "by_lang", "failures"}``."""
+    all match. Returns ``{"cases", "correct", "accuracy", "by_reason", "by_lang", "by_kind", "by_lang_kind",
+    "failures"}``; ``by_lang_kind`` is keyed ``"<lang>/<kind>"`` (``"zh/move"``)."""
     total = correct = 0
-    by: dict[str, dict[str, dict[str, int]]] = {"by_reason": {}, "by_lang": {}}
+    by: dict[str, dict[str, dict[str, int]]] = {"by_reason": {}, "by_lang": {}, "by_kind": {}, "by_lang_kind": {}}
     failures: list[dict[str, Any]] = []
     for case in cases:
         verdict = verdict_for(case)
@@ -216,12 +219,15 @@ def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
         ok = got == expected
         total += 1
         correct += ok
-        for table, key in (("by_reason", case.expected_reason), ("by_lang", case.lang)):
+        kind = case.kind or case.expected_reason
+        cells = (("by_reason", case.expected_reason), ("by_lang", case.lang), ("by_kind", kind),
+                 ("by_lang_kind", f"{case.lang}/{kind}"))  # fmt: skip
+        for table, key in cells:
             cell = by[table].setdefault(key, {"cases": 0, "correct": 0})
             cell["cases"] += 1
             cell["correct"] += ok
         if not ok:
-            failures.append({"id": case.id, "lang": case.lang, "expected": expected, "got": got})
+            failures.append({"id": case.id, "lang": case.lang, "kind": kind, "expected": expected, "got": got})
     result: dict[str, Any] = {
         "cases": total,
         "correct": correct,
