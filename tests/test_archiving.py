@@ -110,6 +110,43 @@ async def test_a_newer_statement_supersedes_and_the_old_one_stays_as_history(sys
     assert all(h.record.is_active for h in hits)
 
 
+@pytest.mark.parametrize(
+    ("said", "key", "old", "new"),
+    [
+        (("I live in London with my partner.", "Work relocated me: I moved to Berlin in May."),
+         "profile-residence", "London", "Berlin"),
+        (("I work at Shopify.", "I quit my job last week."), "profile-employer", "Shopify", "left their job"),
+        (("我是单身", "我上个月结婚了"), "profile-marital", "单身", "已婚"),
+        (("我在华为上班", "我换工作了，现在在小米上班"), "profile-employer", "华为", "小米"),
+    ],
+)  # fmt: skip
+async def test_a_change_of_state_supersedes_with_the_evidence_of_both(
+    system: MemorySystem, said: tuple[str, str], key: str, old: str, new: str
+) -> None:
+    first, second = await store(system, msg(said[0], at=T0), msg(said[1], at=T0 + timedelta(days=40)))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.superseded == 1
+    current = await system.layer.memory.retrieve_memory(memory_key=key, user_id="u1")
+    assert current is not None and new in current.content and old not in current.content
+    assert current.metadata["source_message_ids"] == [second.id, first.id]
+    history = (await system.layer.memory.list_memories(user_id="u1", include_inactive=True, limit=50)).items
+    earlier = [m for m in history if not m.is_active and m.metadata.get("superseded_by") == key]
+    assert len(earlier) == 1 and old in earlier[0].content and earlier[0].metadata["source_message_ids"] == [first.id]
+
+
+@pytest.mark.parametrize(
+    "later",
+    ["If I moved to Berlin, I'd miss my friends.", "Should I move to Berlin?", "My sister moved to Berlin.",
+     "要是搬到柏林，我会想家的", "我要不要搬到柏林？", "我妹妹搬到柏林了"],
+)  # fmt: skip
+async def test_a_supposition_a_question_or_someone_elses_move_changes_no_home(system: MemorySystem, later: str) -> None:
+    await store(system, msg("I have always lived in London.", at=T0), msg(later, at=T0 + timedelta(days=40)))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.superseded == 0
+    home = await system.layer.memory.retrieve_memory(memory_key="profile-residence", user_id="u1")
+    assert home is not None and home.content.endswith("lives in London")
+
+
 async def test_an_interrupted_run_resumes_without_duplicates(system: MemorySystem, monkeypatch: Any) -> None:
     day = timedelta(days=1)
     await store(system, *(msg(f"第{n}天 我在准备马拉松训练计划", at=T0 + n * day) for n in range(4)))

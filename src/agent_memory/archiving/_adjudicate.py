@@ -7,7 +7,9 @@ topics (a user has one employer, one city). In each group:
    an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
 2. Among them the newest wins (§4.6.2 "时间变化": a later, explicit statement supersedes). A statement about
    the past (以前/"used to") counts as older than any present one, also within the same message; at the same
-   moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not.
+   moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not, and on a
+   single-valued topic what holds beats what no longer does. A change of state (搬到/"moved to", 辞职/"quit
+   my job", 结婚/"got married", 不再/"no longer") is such a statement: no rule of its own decides it.
 3. If nothing direct is left, or two direct statements of the same moment disagree, the group cannot be
    decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (§4.6.3 不可裁决):
    ``Verdict.kept`` (an extra field with a default) holds them - every statement of the group when none is
@@ -101,9 +103,12 @@ def discount_reason(statement: Statement) -> Reason:
     }.get(statement.speech, "time_change")  # type: ignore[return-value]
 
 
-def _order(statement: Statement) -> tuple[datetime, int, int]:
-    """Newest last: time, then present over past, then a change marker over none."""
-    return statement.at, 0 if statement.past else 1, 1 if statement.change_marker else 0
+def _order(statement: Statement) -> tuple[datetime, int, int, int]:
+    """Newest last: time, then present over past, then a change marker over none, then - for a
+    single-valued topic - what holds over what no longer does ("I no longer live in Paris, I live in
+    Lille now": the user lives in Lille)."""
+    holds = 0 if statement.single_valued and statement.polarity == "negative" else 1
+    return statement.at, 0 if statement.past else 1, 1 if statement.change_marker else 0, holds
 
 
 def adjudicate(statements: Sequence[Statement]) -> list[Verdict]:

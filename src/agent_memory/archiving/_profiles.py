@@ -4,6 +4,8 @@ One current memory per (topic, subject) — ``profile-diet-辣`` — or per topi
 topics (``profile-residence``). A newer direct statement that says something else supersedes the
 current one: the old value is kept as an inactive history memory (``...--<message id>``) with
 ``valid_to`` and ``superseded_by``, never silently lost; ``memory list --include-inactive`` shows it.
+The new current item cites both sides as its source messages (the new statement first), so the change
+("moved from 杭州 to 深圳") is shown with its evidence.
 A statement older than the current value (an old chat imported later) goes straight to history.
 Everything is keyed by the source message, so applying the same statements twice writes nothing new.
 """
@@ -119,7 +121,9 @@ class ProfileWriter:
             return ProfileChange(history_key, "history", statement)
         old_key = f"{key}--{current.metadata.get('message_id') or int(_valid_from(current).timestamp())}"
         await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
-        await self._write_current(uid, key, statement, sources=[statement.message_id or 0], supersedes=old_key)
+        # the evidence of a change is both statements: the new one first, then what it replaced
+        sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]
+        await self._write_current(uid, key, statement, sources=sources, supersedes=old_key)
         return ProfileChange(key, "superseded", statement)
 
     async def _write_current(
