@@ -147,6 +147,36 @@ async def test_a_supposition_a_question_or_someone_elses_move_changes_no_home(sy
     assert home is not None and home.content.endswith("lives in London")
 
 
+async def test_messages_out_of_id_order_or_imported_late_are_archived_by_the_next_run(system: MemorySystem) -> None:
+    archiver, day = system.session_archiver, timedelta(days=1)
+    # imported with created_at out of id order: the later-id message is the earlier session
+    later, earlier = await store(system, msg("我在准备马拉松", at=T0 + 2 * day), msg("我喜欢爬山", at=T0))
+    first = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 2 * day + timedelta(minutes=5))
+    assert (first.sessions, first.open_sessions) == (1, 1)  # the first day's session; the third day's is open
+    second = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)
+    assert second.sessions == 1 and f"msg-xiaozhu-{later.id}" in second.memory_keys
+    # a chat imported afterwards, dated before everything archived
+    (old,) = await store(system, msg("我搬到深圳了", at=T0 - 30 * day))
+    third = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)
+    assert third.sessions == 1 and third.profiles == 1
+    home = await system.layer.memory.retrieve_memory(memory_key="profile-residence", user_id="u1")
+    assert home is not None and home.metadata["source_message_ids"] == [old.id]
+    assert (await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)).sessions == 0
+    assert await system.layer.archive_state.last(user_id="u1", friend_id="xiaozhu") == old.id
+    assert earlier.id < old.id
+
+
+async def test_marking_takes_only_the_chats_own_messages(system: MemorySystem) -> None:
+    mine, other = await store(system, msg("a", at=T0), msg("b", at=T0, friend="other"))
+    state = system.layer.archive_state
+    assert await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[mine.id, other.id]) == 1
+    assert await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[mine.id]) == 0
+    assert [m.id for m in await state.pending(user_id="u1", friend_id="other")] == [other.id]
+    assert await state.pending(user_id="u1", friend_id="xiaozhu") == []
+    with pytest.raises(InvalidInputError, match="message_ids"):
+        await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[0])
+
+
 async def test_an_interrupted_run_resumes_without_duplicates(system: MemorySystem, monkeypatch: Any) -> None:
     day = timedelta(days=1)
     await store(system, *(msg(f"第{n}天 我在准备马拉松训练计划", at=T0 + n * day) for n in range(4)))

@@ -4,11 +4,13 @@
 >>> report = await archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
 >>> report.gists, report.profiles  # doctest: +SKIP
 
-For each (user, AI friend) chat it reads the messages after the last archived one, cuts them into
+For each (user, AI friend) chat it reads the messages not archived yet, oldest first, cuts them into
 sessions, and turns every session that is over into event gists (friend-scoped, dated, linked to
 their source messages) and profile items (shared by all friends, newer statements superseding older
-ones). Progress is recorded after each session, and every memory has a key derived from its source
-messages, so an interrupted run resumes where it stopped and a repeated run writes nothing twice.
+ones). Progress is what was archived: each message of a session is marked after its memories are
+written, and every memory has a key derived from its source messages, so a run killed at any point is
+repeated by the next one where it stopped, writing nothing twice, and messages imported late or with
+``created_at`` out of id order are archived by the next run, wherever their time puts them.
 ``schedule`` runs it in the background after a message is saved: a reply never waits for it. While a
 chat's session is plainly still going (the last run saw its newest message less than the idle gap ago,
 and it is far from the message limit), ``schedule`` skips the run: a live chat was read again from the
@@ -151,13 +153,14 @@ class SessionArchiver:
     async def _run_chat(
         self, uid: str, friend: str | None, now: datetime, end_open: bool, report: ArchiveReport
     ) -> None:
-        last = await self.layer.archive_state.last(user_id=uid, friend_id=friend)
         pending: list[MessageRecord] = []
+        after: tuple[datetime, int] | None = None
         while True:
-            batch = await self._after(uid, friend, last if not pending else pending[-1].id)
+            batch = await self.layer.archive_state.pending(user_id=uid, friend_id=friend, after=after, limit=PAGE)
             if not batch:
                 break
             pending.extend(batch)
+            after = (batch[-1].created_at, batch[-1].id)
             sessions = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)
             for session in sessions[:-1]:
                 await self._archive(session, report)
@@ -182,12 +185,8 @@ class SessionArchiver:
         while len(self._open) > MAX_OPEN_CHATS:
             self._open.popitem(last=False)
 
-    async def _after(self, uid: str, friend: str | None, after_id: int) -> list[MessageRecord]:
-        return await self.layer.archive_state.messages_after(user_id=uid, friend_id=friend, after_id=after_id,
-                                                             limit=PAGE)  # fmt: skip
-
     async def _archive(self, session: Session, report: ArchiveReport) -> None:
-        """One session: gists, profile statements, then the progress mark."""
+        """One session: gists, profile statements, then its messages' archived marks."""
         extracted = await self.extractor.extract(session)
         friend = session.friend_id
         memories = [
@@ -220,8 +219,8 @@ class SessionArchiver:
                 report.profiles += 1
                 report.memory_keys.append(change.memory_key)
             report.superseded += change.action == "superseded"
-        await self.layer.archive_state.advance(user_id=session.user_id, friend_id=friend,
-                                               message_id=session.last_id, at=session.ended_at)  # fmt: skip
+        await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=friend,
+                                                     message_ids=[m.id for m in session.messages])  # fmt: skip
         report.sessions += 1
         report.messages += len(session.messages)
 

@@ -160,9 +160,10 @@ class ProfileWriter:
         self, uid: str, key: str, *, content: str, metadata: dict[str, Any], created_at: datetime
     ) -> None:
         memory = self.layer.memory
-        if await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True):
-            return  # history is written once
-        await memory.upsert(user_id=uid, memory_key=key, content=content, summary=content, memory_type="profile",
-                            metadata={**metadata, "history": True},
-                            created_at=created_at)  # fmt: skip
-        await memory.delete(user_id=uid, memory_key=key)
+        found = await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True)
+        if found is None:  # history is written once
+            await memory.upsert(user_id=uid, memory_key=key, content=content, summary=content, memory_type="profile",
+                                metadata={**metadata, "history": True},
+                                created_at=created_at)  # fmt: skip
+        if found is None or found.is_active:  # also when a run was killed between the two steps
+            await memory.delete(user_id=uid, memory_key=key)
