@@ -47,6 +47,41 @@ def test_an_english_gist_quotes_the_user() -> None:
     assert (gist.content, gist.source_ids) == ('2026-01-02: the user said "I broke up with my girlfriend"', (1,))
 
 
+def records_of(*turns: tuple[str, str]) -> list[MessageRecord]:
+    return [
+        MessageRecord(id=i, user_id="u", friend_id="f", thread_id=None, role=role, content=text,
+                      created_at=T0 + timedelta(minutes=i))
+        for i, (role, text) in enumerate(turns, 1)
+    ]  # fmt: skip
+
+
+def test_a_gist_holds_one_episode() -> None:
+    records = records_of(
+        ("user", "我家猫叫糯米，这几天一直不肯吃猫粮"),
+        ("assistant", "先观察一下它的精神状态。"),
+        ("user", "嗯，明天不行就带去医院"),  # goes on with the cat
+        ("user", "对了，我不吃辣"),  # a new subject
+        ("user", "我又开始吃火锅了，不过是清汤的"),  # the same topic (饮食), two messages later
+        ("user", "上个月和男朋友分手了"),
+        ("assistant", "他知道你的感受吗？"),
+        ("user", "一直没说，心里很难受"),  # the answer to the question about the breakup
+    )
+    gists = make_gists(records, tokenizer=Tokenizer())
+    assert [g.source_ids for g in gists] == [(1, 3), (4, 5), (6, 8)]
+    assert "猫粮" in gists[0].content and "不吃辣" in gists[1].content and "分手" in gists[2].content
+
+
+async def test_two_episodes_drawn_from_one_message_are_two_gists(system: MemorySystem) -> None:
+    (both,) = await store(system, msg("我不吃辣，闻到辣椒都难受。对了，我和男朋友分手了。", at=T0))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.gists == 2
+    page = await system.layer.memory.list_memories(user_id="u1", limit=10)
+    gists = [m for m in page.items if m.memory_type == "event"]
+    assert sorted(m.memory_key for m in gists) == [f"gist-xiaozhu-{both.id}", f"gist-xiaozhu-{both.id}-2"]
+    assert all(m.metadata["source_message_ids"] == [both.id] for m in gists)
+    assert sorted("分手" in m.content for m in gists) == [False, True]
+
+
 async def test_a_chat_becomes_gists_and_a_shared_profile(system: MemorySystem) -> None:
     stored = await store(
         system,

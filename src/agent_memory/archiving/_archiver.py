@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,7 +40,7 @@ from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRe
 
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
-from ._gists import informative
+from ._gists import GistDraft, informative
 from ._profiles import ProfileWriter, key_part
 from ._sessions import Session, split_sessions
 
@@ -191,7 +191,7 @@ class SessionArchiver:
         friend = session.friend_id
         memories = [
             NewMemory(
-                memory_key=f"gist-{key_part(friend) if friend else 'shared'}-{gist.source_ids[0]}",
+                memory_key=key,
                 content=gist.content,
                 summary=gist.content,
                 memory_type="event",
@@ -200,12 +200,13 @@ class SessionArchiver:
                 metadata={
                     "source_message_ids": list(gist.source_ids),
                     "date": gist.date.date().isoformat(),
+                    # no conversation link (SESSION_FIELD): a gist holds its whole episode, and linked to the
+                    # session's other turns it was found through words of the episodes beside it
                     "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
-                    SESSION_FIELD: str(session.messages[0].id),
                 },
                 shared=friend is None,
             )
-            for gist in extracted.gists
+            for key, gist in zip(_gist_keys(friend, extracted.gists), extracted.gists, strict=True)
         ]
         memories += self._turns(session)
         if memories:
@@ -289,3 +290,18 @@ class SessionArchiver:
         tasks = [t for t in chosen if t is not None and not t.done()]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _gist_keys(friend: str | None, gists: Sequence[GistDraft]) -> list[str]:
+    """Each gist's key, from its first source message; two episodes drawn first from one message
+    ("我不吃辣。对了，我和男朋友分手了") are told apart by their order in the session."""
+    part = key_part(friend) if friend else "shared"
+    keys: list[str] = []
+    for gist in gists:
+        key = base = f"gist-{part}-{gist.source_ids[0]}"
+        n = 1
+        while key in keys:
+            n += 1
+            key = f"{base}-{n}"
+        keys.append(key)
+    return keys
