@@ -33,6 +33,11 @@ def _jsonl(name: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in (HERE / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _message(doc: dict[str, object]) -> NewMessage:
+    when = datetime.fromisoformat(str(doc["created_at"]))
+    return NewMessage(role=doc["role"], content=str(doc["text"]), friend_id=str(doc["friend_id"]), created_at=when)  # type: ignore[arg-type]
+
+
 async def main() -> None:
     corpus, queries = _jsonl("corpus.jsonl"), _jsonl("queries.jsonl")
     gold: dict[str, set[str]] = {}
@@ -45,8 +50,7 @@ async def main() -> None:
             stored: dict[int, str] = {}
             for user in sorted({str(d["user_id"]) for d in corpus}):
                 docs = [d for d in corpus if d["user_id"] == user]
-                messages = [NewMessage(role=d["role"], content=str(d["text"]), friend_id=str(d["friend_id"]),  # type: ignore[arg-type]
-                                       created_at=datetime.fromisoformat(str(d["created_at"]))) for d in docs]  # fmt: skip
+                messages = [_message(d) for d in docs]
                 records = await system.layer.messages.append_many(user_id=user, messages=messages)
                 stored.update({r.id: str(d["id"]) for r, d in zip(records, docs, strict=True)})
                 await system.session_archiver.run(user_id=user, all_friends=True, end_open=True)
