@@ -103,7 +103,7 @@ def discount_reason(statement: Statement) -> Reason:
     }.get(statement.speech, "time_change")  # type: ignore[return-value]
 
 
-def _order(statement: Statement) -> tuple[datetime, int, int, int]:
+def precedence(statement: Statement) -> tuple[datetime, int, int, int]:
     """Newest last: time, then present over past, then a change marker over none, then - for a
     single-valued topic - what holds over what no longer does ("I no longer live in Paris, I live in
     Lille now": the user lives in Lille)."""
@@ -131,8 +131,8 @@ def _decide(topic: str, subject: str, group: list[Statement]) -> Verdict:
     present = [s for s in direct if not s.past]
     if not present:  # nothing can decide: every statement is kept as evidence, none overruled
         return Verdict(topic, label, None, (), True, "insufficient_evidence", tuple(group))
-    newest = max(_order(s) for s in present)
-    top = [s for s in present if _order(s) == newest]
+    newest = max(precedence(s) for s in present)
+    top = [s for s in present if precedence(s) == newest]
     if len({fact_key(s) for s in top}) > 1:  # the newest direct statements disagree: keep them all
         others = tuple((s, discount_reason(s)) for s in group if s not in top)
         return Verdict(topic, label, None, others, True, "insufficient_evidence", tuple(top))
@@ -141,7 +141,7 @@ def _decide(topic: str, subject: str, group: list[Statement]) -> Verdict:
     if any(reason == "time_change" for _, reason in overruled):
         reason: Reason = "time_change"
     elif overruled:
-        reason = max(overruled, key=lambda item: _order(item[0]))[1]
+        reason = max(overruled, key=lambda item: precedence(item[0]))[1]
     else:
         reason = "agreement"
     return Verdict(topic, label, winner, overruled, False, reason)

@@ -21,6 +21,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer, MemoryRecord
 
+from ._adjudicate import group_key, precedence
 from ._statements import Statement
 
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
@@ -94,7 +95,14 @@ class ProfileWriter:
         changes = []
         # a past statement ("我以前很喜欢吃辣") describes what no longer holds: not a current value
         usable = [s for s in statements if s.role == "user" and s.speech == "direct" and not s.past]
-        for statement in sorted(usable, key=lambda s: (s.at, s.message_id or 0, s.change_marker)):
+        # of one message's statements on one item, the one adjudication puts last ("我换工作了，现在在小米上班":
+        # the new employer, not the change alone); statements in order of precedence
+        last: dict[tuple[str, str, int | None], Statement] = {}
+        for statement in usable:
+            slot = (*group_key(statement), statement.message_id)
+            if slot not in last or precedence(statement) >= precedence(last[slot]):
+                last[slot] = statement
+        for statement in sorted(last.values(), key=lambda s: (precedence(s), s.message_id or 0)):
             changes.append(await self._apply_one(user_id, statement))
         return changes
 

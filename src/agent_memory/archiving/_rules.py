@@ -61,6 +61,8 @@ def run_rules(clause: Clause, previous: Draft | None, *, carried: bool = False) 
     or follows a clause the speaker began (``carried``: 我搬家了，搬到了广州)."""
     drafts = _apply(clause.text, clause, previous)
     text = T.CONTRAST.sub("", clause.text).lstrip()
+    if not drafts and clause.lang == "en" and "i" in clause.subjects and T.EN_ZERO_SUBJECT.match(text):
+        return _apply("I " + text, clause, previous)
     lead = T.HYP_LEAD_ZH.match(text) if clause.lang == "zh" else None
     if lead:  # "要是搬到上海": a supposition without a subject is the speaker's own
         text = text[lead.end() :]
@@ -232,7 +234,10 @@ def _allergy(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str
 
 
 def _is_place_zh(obj: str) -> bool:
-    return obj in T.CITIES_ZH or obj.endswith(T.PLACE_SUFFIX_ZH) or obj.startswith(("这", "那", "家"))
+    """A city, a word ending in a place suffix (徐汇区, 公司里), or 这里/那边/家里. A suffix after one other
+    character is a name's end (阿里, 华州), unless that character is a place itself (家里, 城里, 村里)."""
+    suffixed = obj.endswith(T.PLACE_SUFFIX_ZH) and (len(obj) > 2 or obj[:1] in "家城村店厂楼院屋镇乡")
+    return obj in T.CITIES_ZH or suffixed or obj.startswith(("这", "那", "家"))
 
 
 def _employer(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
@@ -267,13 +272,19 @@ def _employer(m: re.Match[str], previous: Draft | None, clause: Clause, lang: st
 
 
 def _quit_job(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -> list[Draft]:
-    """ "我辞职了" / "I quit my job": the employer, whichever it was, is no longer one."""
-    return [Draft("employer", "", "已离职" if lang == "zh" else "left their job", "negative", change=True)]
+    """ "我辞职了" / "I quit my job" / "我换工作了": the employer, whichever it was, is no longer one."""
+    verb = _g(m, "verb").lower()
+    if lang == "zh":
+        value = "换了工作" if verb.startswith(("换", "跳槽")) else "已离职"
+    else:
+        value = "changed jobs" if "job" in verb and verb.startswith(("changed", "switched")) else "left their job"
+    return [Draft("employer", "", value, "negative", change=True)]
 
 
-_MARITAL_ZH = {"结婚": "已婚", "已婚": "已婚", "离婚": "离婚", "离异": "离婚", "未婚": "单身", "单身": "单身"}
+_MARITAL_ZH = {"结婚": "已婚", "已婚": "已婚", "离婚": "离婚", "离异": "离婚", "未婚": "单身", "单身": "单身",
+               "订婚": "订婚"}  # fmt: skip
 _MARITAL_EN = {"married": "married", "divorced": "divorced", "single": "single", "separated": "separated",
-               "widowed": "widowed"}  # fmt: skip
+               "widowed": "widowed", "engaged": "engaged"}  # fmt: skip
 
 
 def _marital(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -> list[Draft]:
@@ -290,7 +301,7 @@ def _marital(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str
         if status != married:
             return []
         status = single
-    change = verb.startswith(("got", "get", "结婚", "离婚"))
+    change = verb.startswith(("got", "get", "结婚", "离婚", "订婚"))
     return [Draft("marital", "", status, "positive", change=change)]
 
 
@@ -298,8 +309,12 @@ def _occupation(m: re.Match[str], previous: Draft | None, clause: Clause, lang: 
     negated, obj, adv = _negated(m), _g(m, "obj"), _g(m, "adv") + _g(m, "neg") + _g(m, "neg2")
     if negated and not re.search(r"不再|已经|no longer|anymore|now", adv + " " + m.string, re.I):
         return []  # "我不是医生" / "I'm not a doctor, but..." is a hedge, not a change of job
-    if kind == "retired":
-        return [Draft("occupation", "", "退休" if lang == "zh" else "retired", "positive", change=True)]
+    if kind == "retired":  # no job and no employer any more
+        value = "退休" if lang == "zh" else "retired"
+        return [
+            Draft("occupation", "", value, "positive", change=True),
+            Draft("employer", "", value, "negative", change=True),
+        ]
     if lang == "zh":
         obj = re.sub(r"^[0-9一两二三四五六七八九十几]+年", "", obj)
         value = f"做{obj}的" if kind == "occupation2" else obj
@@ -342,6 +357,8 @@ def _residence(m: re.Match[str], previous: Draft | None, clause: Clause, lang: s
         place = (obj[: cut.start()] if cut else obj).strip()
         if not place or re.search(r"公司|办公|工位|座位|部门|组|院", place) or place[0] in "这那你他她":
             return []
+        if verb == "住" and not (place in T.CITIES_ZH or _is_place_zh(place)):
+            return []  # "我现在住重庆", not "我住得很远" / "我住院了"
         value = f"{'不再' if negated else ''}住在{place}"
         return [Draft("residence", place, value, _pol(negated), change=verb.startswith("搬"))]
     place = " ".join(_EN_NOT_PLACE.split(_clean_en(_g(m, "obj"), 4))[0].split())

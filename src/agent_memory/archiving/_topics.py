@@ -130,6 +130,12 @@ def food_en(obj: str) -> str | None:
 # --- speech markers (used by _statements to give each clause its speech kind) -----------------------
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
+#: A change of state told without a subject ("Moved to Austin last week!"): the speaker's own.
+EN_ZERO_SUBJECT = re.compile(
+    r"^(?:just |finally |recently )?(?:moved|relocated|got married|got divorced|got engaged|quit my job|"
+    r"left my job|started at|joined|changed jobs|switched jobs)\b",
+    re.I,
+)
 #: A conditional that opens a clause without a subject ("要是搬到上海…"): the speaker's own supposition.
 HYP_LEAD_ZH = re.compile(r"^(?:如果|假如|假设|假使|倘若|万一|要是)")
 CONTRAST = re.compile(r"^\s*(?:但是|但|可是|不过|然而|其实|可|而|but|though|although|whereas|actually)", re.I)
@@ -256,10 +262,14 @@ _RULES_ZH: tuple[tuple[str, str], ...] = (
         rf"{_ZH}{_ZA}(?P<verb>跳槽到|跳槽去|跳槽进|跳槽来|入职|换到|去|到)了?(?P<obj>[^,.。!?;:]{{1,20}}?)(?P<tail>工作|上班|了|$)",
     ),
     ("leave", rf"{_ZH}{_ZA}从(?P<obj>[^,.。!?;:]{{1,15}}?)(?:离职|辞职)"),
-    ("quitjob", rf"{_ZH}{_ZA}(?P<verb>辞职|离职|裸辞|辞掉了?工作|辞了工作|丢了工作|失业|被裁员?|下岗)"),
+    (
+        "quitjob",
+        rf"{_ZH}{_ZA}(?P<verb>辞职|离职|裸辞|辞掉了?工作|辞了工作|丢了工作|失业|被裁员?|下岗|换工作|换了工作|换了份工作|"
+        r"跳槽了)",
+    ),
     (
         "marital",
-        rf"{_ZH}(?:(?:和|跟|与)[^,.。!?;:]{{1,6}}?)?{_ZA}{_ZN}(?P<verb>结婚|离婚|离异|已婚|未婚|(?:是|是个|是一个)?单身)",
+        rf"{_ZH}(?:(?:和|跟|与)[^,.。!?;:]{{1,6}}?)?{_ZA}{_ZN}(?P<verb>结婚|离婚|离异|已婚|未婚|订婚|(?:是|是个|是一个)?单身)",
     ),
     (
         "occupation",
@@ -276,7 +286,7 @@ _RULES_ZH: tuple[tuple[str, str], ...] = (
     ("retired", rf"{_ZH}{_ZA}(?P<verb>退休)"),
     (
         "residence",
-        rf"{_ZH}{_ZA}{_ZN}(?P<verb>住在|定居在|定居于|定居|生活在|常住在|住到了|住到)(?P<obj>[^,.。!?;:]{{1,16}})",
+        rf"{_ZH}{_ZA}{_ZN}(?P<verb>住在|定居在|定居于|定居|生活在|常住在|住到了|住到|住)(?P<obj>[^,.。!?;:]{{1,16}})",
     ),
     (
         "residence",
@@ -346,9 +356,14 @@ _RULES_EN: tuple[tuple[str, str], ...] = (
     ),
     ("quitjob", rf"{_EN}{_EZ} (?P<verb>resigned|got fired|was fired|got laid off|was laid off)\b(?! from)"),
     (
+        "quitjob",
+        rf"{_EN}{_EZ} (?P<verb>(?:am|is|are) (?:unemployed|out of work|between jobs|jobless)|changed jobs|"
+        r"switched jobs|changed my job|switched my job)\b",
+    ),
+    (
         "marital",
         rf"{_EN}{_EZ} (?P<verb>got married|get married|getting married|married|got divorced|get divorced|"
-        r"getting divorced|divorced|single|separated|widowed)\b",
+        r"getting divorced|divorced|single|separated|widowed|engaged|got engaged)\b",
     ),
     (
         "occupation",
