@@ -27,9 +27,12 @@ lint: $(BIN)/.installed
 test: lint
 	$(BIN)/pytest
 
-# The reliability suite at full size: 10,000 random operations per backend (CI runs 1,000 in `make test`)
+# The reliability suite at full size: 10,000 random operations per backend (CI runs 1,000 in `make test`),
+# and the archiver killed 20 times on 600 messages with shuffled timestamps (CI: 4 kills, 120 messages)
 reliability: $(BIN)/.installed
-	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} $(BIN)/pytest -s tests/test_reliability_isolation.py tests/test_reliability_crash.py
+	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} AFM_ARCHIVE_CRASH_KILLS=$${AFM_ARCHIVE_CRASH_KILLS:-20} \
+	AFM_ARCHIVE_CRASH_MESSAGES=$${AFM_ARCHIVE_CRASH_MESSAGES:-600} $(BIN)/pytest -s \
+	tests/test_reliability_isolation.py tests/test_reliability_crash.py tests/test_reliability_archive_crash.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

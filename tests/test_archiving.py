@@ -47,6 +47,41 @@ def test_an_english_gist_quotes_the_user() -> None:
     assert (gist.content, gist.source_ids) == ('2026-01-02: the user said "I broke up with my girlfriend"', (1,))
 
 
+def records_of(*turns: tuple[str, str]) -> list[MessageRecord]:
+    return [
+        MessageRecord(id=i, user_id="u", friend_id="f", thread_id=None, role=role, content=text,
+                      created_at=T0 + timedelta(minutes=i))
+        for i, (role, text) in enumerate(turns, 1)
+    ]  # fmt: skip
+
+
+def test_a_gist_holds_one_episode() -> None:
+    records = records_of(
+        ("user", "我家猫叫糯米，这几天一直不肯吃猫粮"),
+        ("assistant", "先观察一下它的精神状态。"),
+        ("user", "嗯，明天不行就带去医院"),  # goes on with the cat
+        ("user", "对了，我不吃辣"),  # a new subject
+        ("user", "我又开始吃火锅了，不过是清汤的"),  # the same topic (饮食), two messages later
+        ("user", "上个月和男朋友分手了"),
+        ("assistant", "他知道你的感受吗？"),
+        ("user", "一直没说，心里很难受"),  # the answer to the question about the breakup
+    )
+    gists = make_gists(records, tokenizer=Tokenizer())
+    assert [g.source_ids for g in gists] == [(1, 3), (4, 5), (6, 8)]
+    assert "猫粮" in gists[0].content and "不吃辣" in gists[1].content and "分手" in gists[2].content
+
+
+async def test_two_episodes_drawn_from_one_message_are_two_gists(system: MemorySystem) -> None:
+    (both,) = await store(system, msg("我不吃辣，闻到辣椒都难受。对了，我和男朋友分手了。", at=T0))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.gists == 2
+    page = await system.layer.memory.list_memories(user_id="u1", limit=10)
+    gists = [m for m in page.items if m.memory_type == "event"]
+    assert sorted(m.memory_key for m in gists) == [f"gist-xiaozhu-{both.id}", f"gist-xiaozhu-{both.id}-2"]
+    assert all(m.metadata["source_message_ids"] == [both.id] for m in gists)
+    assert sorted("分手" in m.content for m in gists) == [False, True]
+
+
 async def test_a_chat_becomes_gists_and_a_shared_profile(system: MemorySystem) -> None:
     stored = await store(
         system,
@@ -108,6 +143,73 @@ async def test_a_newer_statement_supersedes_and_the_old_one_stays_as_history(sys
     hits = await system.search.search("住在哪里 北京 深圳", user_id="u1")
     assert "profile-residence" in [h.memory_key for h in hits]
     assert all(h.record.is_active for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("said", "key", "old", "new"),
+    [
+        (("I live in London with my partner.", "Work relocated me: I moved to Berlin in May."),
+         "profile-residence", "London", "Berlin"),
+        (("I work at Shopify.", "I quit my job last week."), "profile-employer", "Shopify", "left their job"),
+        (("我是单身", "我上个月结婚了"), "profile-marital", "单身", "已婚"),
+        (("我在华为上班", "我换工作了，现在在小米上班"), "profile-employer", "华为", "小米"),
+    ],
+)  # fmt: skip
+async def test_a_change_of_state_supersedes_with_the_evidence_of_both(
+    system: MemorySystem, said: tuple[str, str], key: str, old: str, new: str
+) -> None:
+    first, second = await store(system, msg(said[0], at=T0), msg(said[1], at=T0 + timedelta(days=40)))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.superseded == 1
+    current = await system.layer.memory.retrieve_memory(memory_key=key, user_id="u1")
+    assert current is not None and new in current.content and old not in current.content
+    assert current.metadata["source_message_ids"] == [second.id, first.id]
+    history = (await system.layer.memory.list_memories(user_id="u1", include_inactive=True, limit=50)).items
+    earlier = [m for m in history if not m.is_active and m.metadata.get("superseded_by") == key]
+    assert len(earlier) == 1 and old in earlier[0].content and earlier[0].metadata["source_message_ids"] == [first.id]
+
+
+@pytest.mark.parametrize(
+    "later",
+    ["If I moved to Berlin, I'd miss my friends.", "Should I move to Berlin?", "My sister moved to Berlin.",
+     "要是搬到柏林，我会想家的", "我要不要搬到柏林？", "我妹妹搬到柏林了"],
+)  # fmt: skip
+async def test_a_supposition_a_question_or_someone_elses_move_changes_no_home(system: MemorySystem, later: str) -> None:
+    await store(system, msg("I have always lived in London.", at=T0), msg(later, at=T0 + timedelta(days=40)))
+    report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    assert report.superseded == 0
+    home = await system.layer.memory.retrieve_memory(memory_key="profile-residence", user_id="u1")
+    assert home is not None and home.content.endswith("lives in London")
+
+
+async def test_messages_out_of_id_order_or_imported_late_are_archived_by_the_next_run(system: MemorySystem) -> None:
+    archiver, day = system.session_archiver, timedelta(days=1)
+    # imported with created_at out of id order: the later-id message is the earlier session
+    later, earlier = await store(system, msg("我在准备马拉松", at=T0 + 2 * day), msg("我喜欢爬山", at=T0))
+    first = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 2 * day + timedelta(minutes=5))
+    assert (first.sessions, first.open_sessions) == (1, 1)  # the first day's session; the third day's is open
+    second = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)
+    assert second.sessions == 1 and f"msg-xiaozhu-{later.id}" in second.memory_keys
+    # a chat imported afterwards, dated before everything archived
+    (old,) = await store(system, msg("我搬到深圳了", at=T0 - 30 * day))
+    third = await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)
+    assert third.sessions == 1 and third.profiles == 1
+    home = await system.layer.memory.retrieve_memory(memory_key="profile-residence", user_id="u1")
+    assert home is not None and home.metadata["source_message_ids"] == [old.id]
+    assert (await archiver.run(user_id="u1", friend_id="xiaozhu", now=T0 + 3 * day)).sessions == 0
+    assert await system.layer.archive_state.last(user_id="u1", friend_id="xiaozhu") == old.id
+    assert earlier.id < old.id
+
+
+async def test_marking_takes_only_the_chats_own_messages(system: MemorySystem) -> None:
+    mine, other = await store(system, msg("a", at=T0), msg("b", at=T0, friend="other"))
+    state = system.layer.archive_state
+    assert await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[mine.id, other.id]) == 1
+    assert await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[mine.id]) == 0
+    assert [m.id for m in await state.pending(user_id="u1", friend_id="other")] == [other.id]
+    assert await state.pending(user_id="u1", friend_id="xiaozhu") == []
+    with pytest.raises(InvalidInputError, match="message_ids"):
+        await state.mark_archived(user_id="u1", friend_id="xiaozhu", message_ids=[0])
 
 
 async def test_an_interrupted_run_resumes_without_duplicates(system: MemorySystem, monkeypatch: Any) -> None:

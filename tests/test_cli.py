@@ -265,6 +265,23 @@ def test_bench_retrieval_missing_data_is_a_clear_error(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "see the README" in " ".join(out.output.split())
 
 
+def test_bench_conflicts_reports_by_language_and_kind(tmp_path: Path) -> None:
+    packaged = json.loads(runner.invoke(app, ["bench", "conflicts"]).output)
+    assert packaged["cases"] == 120 and packaged["by_lang_kind"]["zh/move"]["cases"] == 3
+    own = tmp_path / "mine.jsonl"
+    case = {"id": "x-move", "lang": "en", "kind": "move", "topic": "residence", "subject": "",
+            "messages": [{"role": "user", "content": "I live in Oslo.", "at": "2024-01-01T10:00:00+00:00"},
+                         {"role": "user", "content": "I moved to Bergen.", "at": "2024-05-01T10:00:00+00:00"}],
+            "expected": {"value": "lives in Bergen", "uncertain": False, "reason": "time_change"}}  # fmt: skip
+    own.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    out = runner.invoke(app, ["bench", "conflicts", "--data", str(own)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["by_lang_kind"] == {"en/move": {"cases": 1, "correct": 1, "accuracy": 1.0}}
+    missing = runner.invoke(app, ["bench", "conflicts", "--data", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "nope.jsonl" in missing.output
+
+
 def test_demo_shows_a_recall_event_by_event(tmp_path: Path) -> None:
     out = runner.invoke(app, ["demo", "--db", str(tmp_path / "demo.db")])
     assert out.exit_code == 0, out.output

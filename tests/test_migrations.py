@@ -100,3 +100,38 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         assert kept == 2, "downgrading the keyword revision must keep the memories"
     finally:
         await engine.dispose()
+
+
+async def test_archived_mark_revision_marks_what_the_old_progress_covered(blank_url: str) -> None:
+    await upgrade(blank_url, "0006_ai_friends")
+    engine = create_async_engine(normalize_url(blank_url))
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    add = text(
+        "INSERT INTO chat_messages (id, user_id, friend_id, role, content, created_at)"
+        " VALUES (:id, :user, :friend, 'user', 'hi', :now)"
+    )
+    rows = [(1, "u1", "f1"), (2, "u1", "f1"), (3, "u1", "f1"), (4, "u1", None), (5, "u2", "f1")]
+    try:
+        async with engine.begin() as conn:
+            for mid, user, friend in rows:
+                await conn.execute(add, {"id": mid, "user": user, "friend": friend, "now": now})
+            await conn.execute(
+                text(
+                    "INSERT INTO session_archive_state (user_id, friend_key, last_message_id, last_message_at,"
+                    " updated_at) VALUES ('u1', 'f1', 2, :now, :now), ('u1', '', 4, :now, :now)"
+                ),
+                {"now": now},
+            )
+        await upgrade(blank_url)
+        async with engine.connect() as conn:
+            marked = dict((await conn.execute(text("SELECT id, archived_at FROM chat_messages"))).all())
+        assert {mid for mid, at in marked.items() if at is not None} == {1, 2, 4}
+        await downgrade(blank_url, "0006_ai_friends")
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(lambda c: {col["name"] for col in inspect(c).get_columns("chat_messages")})
+            kept = (await conn.execute(text("SELECT count(*) FROM chat_messages"))).scalar_one()
+        assert "archived_at" not in columns and kept == 5
+    finally:
+        await engine.dispose()

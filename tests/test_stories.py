@@ -141,3 +141,43 @@ async def test_recall_memory_refuses_bad_requests_clearly(chats: MemorySystem) -
             await chats.recall_memory(user_id="u1", request=bad)
     out = await chats.recall_memory(user_id="u1", request={"query": "推荐个电影吧", "friend_id": "mentor"})
     assert out.profiles and not any("分手" in e.content for e in out.events)
+
+
+@pytest.fixture
+async def newcomer(db_url: str) -> Any:
+    """A new user's first chat: a move, work pressure, "我不吃辣" and a breakup, told in one session."""
+    settings = load_settings(memory_database_url=db_url, memory_recall_injection="tool_call")
+    async with MemorySystem.from_settings(settings) as system:
+        said = [
+            ("user", "你好，我刚来这个城市，什么都不熟"),
+            ("assistant", "欢迎你！慢慢来，有什么都可以跟我说。"),
+            ("user", "新工作压力特别大，每天加班到很晚，晚上总是睡不好"),
+            ("assistant", "辛苦了，要注意休息。"),
+            ("user", "对了，我不吃辣，同事们老是点川菜"),
+            ("assistant", "可以跟他们说一下，点几个不辣的菜。"),
+            ("user", "上个月刚和男朋友分手，心里还是很难受"),
+            ("assistant", "抱抱你，难过的时候可以找我聊聊。"),
+        ]
+        start = NOW - timedelta(days=3)
+        await system.layer.messages.append_many(
+            user_id="u1",
+            messages=[
+                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))  # type: ignore[arg-type]
+                for n, (role, text) in enumerate(said)
+            ],
+        )
+        await system.session_archiver.run(user_id="u1", all_friends=True, end_open=True)
+        yield system
+
+
+async def test_the_newcomers_session_is_one_gist_per_episode(newcomer: MemorySystem) -> None:
+    episodes = ("城市", "压力", "不吃辣", "分手")
+    page = await newcomer.layer.memory.list_memories(user_id="u1", limit=50)
+    gists = [m.content for m in page.items if m.memory_type == "event"]
+    assert sorted(sum(word in g for word in episodes) for g in gists) == [1, 1, 1, 1], gists
+    out = await recalled(newcomer, "xiaozhu", "最近睡眠不好")
+    events = [e["content"] for e in out["events"]]
+    # the episode the question is about comes back, holding nothing said beside it in the session
+    (sleep,) = [e for e in events if "睡不好" in e]
+    assert not any(word in sleep for word in ("城市", "不吃辣", "分手"))
+    assert all(sum(word in e for word in episodes) <= 1 for e in events), events

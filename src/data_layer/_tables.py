@@ -124,6 +124,16 @@ class ChatMessageTable(Base):
         Index("ix_chat_messages_user_friend_thread", "user_id", "friend_id", "thread_id", "created_at"),
         Index("ix_chat_messages_user_content_hash", "user_id", "content_hash"),
         Index("ux_chat_messages_user_external_id", "user_id", "external_id", unique=True),
+        # the messages the session archiver has not archived yet, in the order it reads them
+        Index(
+            "ix_chat_messages_user_friend_pending",
+            "user_id",
+            "friend_id",
+            "created_at",
+            "id",
+            sqlite_where=text("archived_at IS NULL"),
+            postgresql_where=text("archived_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
@@ -137,6 +147,8 @@ class ChatMessageTable(Base):
     content_hash: Mapped[str | None] = mapped_column(String(32), nullable=True)
     #: An id the message has outside this store (an import's ``id``); unique per user when given.
     external_id: Mapped[str | None] = mapped_column(String(EXTERNAL_ID_LENGTH), nullable=True)
+    #: When the session archiver turned the message into memories (``None``: not yet; see ``layer.archive_state``).
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class ToolResultArchiveTable(Base):
@@ -196,11 +208,13 @@ class AgentMemorySearchIndexTable(Base):
 
 
 class SessionArchiveStateTable(Base):
-    """How far the session archiver got in each (user, AI friend) chat: the last message it archived.
+    """The session archiver's latest work in each (user, AI friend) chat: the largest message id it
+    archived and when. Progress itself is each message's ``archived_at`` (sessions are cut by time, so
+    what was archived is no prefix of the ids); this row is written in the same transaction.
 
     ``friend_key`` is the friend id, or "" for messages without a friend (a primary key column cannot
-    be null). Memories are written with deterministic keys, so a run that stops before this row moves
-    is simply repeated: nothing is duplicated, and the next run resumes from here.
+    be null). Memories are written with deterministic keys, so a run that stops before its messages are
+    marked is simply repeated: nothing is duplicated, and the next run reads what is still unmarked.
     """
 
     __tablename__ = "session_archive_state"

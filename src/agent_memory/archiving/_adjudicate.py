@@ -7,7 +7,9 @@ topics (a user has one employer, one city). In each group:
    an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
 2. Among them the newest wins (§4.6.2 "时间变化": a later, explicit statement supersedes). A statement about
    the past (以前/"used to") counts as older than any present one, also within the same message; at the same
-   moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not.
+   moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not, and on a
+   single-valued topic what holds beats what no longer does. A change of state (搬到/"moved to", 辞职/"quit
+   my job", 结婚/"got married", 不再/"no longer") is such a statement: no rule of its own decides it.
 3. If nothing direct is left, or two direct statements of the same moment disagree, the group cannot be
    decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (§4.6.3 不可裁决):
    ``Verdict.kept`` (an extra field with a default) holds them - every statement of the group when none is
@@ -101,9 +103,12 @@ def discount_reason(statement: Statement) -> Reason:
     }.get(statement.speech, "time_change")  # type: ignore[return-value]
 
 
-def _order(statement: Statement) -> tuple[datetime, int, int]:
-    """Newest last: time, then present over past, then a change marker over none."""
-    return statement.at, 0 if statement.past else 1, 1 if statement.change_marker else 0
+def precedence(statement: Statement) -> tuple[datetime, int, int, int]:
+    """Newest last: time, then present over past, then a change marker over none, then - for a
+    single-valued topic - what holds over what no longer does ("I no longer live in Paris, I live in
+    Lille now": the user lives in Lille)."""
+    holds = 0 if statement.single_valued and statement.polarity == "negative" else 1
+    return statement.at, 0 if statement.past else 1, 1 if statement.change_marker else 0, holds
 
 
 def adjudicate(statements: Sequence[Statement]) -> list[Verdict]:
@@ -126,8 +131,8 @@ def _decide(topic: str, subject: str, group: list[Statement]) -> Verdict:
     present = [s for s in direct if not s.past]
     if not present:  # nothing can decide: every statement is kept as evidence, none overruled
         return Verdict(topic, label, None, (), True, "insufficient_evidence", tuple(group))
-    newest = max(_order(s) for s in present)
-    top = [s for s in present if _order(s) == newest]
+    newest = max(precedence(s) for s in present)
+    top = [s for s in present if precedence(s) == newest]
     if len({fact_key(s) for s in top}) > 1:  # the newest direct statements disagree: keep them all
         others = tuple((s, discount_reason(s)) for s in group if s not in top)
         return Verdict(topic, label, None, others, True, "insufficient_evidence", tuple(top))
@@ -136,7 +141,7 @@ def _decide(topic: str, subject: str, group: list[Statement]) -> Verdict:
     if any(reason == "time_change" for _, reason in overruled):
         reason: Reason = "time_change"
     elif overruled:
-        reason = max(overruled, key=lambda item: _order(item[0]))[1]
+        reason = max(overruled, key=lambda item: precedence(item[0]))[1]
     else:
         reason = "agreement"
     return Verdict(topic, label, winner, overruled, False, reason)
@@ -164,6 +169,7 @@ class ConflictCase:
     expected_value: str | None
     expected_uncertain: bool
     expected_reason: Reason
+    kind: str = ""  # what the case tests (move, job, marriage, hypothetical ...); the expected reason when unnamed
 
 
 def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
@@ -184,7 +190,8 @@ def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
         if expected["reason"] not in REASONS:
             raise ValueError(f"case {raw['id']}: unknown reason {expected['reason']!r}")
         cases.append(ConflictCase(raw["id"], raw["lang"], messages, raw["topic"], raw.get("subject", ""),
-                                  expected["value"], bool(expected["uncertain"]), expected["reason"]))  # fmt: skip
+                                  expected["value"], bool(expected["uncertain"]), expected["reason"],
+                                  raw.get("kind") or expected["reason"]))  # fmt: skip
     return cases
 
 
@@ -201,9 +208,10 @@ def verdict_for(case: ConflictCase) -> Verdict | None:
 
 def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
     """Accuracy of the rules on the conflict set: a case is right when winner value, uncertainty and reason
-    all match. Returns ``{"cases", "correct", "accuracy", "by_reason", "by_lang", "failures"}``."""
+    all match. Returns ``{"cases", "correct", "accuracy", "by_reason", "by_lang", "by_kind", "by_lang_kind",
+    "failures"}``; ``by_lang_kind`` is keyed ``"<lang>/<kind>"`` (``"zh/move"``)."""
     total = correct = 0
-    by: dict[str, dict[str, dict[str, int]]] = {"by_reason": {}, "by_lang": {}}
+    by: dict[str, dict[str, dict[str, int]]] = {"by_reason": {}, "by_lang": {}, "by_kind": {}, "by_lang_kind": {}}
     failures: list[dict[str, Any]] = []
     for case in cases:
         verdict = verdict_for(case)
@@ -216,12 +224,15 @@ def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
         ok = got == expected
         total += 1
         correct += ok
-        for table, key in (("by_reason", case.expected_reason), ("by_lang", case.lang)):
+        kind = case.kind or case.expected_reason
+        cells = (("by_reason", case.expected_reason), ("by_lang", case.lang), ("by_kind", kind),
+                 ("by_lang_kind", f"{case.lang}/{kind}"))  # fmt: skip
+        for table, key in cells:
             cell = by[table].setdefault(key, {"cases": 0, "correct": 0})
             cell["cases"] += 1
             cell["correct"] += ok
         if not ok:
-            failures.append({"id": case.id, "lang": case.lang, "expected": expected, "got": got})
+            failures.append({"id": case.id, "lang": case.lang, "kind": kind, "expected": expected, "got": got})
     result: dict[str, Any] = {
         "cases": total,
         "correct": correct,

@@ -4,11 +4,13 @@
 >>> report = await archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
 >>> report.gists, report.profiles  # doctest: +SKIP
 
-For each (user, AI friend) chat it reads the messages after the last archived one, cuts them into
+For each (user, AI friend) chat it reads the messages not archived yet, oldest first, cuts them into
 sessions, and turns every session that is over into event gists (friend-scoped, dated, linked to
 their source messages) and profile items (shared by all friends, newer statements superseding older
-ones). Progress is recorded after each session, and every memory has a key derived from its source
-messages, so an interrupted run resumes where it stopped and a repeated run writes nothing twice.
+ones). Progress is what was archived: each message of a session is marked after its memories are
+written, and every memory has a key derived from its source messages, so a run killed at any point is
+repeated by the next one where it stopped, writing nothing twice, and messages imported late or with
+``created_at`` out of id order are archived by the next run, wherever their time puts them.
 ``schedule`` runs it in the background after a message is saved: a reply never waits for it. While a
 chat's session is plainly still going (the last run saw its newest message less than the idle gap ago,
 and it is far from the message limit), ``schedule`` skips the run: a live chat was read again from the
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,7 +41,7 @@ from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRe
 from ..telemetry import ARCHIVE_SPAN, span
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
-from ._gists import informative
+from ._gists import GistDraft, informative
 from ._profiles import ProfileWriter, key_part
 from ._sessions import Session, split_sessions
 
@@ -170,13 +172,14 @@ class SessionArchiver:
     async def _run_chat(
         self, uid: str, friend: str | None, now: datetime, end_open: bool, report: ArchiveReport
     ) -> None:
-        last = await self.layer.archive_state.last(user_id=uid, friend_id=friend)
         pending: list[MessageRecord] = []
+        after: tuple[datetime, int] | None = None
         while True:
-            batch = await self._after(uid, friend, last if not pending else pending[-1].id)
+            batch = await self.layer.archive_state.pending(user_id=uid, friend_id=friend, after=after, limit=PAGE)
             if not batch:
                 break
             pending.extend(batch)
+            after = (batch[-1].created_at, batch[-1].id)
             sessions = split_sessions(pending, idle=self.idle, max_messages=self.max_messages)
             for session in sessions[:-1]:
                 await self._archive(session, report)
@@ -201,17 +204,13 @@ class SessionArchiver:
         while len(self._open) > MAX_OPEN_CHATS:
             self._open.popitem(last=False)
 
-    async def _after(self, uid: str, friend: str | None, after_id: int) -> list[MessageRecord]:
-        return await self.layer.archive_state.messages_after(user_id=uid, friend_id=friend, after_id=after_id,
-                                                             limit=PAGE)  # fmt: skip
-
     async def _archive(self, session: Session, report: ArchiveReport) -> None:
-        """One session: gists, profile statements, then the progress mark."""
+        """One session: gists, profile statements, then its messages' archived marks."""
         extracted = await self.extractor.extract(session)
         friend = session.friend_id
         memories = [
             NewMemory(
-                memory_key=f"gist-{key_part(friend) if friend else 'shared'}-{gist.source_ids[0]}",
+                memory_key=key,
                 content=gist.content,
                 summary=gist.content,
                 memory_type="event",
@@ -220,12 +219,13 @@ class SessionArchiver:
                 metadata={
                     "source_message_ids": list(gist.source_ids),
                     "date": gist.date.date().isoformat(),
+                    # no conversation link (SESSION_FIELD): a gist holds its whole episode, and linked to the
+                    # session's other turns it was found through words of the episodes beside it
                     "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
-                    SESSION_FIELD: str(session.messages[0].id),
                 },
                 shared=friend is None,
             )
-            for gist in extracted.gists
+            for key, gist in zip(_gist_keys(friend, extracted.gists), extracted.gists, strict=True)
         ]
         memories += self._turns(session)
         if memories:
@@ -239,8 +239,8 @@ class SessionArchiver:
                 report.profiles += 1
                 report.memory_keys.append(change.memory_key)
             report.superseded += change.action == "superseded"
-        await self.layer.archive_state.advance(user_id=session.user_id, friend_id=friend,
-                                               message_id=session.last_id, at=session.ended_at)  # fmt: skip
+        await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=friend,
+                                                     message_ids=[m.id for m in session.messages])  # fmt: skip
         report.sessions += 1
         report.messages += len(session.messages)
 
@@ -309,3 +309,18 @@ class SessionArchiver:
         tasks = [t for t in chosen if t is not None and not t.done()]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _gist_keys(friend: str | None, gists: Sequence[GistDraft]) -> list[str]:
+    """Each gist's key, from its first source message; two episodes drawn first from one message
+    ("我不吃辣。对了，我和男朋友分手了") are told apart by their order in the session."""
+    part = key_part(friend) if friend else "shared"
+    keys: list[str] = []
+    for gist in gists:
+        key = base = f"gist-{part}-{gist.source_ids[0]}"
+        n = 1
+        while key in keys:
+            n += 1
+            key = f"{base}-{n}"
+        keys.append(key)
+    return keys

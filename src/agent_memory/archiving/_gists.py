@@ -1,9 +1,12 @@
 """Event gists: dated, extractive summaries of what happened in a session, linked to their messages.
 
-A session is cut into topic chunks (a new chunk when a user turn shares no content word with the
-chunk so far, or the chunk is long); each chunk's most informative user sentences, in order, become
-one gist: "2026-01-02：用户说：“工作压力大”；“下周要做项目汇报”". Only the messages whose sentences are
-quoted are its sources, so citing a gist cites exactly what it was drawn from. Greetings and
+One gist per episode: a session's user sentences are grouped by what they are about - the things,
+people and places they name, the profile topics they state something on - and a sentence that goes
+on with the one before ("他一直说我太忙了") stays with it. Each episode's most informative sentences, in
+order, become one gist: "2026-01-02：用户说：“工作压力大”；“下周要做项目汇报”". A gist never holds a
+sentence unrelated to the rest (the work pressure, "我不吃辣" and a breakup said in one session are
+three gists, so a question about one recalls none of the others). Only the messages whose sentences
+are quoted are its sources, so citing a gist cites exactly what it was drawn from. Greetings and
 one-word replies carry nothing and are skipped. Offline and deterministic: the same session always
 gives the same gists (and the same keys, so re-archiving writes nothing new).
 """
@@ -17,13 +20,12 @@ from datetime import datetime
 
 from data_layer import MessageRecord
 
-from ..text import Tokenizer, has_cjk
+from ..text import Tokenizer, content_word, has_cjk, informativeness
+from ._statements import statement_topics
 
 #: Sentences quoted per gist, and characters kept of each.
 SENTENCES_PER_GIST = 3
 SENTENCE_CHARS = 90
-#: A chunk closes at this many messages.
-CHUNK_MESSAGES = 8
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)\s")
 _GREETING = re.compile(
     r"^(你好|您好|嗨|哈+|嗯+|哦+|好的?|谢谢|多谢|晚安|早安?|早上好|再见|拜拜|在吗|ok|okay|hi|hello|hey|thanks?|"
@@ -52,39 +54,88 @@ def informative(text: str, tokenizer: Tokenizer) -> bool:
     return not _GREETING.match(flat) and len(tokenizer.unique_tokens(flat[:2000])) >= 2
 
 
-def _chunks(messages: Sequence[MessageRecord], tokenizer: Tokenizer) -> list[list[MessageRecord]]:
-    chunks: list[list[MessageRecord]] = []
-    words: set[str] = set()
-    for message in messages:
-        tokens = set(tokenizer.unique_tokens(message.content[:4000]))
-        shift = message.role == "user" and len(chunks[-1]) >= 4 and tokens and not tokens & words if chunks else False
-        if not chunks or len(chunks[-1]) >= CHUNK_MESSAGES or shift:
-            chunks.append([])
-            words = set()
-        chunks[-1].append(message)
-        words |= tokens
-    return chunks
+#: Sentences of one session read at most (a pasted document is not a chat).
+MAX_SENTENCES = 200
+#: A word this common in general use (工作, 公司, 时候) ties no two sentences to one episode.
+EPISODE_WORD_WEIGHT = 0.6
+#: A sentence that opens with one of these goes on with the user's previous sentence ("他一直说我太忙了"
+#: after the breakup, "嗯，明天再看看" after the assistant's advice on it).
+_CONTINUES = re.compile(
+    r"^(?:他|她|它|这|那|所以|而且|因为|然后|结果|不过|但是|可是|但|还|也|并且|后来|嗯|好的|好吧|对啊|是啊|是的|哈哈|"
+    r"(?:he|she|it|they|this|that|so|and|but|because|also|then|yeah|yes|ok|okay|right|haha)\b)",
+    re.IGNORECASE,
+)
+#: ... and these open a new subject, even in answer to a question ("对了，我不吃辣").
+_SHIFTS = re.compile(r"^(?:对了|另外|还有件事|换个话题|顺便|(?:by the way|btw|anyway|also,)\b)", re.IGNORECASE)
+#: The assistant asked: the user's next message answers about what was being talked of ("练到哪一步了？").
+_ASKS = re.compile(r"[?？]\W*$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """One informative sentence of a user message, and what it is about."""
+
+    message: MessageRecord
+    text: str
+    weight: int
+    about: frozenset[str]
+    continues: bool  # goes on with the sentence before (see _CONTINUES, _SHIFTS, _ASKS)
+
+
+def _about(sentence: str, tokenizer: Tokenizer) -> frozenset[str]:
+    """What a sentence is about: its uncommon content words (things, people, places, qualities), and
+    the profile topics it states something on (饮食 for "我不吃辣" and "我喜欢吃火锅")."""
+    words = {
+        t for t in tokenizer.unique_tokens(sentence) if content_word(t) and informativeness(t) >= EPISODE_WORD_WEIGHT
+    }
+    return frozenset(words | {f"topic:{label}" for label in statement_topics(sentence)})
+
+
+def _episodes(said: Sequence[_Said]) -> list[list[_Said]]:
+    """The sentences grouped by what they are about: two share an episode when they name a word or a
+    topic in common, or the later one goes on with the sentence just before it (it opens with 他/所以/嗯
+    ..., or answers the assistant's question, and does not open a new subject with 对了 / "by the way");
+    in order of each episode's first sentence."""
+    parent = list(range(len(said)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for j, later in enumerate(said):
+        for i in range(j):
+            if said[i].about & later.about or (i == j - 1 and later.continues):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[_Said]] = {}
+    for i, item in enumerate(said):
+        groups.setdefault(root(i), []).append(item)
+    return sorted(groups.values(), key=lambda g: said.index(g[0]))
 
 
 def make_gists(messages: Sequence[MessageRecord], *, tokenizer: Tokenizer) -> list[GistDraft]:
-    """The gists of one session's messages (oldest first); none for a session of small talk."""
-    gists = []
-    for chunk in _chunks(messages, tokenizer):
-        candidates: list[tuple[float, int, str, MessageRecord]] = []
-        for order, message in enumerate(m for m in chunk if m.role == "user"):
-            for sentence in _sentences(message.content):
-                informative = len(tokenizer.unique_tokens(sentence))
-                if informative >= 2:
-                    candidates.append((informative, order, sentence, message))
-        if not candidates:
+    """The gists of one session's messages (oldest first): one per episode, none for small talk."""
+    said: list[_Said] = []
+    asked = False
+    for message in sorted(messages, key=lambda m: (m.created_at, m.id)):
+        if message.role != "user":
+            asked = asked or bool(_ASKS.search(message.content.strip()))
             continue
-        best = sorted(candidates, key=lambda c: (-c[0], c[1]))[:SENTENCES_PER_GIST]
-        best.sort(key=lambda c: (c[3].created_at, c[3].id, c[1]))
-        quoted = [_clip(c[2]) for c in best]
-        day = chunk[0].created_at
-        content = _quote(day, quoted)
-        sources = tuple(dict.fromkeys(c[3].id for c in best))
-        gists.append(GistDraft(day, content, sources))
+        for n, sentence in enumerate(_sentences(message.content)):
+            weight = len(tokenizer.unique_tokens(sentence))
+            if weight >= 2 and len(said) < MAX_SENTENCES:
+                answers = asked and n == 0
+                continues = bool(_CONTINUES.match(sentence) or answers) and not _SHIFTS.match(sentence)
+                said.append(_Said(message, sentence, weight, _about(sentence, tokenizer), continues and bool(said)))
+        asked = False
+    gists = []
+    for episode in _episodes(said):
+        best = sorted(episode, key=lambda s: -s.weight)[:SENTENCES_PER_GIST]
+        best.sort(key=episode.index)
+        day = episode[0].message.created_at
+        sources = tuple(dict.fromkeys(s.message.id for s in best))
+        gists.append(GistDraft(day, _quote(day, [_clip(s.text) for s in best]), sources))
     return gists
 
 

@@ -4,6 +4,8 @@ One current memory per (topic, subject) — ``profile-diet-辣`` — or per topi
 topics (``profile-residence``). A newer direct statement that says something else supersedes the
 current one: the old value is kept as an inactive history memory (``...--<message id>``) with
 ``valid_to`` and ``superseded_by``, never silently lost; ``memory list --include-inactive`` shows it.
+The new current item cites both sides as its source messages (the new statement first), so the change
+("moved from 杭州 to 深圳") is shown with its evidence.
 A statement older than the current value (an old chat imported later) goes straight to history.
 Everything is keyed by the source message, so applying the same statements twice writes nothing new.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer, MemoryRecord
 
+from ._adjudicate import group_key, precedence
 from ._statements import Statement
 
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
@@ -92,7 +95,14 @@ class ProfileWriter:
         changes = []
         # a past statement ("我以前很喜欢吃辣") describes what no longer holds: not a current value
         usable = [s for s in statements if s.role == "user" and s.speech == "direct" and not s.past]
-        for statement in sorted(usable, key=lambda s: (s.at, s.message_id or 0, s.change_marker)):
+        # of one message's statements on one item, the one adjudication puts last ("我换工作了，现在在小米上班":
+        # the new employer, not the change alone); statements in order of precedence
+        last: dict[tuple[str, str, int | None], Statement] = {}
+        for statement in usable:
+            slot = (*group_key(statement), statement.message_id)
+            if slot not in last or precedence(statement) >= precedence(last[slot]):
+                last[slot] = statement
+        for statement in sorted(last.values(), key=lambda s: (precedence(s), s.message_id or 0)):
             changes.append(await self._apply_one(user_id, statement))
         return changes
 
@@ -119,7 +129,9 @@ class ProfileWriter:
             return ProfileChange(history_key, "history", statement)
         old_key = f"{key}--{current.metadata.get('message_id') or int(_valid_from(current).timestamp())}"
         await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
-        await self._write_current(uid, key, statement, sources=[statement.message_id or 0], supersedes=old_key)
+        # the evidence of a change is both statements: the new one first, then what it replaced
+        sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]
+        await self._write_current(uid, key, statement, sources=sources, supersedes=old_key)
         return ProfileChange(key, "superseded", statement)
 
     async def _write_current(
@@ -156,9 +168,10 @@ class ProfileWriter:
         self, uid: str, key: str, *, content: str, metadata: dict[str, Any], created_at: datetime
     ) -> None:
         memory = self.layer.memory
-        if await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True):
-            return  # history is written once
-        await memory.upsert(user_id=uid, memory_key=key, content=content, summary=content, memory_type="profile",
-                            metadata={**metadata, "history": True},
-                            created_at=created_at)  # fmt: skip
-        await memory.delete(user_id=uid, memory_key=key)
+        found = await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True)
+        if found is None:  # history is written once
+            await memory.upsert(user_id=uid, memory_key=key, content=content, summary=content, memory_type="profile",
+                                metadata={**metadata, "history": True},
+                                created_at=created_at)  # fmt: skip
+        if found is None or found.is_active:  # also when a run was killed between the two steps
+            await memory.delete(user_id=uid, memory_key=key)

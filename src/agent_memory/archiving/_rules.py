@@ -36,29 +36,55 @@ class Draft:
     past: bool = False
 
 
-_POSSESSIVE = {"my": "i", "your": "you", "his": "he", "her": "she", "call me": "i"}
+_POSSESSIVE = {"my": "i", "your": "you", "his": "he", "her": "she", "call me": "i", "we": "i"}
+#: "I have always lived in X", "I've worked at Y for years": a state that began earlier and still holds.
+_PERFECT_EN = re.compile(r"\b(?:have|has)\b", re.I)
+#: How often a habit happens ("I drink coffee every morning"): a habit, not one event.
+_HABIT_EN = re.compile(
+    r"\b(?:again|every (?:day|morning|night|evening|week|weekend)|each (?:day|morning|night)|daily|a lot|"
+    r"all the time|regularly|most days)\b",
+    re.I,
+)
 _ZH_PLACE_STOP = re.compile(
     r"快|已经|有|都|也|就|还|和|跟|了|的|工作|上班|生活|住|[0-9一二两三四五六七八九十几半]+(?:年|个月|天|周)"
 )
 _EN_GERUND = re.compile(r"^(?:to |watching |playing |listening to |reading |doing |going to )", re.I)
+_EN_NOT_PLACE = re.compile(r"\b(?:my|our|his|her|their|whole|entire)\b", re.I)  # "in Paris my whole life"
 _EN_TIME = re.compile(
     r"\b(?:at|around|by|before|after|about)\s(\d{1,2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?|midnight|noon)", re.I
 )
 
 
-def run_rules(clause: Clause, previous: Draft | None) -> list[Draft]:
-    """Every rule over the clause; a Chinese clause without a subject (现在不吃了) borrows the speaker's."""
+def run_rules(clause: Clause, previous: Draft | None, *, carried: bool = False) -> list[Draft]:
+    """Every rule over the clause; a Chinese clause without a subject borrows the speaker's when it
+    continues a statement (现在不吃了, after a draft or an adverb), opens with a supposition (要是搬到上海)
+    or follows a clause the speaker began (``carried``: 我搬家了，搬到了广州)."""
     drafts = _apply(clause.text, clause, previous)
     text = T.CONTRAST.sub("", clause.text).lstrip()
+    if not drafts and clause.lang == "en" and "i" in clause.subjects and T.EN_ZERO_SUBJECT.match(text):
+        return _apply("I " + text, clause, previous)
+    lead = T.HYP_LEAD_ZH.match(text) if clause.lang == "zh" else None
+    if lead:  # "要是搬到上海": a supposition without a subject is the speaker's own
+        text = text[lead.end() :]
     if (
         not drafts
         and clause.lang == "zh"
         and not re.match(r"[我你他她]", text)
-        and (previous or T.ZERO_SUBJECT.match(text))
+        and (previous or lead or carried or T.ZERO_SUBJECT.match(text))
     ):
         pronoun = "我" if "我" in clause.subjects else "你"
         drafts = _apply(pronoun + text, clause, previous)
     return drafts
+
+
+def speaks_first(clause: Clause) -> bool:
+    """Whether a Chinese clause opens with the speaker as its subject (我… for the user, 你… for the
+    assistant), not with one of their people (我妈…, 我朋友…)."""
+    if clause.lang != "zh":
+        return False
+    text = T.CONTRAST.sub("", clause.text).lstrip()
+    pronoun = "我" if "我" in clause.subjects else "你"
+    return text.startswith(pronoun) and not T.KIN_ZH.match("我" + text[1:])
 
 
 @lru_cache(maxsize=64)
@@ -128,7 +154,7 @@ def _like(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -
                 value = f"{'does not dislike' if negated else 'dislikes'} {part}"
             else:
                 value = f"{'does not like' if negated else 'likes'} {part}"
-        past = verb.endswith("ed") and verb != "interested" and not re.search(r"\b(?:have|has|never)\b", _g(m, "adv"))
+        past = verb.endswith("ed") and verb != "interested" and not _perfect(m) and "never" not in _g(m, "adv")
         topic = "diet" if food else "interest"
         drafts.append(Draft(topic, subject, value, _pol(negative_verb != negated), past=past))
     return drafts
@@ -142,8 +168,8 @@ def _diet(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -
         habitual = negated or _g(m, "modal") or _g(m, "adv") or clause.speech != "direct"
         verb = "喝" if verb == "喝" else "吃"
     else:
-        habit = re.search(r"\b(?:again|every day|daily|a lot|all the time|regularly)\b", obj, re.I)
-        habitual = negated or habit or _g(m, "adv") or clause.speech != "direct"
+        habit = _HABIT_EN.search(obj)
+        habitual = negated or habit or _g(m, "adv") or clause.speech != "direct" or clause.change
         verb = "drink" if verb.startswith(("drink", "drank")) else "eat"
         if not obj and verb == "drink" and negated:
             obj = "alcohol"
@@ -208,7 +234,10 @@ def _allergy(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str
 
 
 def _is_place_zh(obj: str) -> bool:
-    return obj in T.CITIES_ZH or obj.endswith(T.PLACE_SUFFIX_ZH) or obj.startswith(("这", "那", "家"))
+    """A city, a word ending in a place suffix (徐汇区, 公司里), or 这里/那边/家里. A suffix after one other
+    character is a name's end (阿里, 华州), unless that character is a place itself (家里, 城里, 村里)."""
+    suffixed = obj.endswith(T.PLACE_SUFFIX_ZH) and (len(obj) > 2 or obj[:1] in "家城村店厂楼院屋镇乡")
+    return obj in T.CITIES_ZH or suffixed or obj.startswith(("这", "那", "家"))
 
 
 def _employer(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
@@ -217,7 +246,13 @@ def _employer(m: re.Match[str], previous: Draft | None, clause: Clause, lang: st
         obj = _clean_zh(_g(m, "obj")).removesuffix("那边").removesuffix("这边")
         if kind == "jobmove" and _g(m, "verb") in ("去", "到") and _g(m, "tail") not in ("工作", "上班"):
             return []
-        if not obj or _is_place_zh(obj) or subject_key(obj) in T.NON_SUBJECTS or re.search(r"公司上|办公|工位", obj):
+        hired = _g(m, "verb").startswith(("跳槽", "入职"))  # 跳槽到阿里: after these comes an employer, never a place
+        if (
+            not obj
+            or (_is_place_zh(obj) and not hired)
+            or subject_key(obj) in T.NON_SUBJECTS
+            or re.search(r"公司上|办公|工位", obj)
+        ):
             return []
         if kind == "leave":
             return [Draft("employer", obj, f"从{obj}离职", "negative", change=True)]
@@ -233,15 +268,53 @@ def _employer(m: re.Match[str], previous: Draft | None, clause: Clause, lang: st
     verb = _g(m, "verb").lower()
     value = f"{'no longer works' if negated else 'works'} at {obj}"
     change = kind == "join" or verb.startswith(("got", "started", "took"))
-    return [Draft("employer", obj, value, _pol(negated), change=change, past=verb == "worked")]
+    return [Draft("employer", obj, value, _pol(negated), change=change, past=verb == "worked" and not _perfect(m))]
+
+
+def _quit_job(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -> list[Draft]:
+    """ "我辞职了" / "I quit my job" / "我换工作了": the employer, whichever it was, is no longer one."""
+    verb = _g(m, "verb").lower()
+    if lang == "zh":
+        value = "换了工作" if verb.startswith(("换", "跳槽")) else "已离职"
+    else:
+        value = "changed jobs" if "job" in verb and verb.startswith(("changed", "switched")) else "left their job"
+    return [Draft("employer", "", value, "negative", change=True)]
+
+
+_MARITAL_ZH = {"结婚": "已婚", "已婚": "已婚", "离婚": "离婚", "离异": "离婚", "未婚": "单身", "单身": "单身",
+               "订婚": "订婚"}  # fmt: skip
+_MARITAL_EN = {"married": "married", "divorced": "divorced", "single": "single", "separated": "separated",
+               "widowed": "widowed", "engaged": "engaged"}  # fmt: skip
+
+
+def _marital(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -> list[Draft]:
+    """Married, divorced, single: one status at a time. "我还没结婚" / "I'm not married" is single; a
+    negated divorce or single ("我不是单身") says no status."""
+    verb = _g(m, "verb").lower()
+    if lang == "zh":
+        status = _MARITAL_ZH[re.sub(r"^是(?:一?个)?", "", verb)]
+        single, married = "单身", "已婚"
+    else:
+        status = _MARITAL_EN[verb.split()[-1]]
+        single, married = "single", "married"
+    if _negated(m):
+        if status != married:
+            return []
+        status = single
+    change = verb.startswith(("got", "get", "结婚", "离婚", "订婚"))
+    return [Draft("marital", "", status, "positive", change=change)]
 
 
 def _occupation(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
     negated, obj, adv = _negated(m), _g(m, "obj"), _g(m, "adv") + _g(m, "neg") + _g(m, "neg2")
     if negated and not re.search(r"不再|已经|no longer|anymore|now", adv + " " + m.string, re.I):
         return []  # "我不是医生" / "I'm not a doctor, but..." is a hedge, not a change of job
-    if kind == "retired":
-        return [Draft("occupation", "", "退休" if lang == "zh" else "retired", "positive", change=True)]
+    if kind == "retired":  # no job and no employer any more
+        value = "退休" if lang == "zh" else "retired"
+        return [
+            Draft("occupation", "", value, "positive", change=True),
+            Draft("employer", "", value, "negative", change=True),
+        ]
     if lang == "zh":
         obj = re.sub(r"^[0-9一两二三四五六七八九十几]+年", "", obj)
         value = f"做{obj}的" if kind == "occupation2" else obj
@@ -284,14 +357,16 @@ def _residence(m: re.Match[str], previous: Draft | None, clause: Clause, lang: s
         place = (obj[: cut.start()] if cut else obj).strip()
         if not place or re.search(r"公司|办公|工位|座位|部门|组|院", place) or place[0] in "这那你他她":
             return []
+        if verb == "住" and not (place in T.CITIES_ZH or _is_place_zh(place)):
+            return []  # "我现在住重庆", not "我住得很远" / "我住院了"
         value = f"{'不再' if negated else ''}住在{place}"
         return [Draft("residence", place, value, _pol(negated), change=verb.startswith("搬"))]
-    place = _clean_en(_g(m, "obj"), 4)
+    place = " ".join(_EN_NOT_PLACE.split(_clean_en(_g(m, "obj"), 4))[0].split())
     if not place or not place[0].isupper():
         return []  # "I live in a small flat", "moved to the next level": only named places
     value = f"{'no longer lives' if negated else 'lives'} in {place}"
     return [Draft("residence", place, value, _pol(negated), change=verb.startswith("move") or verb.startswith("reloc"),
-                  past=verb == "lived")]  # fmt: skip
+                  past=verb == "lived" and not _perfect(m))]  # fmt: skip
 
 
 def _schedule(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
@@ -366,12 +441,18 @@ def _smoke(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) 
     return [Draft("health", "smoking", "does not smoke" if negated else "smokes", _pol(negated), past=verb == "smoked")]
 
 
+def _perfect(m: re.Match[str]) -> bool:
+    """Whether the match is in the present perfect ("I have always lived in X"): it still holds."""
+    return bool(_PERFECT_EN.search(_g(m, "adv")))
+
+
 _Handler = Callable[[re.Match[str], "Draft | None", Clause], list[Draft]]
 
 
 def _handlers(lang: str) -> dict[str, _Handler]:
     simple = {"like": _like, "diet": _diet, "veg": _veg, "quit": _quit, "allergy": _allergy, "residence": _residence,
-              "name": _name, "age": _age, "health": _health, "smoke": _smoke}  # fmt: skip
+              "name": _name, "age": _age, "health": _health, "smoke": _smoke, "quitjob": _quit_job,
+              "marital": _marital}  # fmt: skip
     kinds = {"employer": _employer, "jobmove": _employer, "join": _employer, "leave": _employer,
              "employer_role": _employer_role,
              "occupation": _occupation, "occupation2": _occupation, "retired": _occupation, "schedule": _schedule,

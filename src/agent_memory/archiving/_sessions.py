@@ -38,7 +38,7 @@ class Session:
 
     @property
     def last_id(self) -> int:
-        """The id of the last message (the archiver's progress mark)."""
+        """The largest message id in the session."""
         return max(m.id for m in self.messages)
 
     def is_over(self, *, now: datetime, idle: timedelta, max_messages: int) -> bool:

@@ -39,6 +39,7 @@ from ._clauses import _sentences
 from ._clauses import prepare as prepare
 from ._rules import Draft as Draft
 from ._rules import run_rules as run_rules
+from ._rules import speaks_first
 from ._topics import is_single_valued, subject_key, topic_label
 
 Polarity = Literal["positive", "negative", "neutral"]
@@ -102,8 +103,11 @@ def extract_statements(text: str, *, role: str, at: datetime, message_id: int | 
     previous: Draft | None = None
     for sentence, clauses in _sentences(prepare(text[:MAX_CHARS]), role):
         previous = None  # pronoun objects ("I can't handle it", 它) refer back within a sentence only
+        carried = False  # "我搬家了，搬到了广州": a clause without a subject continues the speaker's previous one
         for clause in clauses:
-            for draft in run_rules(clause, previous):
+            drafts = run_rules(clause, previous, carried=carried)
+            carried = speaks_first(clause)
+            for draft in drafts:
                 previous = draft
                 key = (draft.topic, subject_key(draft.subject), draft.polarity, clause.speech)
                 if key in seen:

@@ -52,6 +52,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     "name": ("姓名", "name"),
     "age": ("年龄", "age"),
     "health": ("健康", "health"),
+    "marital": ("婚姻状况", "marital status"),
 }
 
 #: What a question or request is about, by profile topic: words that put it on the topic. "周末想放松一下，有什么推荐"
@@ -73,7 +74,7 @@ TOPIC_CUES: dict[str, str] = {
 }
 
 #: A newer direct statement on these topics replaces the older one regardless of subject.
-SINGLE_VALUED: frozenset[str] = frozenset({"occupation", "employer", "residence", "name", "age"})
+SINGLE_VALUED: frozenset[str] = frozenset({"occupation", "employer", "residence", "name", "age", "marital"})
 
 
 def topic_label(topic: str, lang: str = "zh") -> str:
@@ -88,7 +89,8 @@ def topic_label(topic: str, lang: str = "zh") -> str:
 
 
 def is_single_valued(topic: str) -> bool:
-    """True for topics where only the newest value holds (occupation, employer, residence, name, age)."""
+    """True for topics where only the newest value holds (occupation, employer, residence, name, age,
+    marital status)."""
     return topic in SINGLE_VALUED
 
 
@@ -128,6 +130,14 @@ def food_en(obj: str) -> str | None:
 # --- speech markers (used by _statements to give each clause its speech kind) -----------------------
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
+#: A change of state told without a subject ("Moved to Austin last week!"): the speaker's own.
+EN_ZERO_SUBJECT = re.compile(
+    r"^(?:just |finally |recently )?(?:moved|relocated|got married|got divorced|got engaged|quit my job|"
+    r"left my job|started at|joined|changed jobs|switched jobs)\b",
+    re.I,
+)
+#: A conditional that opens a clause without a subject ("要是搬到上海…"): the speaker's own supposition.
+HYP_LEAD_ZH = re.compile(r"^(?:如果|假如|假设|假使|倘若|万一|要是)")
 CONTRAST = re.compile(r"^\s*(?:但是|但|可是|不过|然而|其实|可|而|but|though|although|whereas|actually)", re.I)
 HYP_ZH = re.compile(
     r"如果|假如|假设|假使|倘若|万一|哪怕|即使|即便|就算|(?<![主只还总硬可正])要是|想象|打算|准备|计划|想要|我想|希望|"
@@ -189,6 +199,7 @@ _ADV_ZH = _alt([
     "上个月", "去年", "前年", "前段时间", "前几天", "前不久", "年初", "年底", "这个月", "上周", "打算", "准备",
     "计划", "想要", "想", "可能会", "可能", "也许", "习惯", "一向", "老是", "常常", "刚", "刚刚", "就是", "本身",
     "自己", "当时", "那时候", "一开始", "也是", "已", "才", "一样", "同样", "确确实实", "如今也",
+    "从小到大", "一直以来", "这么多年", "多年来", "这些年来",
 ])
 # fmt: on
 # fmt: off
@@ -217,6 +228,7 @@ _ZA = rf"(?P<adv>(?:{_ADV_ZH}){{0,4}})"
 _ZN = rf"(?P<neg>{_NEG_ZH})?"
 _ZO = r"(?P<obj>[^,.。!?;:“”\"]{0,24})"
 _EN = r"\b(?P<subj>i|you|he|she|they)"
+_EN_WE = r"\b(?P<subj>i|you|he|she|they|we)"  # a household's move or home is the user's too
 _EZ = rf"(?P<adv>(?: (?:{_ADV_EN})){{0,5}})"
 _EO = r"(?P<obj> [^,.;:!?\"“”]{1,48})"
 _FAMILY_ZH = _alt(FAMILY_ZH)
@@ -251,6 +263,15 @@ _RULES_ZH: tuple[tuple[str, str], ...] = (
     ),
     ("leave", rf"{_ZH}{_ZA}从(?P<obj>[^,.。!?;:]{{1,15}}?)(?:离职|辞职)"),
     (
+        "quitjob",
+        rf"{_ZH}{_ZA}(?P<verb>辞职|离职|裸辞|辞掉了?工作|辞了工作|丢了工作|失业|被裁员?|下岗|换工作|换了工作|换了份工作|"
+        r"跳槽了)",
+    ),
+    (
+        "marital",
+        rf"{_ZH}(?:(?:和|跟|与)[^,.。!?;:]{{1,6}}?)?{_ZA}{_ZN}(?P<verb>结婚|离婚|离异|已婚|未婚|订婚|(?:是|是个|是一个)?单身)",
+    ),
+    (
         "occupation",
         rf"{_ZH}{_ZA}{_ZN}(?P<verb>是|当了|当|做了|成了|成为了|成为|转行做|转行当|转行成|干)了?(?:一名|一个|一位|名|个|位)?"
         rf"(?P<obj>[^,.。!?;:]{{0,10}}?(?:{_alt(OCCUPATIONS_ZH)}))(?![会证卡长的家])",
@@ -265,9 +286,12 @@ _RULES_ZH: tuple[tuple[str, str], ...] = (
     ("retired", rf"{_ZH}{_ZA}(?P<verb>退休)"),
     (
         "residence",
-        rf"{_ZH}{_ZA}{_ZN}(?P<verb>住在|定居在|定居于|定居|生活在|常住在|住到了|住到)(?P<obj>[^,.。!?;:]{{1,16}})",
+        rf"{_ZH}{_ZA}{_ZN}(?P<verb>住在|定居在|定居于|定居|生活在|常住在|住到了|住到|住)(?P<obj>[^,.。!?;:]{{1,16}})",
     ),
-    ("residence", rf"{_ZH}{_ZA}(?P<verb>搬家到|搬家去|搬到|搬去|搬回到|搬回|搬来)了?(?P<obj>[^,.。!?;:]{{1,16}})"),
+    (
+        "residence",
+        rf"{_ZH}(?:们(?:全家|一家|家)?)?{_ZA}(?P<verb>搬家到|搬家去|搬到|搬去|搬回到|搬回|搬来)了?(?P<obj>[^,.。!?;:]{{1,16}})",
+    ),
     ("residence", rf"{_ZH}的?家(?:住)?在(?P<obj>[^,.。!?;:]{{1,16}})"),
     ("residence", rf"{_ZH}{_ZA}{_ZN}在(?P<obj>[^,.。!?;:在]{{1,10}}?)(?:生活|定居)"),
     (
@@ -326,6 +350,22 @@ _RULES_EN: tuple[tuple[str, str], ...] = (
     ("leave", rf"{_EN}{_EZ} (?:left|quit|resigned from) (?:my job at|my job with|my position at|my role at)\b{_EO}"),
     ("leave", rf"{_EN}{_EZ} resigned from\b{_EO}"),
     (
+        "quitjob",
+        rf"{_EN}{_EZ} (?P<verb>quit|left|lost|resigned from|got fired from|was laid off from|got laid off from)"
+        r" my job\b(?! at| with| in| as)",
+    ),
+    ("quitjob", rf"{_EN}{_EZ} (?P<verb>resigned|got fired|was fired|got laid off|was laid off)\b(?! from)"),
+    (
+        "quitjob",
+        rf"{_EN}{_EZ} (?P<verb>(?:am|is|are) (?:unemployed|out of work|between jobs|jobless)|changed jobs|"
+        r"switched jobs|changed my job|switched my job)\b",
+    ),
+    (
+        "marital",
+        rf"{_EN}{_EZ} (?P<verb>got married|get married|getting married|married|got divorced|get divorced|"
+        r"getting divorced|divorced|single|separated|widowed|engaged|got engaged)\b",
+    ),
+    (
         "occupation",
         rf"{_EN}{_EZ} (?P<verb>work|works|worked|working) (?:at|for) [^,.;:!?]{{1,40}}? as (?:a|an) "
         rf"(?P<obj>[a-z -]{{0,30}}?(?:{_alt(OCCUPATIONS_EN)}))\b",
@@ -339,7 +379,7 @@ _RULES_EN: tuple[tuple[str, str], ...] = (
     ("retired", rf"{_EN}{_EZ} (?P<verb>retired)\b"),
     (
         "residence",
-        rf"{_EN}{_EZ} (?P<verb>live|lives|lived|living|moved|move|moving|relocated|relocate|settled|based|"
+        rf"{_EN_WE}{_EZ} (?P<verb>live|lives|lived|living|moved|move|moving|relocated|relocate|settled|based|"
         r"reside|resides)"
         rf" (?:in|to|back to|over to|out to|down to|up to)\b{_EO}",
     ),

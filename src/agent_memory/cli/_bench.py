@@ -284,12 +284,17 @@ async def e2e_cmd(
 
 @app.command("conflicts")
 @run
-async def conflicts_cmd() -> None:
-    """Adjudication accuracy on the packaged conflict set (zh/en: changed preferences, negation, quoted or
-    hypothetical speech, assistant paraphrase)."""
+async def conflicts_cmd(
+    data: str | None = typer.Option(
+        None, "--data", help="A conflict set in the packaged format (JSONL); default: the packaged set"
+    ),
+) -> None:
+    """Adjudication accuracy on the conflict set (zh/en: changes of state, changed preferences, negation,
+    quoted or hypothetical speech, questions, someone else's news, assistant paraphrase), in all and by
+    language, reason and kind."""
     from ..archiving import load_conflict_set, score_conflicts
 
-    emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set())})
+    emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set(data))})
 
 
 @app.command("load")
