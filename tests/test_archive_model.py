@@ -71,7 +71,8 @@ async def test_bad_json_falls_back_to_the_rules_with_a_warning(db_url: str, capl
     line = warnings[0].getMessage()
     assert "unusable" in line and "JSONDecodeError" in line and "offline rules" in line
     assert "产品经理" not in line  # no chat text in the log
-    assert report.gists == 1 and report.profiles >= 1  # the rules archived the session
+    # the rules archived the session: one gist per episode (the work trip, the films) and its profile items
+    assert report.gists == 2 and report.profiles >= 1
 
 
 def test_the_cli_archives_with_the_model_of_the_settings(
@@ -89,7 +90,7 @@ def test_the_cli_archives_with_the_model_of_the_settings(
         archived = runner.invoke(app, ["archive", "run", "--user", "u1", "--json", "--url", db_url],
                                  env={"MEMORY_ARCHIVE_MODEL_CLIENT": _spec("not json")})  # fmt: skip
     assert archived.exit_code == 0, archived.output
-    assert json.loads(archived.output)["gists"] == 1
+    assert json.loads(archived.output)["gists"] == 2  # the work trip and the films: two episodes
     assert any("archiving model" in r.getMessage() for r in caplog.records)  # the CLI asked the model
 
 
