@@ -9,6 +9,7 @@ from sqlalchemy.engine import URL
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
+from ._erase import UserErasure, erase_user
 from ._friend_repo import FriendRepository
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
@@ -45,6 +46,14 @@ class AgentFusionDataLayer:
     def url(self) -> URL:
         """The normalised database URL (password hidden when rendered)."""
         return self.db.url
+
+    async def erase_user(self, user_id: str | int) -> UserErasure:
+        """Delete every row of the user in every table (memories, keywords, search index, messages, AI
+        friends, settings, archived tool results, archiving marks), in one transaction. Other users'
+        rows and the shared synonyms stay."""
+        erased = await erase_user(self.db, user_id)
+        self.memory._changed(erased.user_id)  # in-process search caches of the user
+        return erased
 
     async def close(self) -> None:
         """Release the connection pool."""
