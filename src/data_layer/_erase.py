@@ -1,4 +1,4 @@
-"""Erasing a user: every row of the user in every table, in one transaction.
+"""A user's rows in every table: erasing them in one transaction, reading them all (an export).
 
 The tables come from the schema itself, so a table added later is covered or refused, never missed:
 a table with a ``user_id`` column loses the user's rows; a table keyed by a memory id (a foreign key to
@@ -10,6 +10,7 @@ so a new table must be given its rule before a user can be erased.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Table, delete, select
 
@@ -74,3 +75,24 @@ async def erase_user(db: Database, user_id: str | int) -> UserErasure:
                 continue
             counts[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
     return UserErasure(user_id=uid, rows=counts)
+
+
+async def user_rows(db: Database, user_id: str | int) -> dict[str, list[dict[str, Any]]]:
+    """Every row of ``user_id`` per table (the tables of :func:`erase_user`), read in one transaction."""
+    uid = v.user_id(user_id)
+    tables = [(t, _rule(t)) for t in Base.metadata.sorted_tables]
+    own_memories = select(_MEMORIES.c.id).where(_MEMORIES.c.user_id == uid).scalar_subquery()
+    found: dict[str, list[dict[str, Any]]] = {}
+    async with db.read(bulk=True) as session:
+        for table, rule in tables:
+            if rule == "global":
+                continue
+            if rule == "user":
+                stmt = select(table).where(table.c.user_id == uid)
+            else:
+                fk = next(fk for fk in table.foreign_keys if fk.column.table is _MEMORIES)
+                stmt = select(table).where(fk.parent.in_(own_memories))
+            pk = list(table.primary_key.columns)
+            rows = await session.execute(stmt.order_by(*pk))
+            found[table.name] = [dict(r._mapping) for r in rows]
+    return found

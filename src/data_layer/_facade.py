@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
 from sqlalchemy.engine import URL
 
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
-from ._erase import UserErasure, erase_user
+from ._erase import UserErasure, erase_user, user_rows
 from ._friend_repo import FriendRepository
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
@@ -54,6 +55,11 @@ class AgentFusionDataLayer:
         erased = await erase_user(self.db, user_id)
         self.memory._changed(erased.user_id)  # in-process search caches of the user
         return erased
+
+    async def user_rows(self, user_id: str | int) -> dict[str, list[dict[str, Any]]]:
+        """Every row of the user per table, as stored (an export reads it; writes go through the
+        repositories)."""
+        return await user_rows(self.db, user_id)
 
     async def close(self) -> None:
         """Release the connection pool."""

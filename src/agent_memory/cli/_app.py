@@ -11,6 +11,7 @@ import typer
 from . import _archive, _bench, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall, _user
 from ._common import start_command
 from ._serve import serve_cmd
+from ._transfer import export_cmd, import_cmd
 
 app = typer.Typer(
     name="agent-memory",
@@ -34,6 +35,8 @@ app.command("recall")(_recall.recall_cmd)
 app.command("exec")(_exec.exec_cmd)
 app.command("serve")(serve_cmd)
 app.command("mcp")(_mcp.mcp_cmd)
+app.command("export")(export_cmd)
+app.command("import")(import_cmd)
 
 
 @app.callback()
