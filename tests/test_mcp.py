@@ -39,6 +39,8 @@ TOOL_NAMES = {
     "search_memories",
     "get_memory_detail",
     "add_memory",
+    "update_memory",
+    "delete_memory",
     "list_memories",
     "messages_list",
     "lexical_search",

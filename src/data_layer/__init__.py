@@ -10,6 +10,7 @@ from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._chat_locks import ChatLocks
 from ._engine import Backend, Database, normalize_url
+from ._erase import GLOBAL_TABLES, UserErasure
 from ._errors import (
     AgentMemoryError,
     DataLayerError,
@@ -60,6 +61,7 @@ from ._validation import memory_type as check_memory_type
 
 __all__ = [
     "FOLD_VERSION",
+    "GLOBAL_TABLES",
     "MAX_CONTENT_BYTES",
     "MAX_GET_MANY",
     "MAX_MESSAGE_BYTES",
@@ -113,6 +115,7 @@ __all__ = [
     "SynonymRecord",
     "UnsupportedDatabaseURLError",
     "UpsertResult",
+    "UserErasure",
     "UserSettings",
     "check_memory_type",
     "current_revision",

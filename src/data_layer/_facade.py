@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
 from sqlalchemy.engine import URL
 
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
+from ._erase import UserErasure, erase_user, user_rows
 from ._friend_repo import FriendRepository
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
@@ -45,6 +47,19 @@ class AgentFusionDataLayer:
     def url(self) -> URL:
         """The normalised database URL (password hidden when rendered)."""
         return self.db.url
+
+    async def erase_user(self, user_id: str | int) -> UserErasure:
+        """Delete every row of the user in every table (memories, keywords, search index, messages, AI
+        friends, settings, archived tool results, archiving marks), in one transaction. Other users'
+        rows and the shared synonyms stay."""
+        erased = await erase_user(self.db, user_id)
+        self.memory._changed(erased.user_id)  # in-process search caches of the user
+        return erased
+
+    async def user_rows(self, user_id: str | int) -> dict[str, list[dict[str, Any]]]:
+        """Every row of the user per table, as stored (an export reads it; writes go through the
+        repositories)."""
+        return await user_rows(self.db, user_id)
 
     async def close(self) -> None:
         """Release the connection pool."""

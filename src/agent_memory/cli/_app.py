@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import typer
 
-from . import _archive, _bench, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall
+from . import _archive, _bench, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall, _user
 from ._common import start_command
 from ._serve import serve_cmd
+from ._transfer import export_cmd, import_cmd
 
 app = typer.Typer(
     name="agent-memory",
@@ -28,11 +29,14 @@ app.add_typer(_messages.app, name="messages")
 app.add_typer(_keywords.app, name="keywords")
 app.add_typer(_archive.app, name="archive")
 app.add_typer(_bench.app, name="bench")
+app.add_typer(_user.app, name="user")
 app.command("demo")(_demo.demo_cmd)
 app.command("recall")(_recall.recall_cmd)
 app.command("exec")(_exec.exec_cmd)
 app.command("serve")(serve_cmd)
 app.command("mcp")(_mcp.mcp_cmd)
+app.command("export")(export_cmd)
+app.command("import")(import_cmd)
 
 
 @app.callback()

@@ -4,7 +4,8 @@ The seed models are reused where the seeds define a tool (seed 001's ``recall_me
 ``search_memories`` / ``get_memory_detail``, seed 003's evidence tools); the MCP versions forbid
 unknown keys (a ``user_id`` a client sends must be refused, not ignored: the server's configuration
 binds the user) and add an optional ``friend_id`` that narrows a read to what one AI friend may see.
-``add_memory`` and ``list_memories`` have their own models, shaped like the data layer's arguments.
+``add_memory``, ``update_memory``, ``delete_memory`` and ``list_memories`` have their own models,
+shaped like the data layer's arguments.
 """
 
 from __future__ import annotations
@@ -116,6 +117,51 @@ class AddMemoryResult(BaseModel):
     summary: str
     created_at: str
     created: bool = Field(..., description="true: a new memory; false: an existing one was replaced")
+
+
+_OWNER_SCOPE = (
+    "The AI friend whose scope the change is made in: a friend's memory (an event) is changed only in that "
+    "friend's scope; a shared memory (a profile) in any scope or none"
+)
+
+
+class UpdateMemoryArgs(_Forbid):
+    """update_memory: change the content, summary, metadata or keyword tags of one memory of the user."""
+
+    memory_key: KeyText = Field(..., description="The memory to change (from search_memories or list_memories)")
+    friend_id: FriendId | None = Field(None, description=_OWNER_SCOPE)
+    content: str | None = Field(
+        None, min_length=1, max_length=MAX_CONTENT_CHARS, description="The new text (omit: unchanged)"
+    )
+    summary: str | None = Field(
+        None, min_length=1, max_length=MAX_SUMMARY_CHARS, description="The new one-line summary (omit: unchanged)"
+    )
+    metadata: dict[str, Any] | None = Field(None, description="The new metadata object (omit: unchanged)")
+    keywords: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="The new keyword tags (omit: unchanged)")
+
+
+class UpdateMemoryResult(BaseModel):
+    """What update_memory stored."""
+
+    memory_key: str
+    memory_type: str
+    friend_id: str | None = Field(None, description="null: shared by every AI friend")
+    summary: str
+    updated_at: str
+
+
+class DeleteMemoryArgs(_Forbid):
+    """delete_memory: forget one memory of the user."""
+
+    memory_key: KeyText = Field(..., description="The memory to delete (from search_memories or list_memories)")
+    friend_id: FriendId | None = Field(None, description=_OWNER_SCOPE)
+
+
+class DeleteMemoryResult(BaseModel):
+    """What delete_memory did."""
+
+    memory_key: str
+    deleted: bool = Field(..., description="true: the memory no longer reaches any search or recall")
 
 
 class ListMemoriesArgs(_Forbid):

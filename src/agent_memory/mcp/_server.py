@@ -64,7 +64,9 @@ def build_server(tools: MemoryMcpTools) -> Server[Any, Any]:
             description=t.description,
             inputSchema=t.input_schema(),
             outputSchema=t.output_schema(),
-            annotations=types.ToolAnnotations(readOnlyHint=t.read_only, destructiveHint=False, openWorldHint=False),
+            annotations=types.ToolAnnotations(
+                readOnlyHint=t.read_only, destructiveHint=t.destructive, openWorldHint=False
+            ),
         )
         for t in MCP_TOOLS.values()
     ]

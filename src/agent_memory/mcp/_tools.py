@@ -30,6 +30,7 @@ from data_layer import (
     AgentMemoryError,
     DuplicateError,
     InvalidInputError,
+    MemoryRecord,
     NotFoundError,
     StorageError,
 )
@@ -45,6 +46,8 @@ from ._models import (
     MAX_METADATA_CHARS,
     AddMemoryArgs,
     AddMemoryResult,
+    DeleteMemoryArgs,
+    DeleteMemoryResult,
     GetMemoryDetailArgs,
     LexicalSearchArgs,
     ListMemoriesArgs,
@@ -54,6 +57,8 @@ from ._models import (
     NeighborsArgs,
     SearchMemoriesArgs,
     SemanticSearchArgs,
+    UpdateMemoryArgs,
+    UpdateMemoryResult,
 )
 
 if TYPE_CHECKING:
@@ -71,13 +76,15 @@ class McpToolError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class McpTool:
-    """One tool: name, description, argument model, result model, whether it only reads."""
+    """One tool: name, description, argument model, result model, whether it only reads, whether it may
+    change or remove what is stored (MCP's destructive hint)."""
 
     name: str
     description: str
     args: type[BaseModel]
     result: type[BaseModel]
     read_only: bool = True
+    destructive: bool = False
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (types, ranges, required fields; no unknown keys).
@@ -148,6 +155,25 @@ MCP_TOOLS: dict[str, McpTool] = {
         AddMemoryResult,
         read_only=False,
     ),
+    "update_memory": McpTool(
+        "update_memory",
+        "Change one memory of the user: its content, summary, metadata or keyword tags (what is omitted stays). "
+        "A friend's memory (an event) is changed only with that friend's friend_id; a shared profile item in any "
+        "friend's scope.",
+        UpdateMemoryArgs,
+        UpdateMemoryResult,
+        read_only=False,
+        destructive=True,
+    ),
+    "delete_memory": McpTool(
+        "delete_memory",
+        "Delete one memory of the user: it no longer reaches any search or recall. A friend's memory (an event) "
+        "is deleted only with that friend's friend_id; a shared profile item in any friend's scope.",
+        DeleteMemoryArgs,
+        DeleteMemoryResult,
+        read_only=False,
+        destructive=True,
+    ),
     "list_memories": McpTool(
         "list_memories",
         "List the user's memories, newest first, a page at a time (summary and a preview; the full content: "
@@ -210,6 +236,8 @@ class MemoryMcpTools:
             "search_memories": self._search_memories,
             "get_memory_detail": self._get_memory_detail,
             "add_memory": self._add_memory,
+            "update_memory": self._update_memory,
+            "delete_memory": self._delete_memory,
             "list_memories": self._list_memories,
             **dict.fromkeys(("messages_list", "lexical_search", "semantic_search", "neighbors"), self._evidence),
         }
@@ -301,14 +329,7 @@ class MemoryMcpTools:
     # -- writes and listings -------------------------------------------------------------------------
 
     async def _add_memory(self, args: AddMemoryArgs) -> AddMemoryResult:
-        if args.metadata is not None and len(json.dumps(args.metadata, ensure_ascii=False)) > MAX_METADATA_CHARS:
-            raise McpToolError(f"metadata is longer than {MAX_METADATA_CHARS} characters as JSON; keep it short")
-        size = len(args.content.encode("utf-8", "surrogatepass"))
-        if size > MAX_CONTENT_BYTES:  # the layer's limit is in bytes; its advice (on_oversize) is not for clients
-            raise McpToolError(
-                f"content is {size} bytes as UTF-8; a memory holds at most {MAX_CONTENT_BYTES}. "
-                "Shorten it or split it into several memories"
-            )
+        _check_size(args.content, args.metadata)
         if args.memory_type == "event" and args.friend_id is None:
             raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
         fields: dict[str, Any] = {
@@ -336,6 +357,66 @@ class MemoryMcpTools:
             created_at=record.created_at.isoformat(),
             created=created,
         )
+
+    async def _owned(self, memory_key: str, friend_id: str | int | None) -> MemoryRecord:
+        """The user's memory ``memory_key`` when the scope of ``friend_id`` may change it: a friend's own
+        memory only in that friend's scope, a shared one in any; else a :class:`McpToolError` saying why."""
+        scope = self._scope(friend_id)
+        record = await self.system.layer.memory.retrieve_memory(
+            user_id=self.user_id, memory_key=memory_key, touch=False
+        )
+        if record is None:  # another user's memory is simply not found: the server is bound to one user
+            raise McpToolError(f"not found: the user has no memory {memory_key!r}; list_memories shows the keys")
+        if record.friend_id is not None and record.friend_id != scope.friend_id:
+            if scope.friend_id is None:
+                raise McpToolError(
+                    f"memory {memory_key!r} belongs to AI friend {record.friend_id!r}: pass friend_id "
+                    f"{record.friend_id!r} to change it in that friend's scope"
+                )
+            raise McpToolError(
+                f"memory {memory_key!r} belongs to another AI friend, not {scope.friend_id!r}: a friend changes only "
+                "its own memories and the shared profile items"
+            )
+        return record
+
+    async def _update_memory(self, args: UpdateMemoryArgs) -> UpdateMemoryResult:
+        if args.content is None and args.summary is None and args.metadata is None and args.keywords is None:
+            raise McpToolError("nothing to change: pass content, summary, metadata or keywords")
+        _check_size(args.content, args.metadata)
+        record = await self._owned(args.memory_key, args.friend_id)
+        memory = self.system.layer.memory
+        tags = args.keywords
+        if tags is None:  # the user's tags stay; the computed keywords follow the new content
+            kept = await memory.get_keywords(user_id=self.user_id, memory_key=record.memory_key)
+            tags = [(k.keyword, k.weight) for k in kept if k.extraction_source == "user_tag"]
+        content = args.content if args.content is not None else record.content
+        summary = args.summary if args.summary is not None else (record.summary if args.content is None else None)
+        updated = await memory.upsert(
+            user_id=self.user_id,
+            memory_key=record.memory_key,
+            content=content,
+            summary=summary,
+            memory_type=record.memory_type,
+            friend_id=record.friend_id,
+            metadata=args.metadata if args.metadata is not None else record.metadata,
+            keywords=tags,
+            on_oversize="error",
+            shared=record.friend_id is None,
+            must_exist=True,
+        )
+        out = updated.record
+        return UpdateMemoryResult(
+            memory_key=out.memory_key,
+            memory_type=out.memory_type,
+            friend_id=out.friend_id,
+            summary=out.summary,
+            updated_at=out.updated_at.isoformat(),
+        )
+
+    async def _delete_memory(self, args: DeleteMemoryArgs) -> DeleteMemoryResult:
+        record = await self._owned(args.memory_key, args.friend_id)
+        deleted = await self.system.layer.memory.delete(user_id=self.user_id, memory_key=record.memory_key)
+        return DeleteMemoryResult(memory_key=record.memory_key, deleted=deleted)
 
     async def _list_memories(self, args: ListMemoriesArgs) -> ListMemoriesResult:
         scope = self._scope(args.friend_id)
@@ -375,6 +456,18 @@ class MemoryMcpTools:
         if not out.success:
             raise McpToolError(out.message or f"{name} failed; change the arguments and try again")
         return out
+
+
+def _check_size(content: str | None, metadata: dict[str, Any] | None) -> None:
+    """Refuse a content or metadata a memory cannot hold, with what to do (a client's text is never cut)."""
+    if metadata is not None and len(json.dumps(metadata, ensure_ascii=False)) > MAX_METADATA_CHARS:
+        raise McpToolError(f"metadata is longer than {MAX_METADATA_CHARS} characters as JSON; keep it short")
+    size = len(content.encode("utf-8", "surrogatepass")) if content is not None else 0
+    if size > MAX_CONTENT_BYTES:  # the layer's limit is in bytes; its advice (on_oversize) is not for clients
+        raise McpToolError(
+            f"content is {size} bytes as UTF-8; a memory holds at most {MAX_CONTENT_BYTES}. "
+            "Shorten it or split it into several memories"
+        )
 
 
 def _whole_numbers(value: Any) -> Any:

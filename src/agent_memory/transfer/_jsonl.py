@@ -1,0 +1,227 @@
+"""The export file: a header line, then one ``{"kind": ...}`` line per memory, message, AI friend,
+settings, archived tool result and archiving mark of the user.
+
+Import writes through the repositories, so the search rows, the analysis and the change counters are
+written as for any write. Message ids are the database's own: an import maps the file's ids to the new
+ones, in the memories' ``source_message_ids`` as well. Derived rows (search index, change counters) are
+not in the file: the import's writes make them again.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal, TextIO
+
+from data_layer import AgentFusionDataLayer, DuplicateError, KeywordInput, NewMemory, NewMessage, UserSettings
+from data_layer._types import utcnow
+
+FORMAT_VERSION = 1
+#: What to do with a memory key, AI friend or settings the target user already has.
+OnConflict = Literal["error", "skip", "replace"]
+
+#: The line kind of each table's rows; tables rebuilt by the import's writes are left out (None).
+_KINDS: dict[str, str | None] = {
+    "ai_friends": "friend",
+    "system_settings": "settings",
+    "chat_messages": "message",
+    "agent_memories": "memory",
+    "agent_memory_keywords": None,  # written on the memory's line
+    "tool_result_archive": "tool_result",
+    "session_archive_state": "archive_state",
+    "agent_memory_search_index": None,  # the analysis, computed again on import
+    "memory_index_state": None,  # change counters, bumped by the import's writes
+}
+_DROP = {"user_id", "id", "memory_id", "revision", "needs_keyword_extraction", "content_hash"}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to the export")
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+async def export_user(layer: AgentFusionDataLayer, *, user_id: str, out: TextIO) -> dict[str, int]:
+    """Write every row of ``user_id`` to ``out`` (see the module docs); returns lines per kind."""
+    from agent_memory import __version__
+
+    rows = await layer.user_rows(user_id)
+    unknown = set(rows) - set(_KINDS)
+    if unknown:
+        raise RuntimeError(f"tables {sorted(unknown)} are not in the export format: give them a kind in {__name__}")
+    keywords: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for kw in rows["agent_memory_keywords"]:
+        keywords.setdefault(kw["memory_id"], []).append(
+            {"keyword": kw["keyword"], "weight": kw["weight"], "source": kw["extraction_source"]}
+        )
+    header = {"kind": "header", "format": FORMAT_VERSION, "library_version": __version__, "user_id": user_id,
+              "exported_at": utcnow()}  # fmt: skip
+    out.write(json.dumps(header, default=_json, ensure_ascii=False) + "\n")
+    counts: dict[str, int] = {}
+    for table, kind in _KINDS.items():
+        if kind is None:
+            continue
+        for row in rows[table]:
+            line: dict[str, Any] = {"kind": kind}
+            line |= {k: val for k, val in row.items() if k not in _DROP or (kind == "message" and k == "id")}
+            if kind == "memory":
+                line["metadata"] = line.pop("content_metadata")
+                line["keywords"] = keywords.get(row["id"], [])
+            out.write(json.dumps(line, default=_json, ensure_ascii=False) + "\n")
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _read(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    parsed: dict[str, list[dict[str, Any]]] = {}
+    header: dict[str, Any] | None = None
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {lineno}: not valid JSON ({exc.msg}); is this an agent-memory export?") from None
+        kind = data.get("kind") if isinstance(data, dict) else None
+        if header is None:
+            if kind != "header" or data.get("format") != FORMAT_VERSION:
+                raise ValueError(f"line {lineno}: not an agent-memory export of format {FORMAT_VERSION} (no header)")
+            header = data
+            continue
+        if kind not in set(_KINDS.values()) - {None}:
+            raise ValueError(f"line {lineno}: unknown kind {kind!r}")
+        parsed.setdefault(kind, []).append(data)
+    if header is None:
+        raise ValueError("the file is empty: export a user with `agent-memory export --user U`")
+    return header, parsed
+
+
+def _identity(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["friend_id"], row["thread_id"], row["role"], row["content"], row["external_id"],
+            _time(row["created_at"]) if isinstance(row["created_at"], str) else row["created_at"])  # fmt: skip
+
+
+async def import_user(
+    layer: AgentFusionDataLayer, *, lines: Iterable[str], user_id: str | None = None, on_conflict: OnConflict = "error"
+) -> dict[str, int]:
+    """Read an export into ``layer`` as ``user_id`` (default: the exported user); returns rows per kind.
+
+    Messages already stored (same external id, or same chat, role, time and content) are kept, not
+    repeated. ``on_conflict`` decides for a memory key, AI friend or settings the user already has:
+    ``error`` stops before anything is written, ``skip`` keeps the stored one, ``replace`` overwrites it.
+    """
+    if on_conflict not in ("error", "skip", "replace"):
+        raise ValueError(f"on_conflict must be error, skip or replace, not {on_conflict!r}")
+    header, data = _read(lines)
+    uid = user_id or str(header["user_id"])
+    counts: dict[str, int] = {}
+    friends = data.get("friend", [])
+    existing = {f.friend_id for f in await layer.friends.list(user_id=uid)}
+    stored_settings = bool((await layer.user_rows(uid))["system_settings"])
+    keys = {m["memory_key"] for m in data.get("memory", [])}
+    if on_conflict == "error":
+        taken = sorted({f["friend_id"] for f in friends} & existing)
+        if taken:
+            raise DuplicateError(
+                f"user {uid!r} already has AI friend {taken[0]!r}: import with --on-conflict skip|replace"
+            )
+        if data.get("settings") and stored_settings:
+            raise DuplicateError(f"user {uid!r} already has settings: import with --on-conflict skip|replace")
+        have = [k for k in keys if await layer.memory.retrieve_memory(user_id=uid, memory_key=k, touch=False,
+                                                                         include_inactive=True)]  # fmt: skip
+        if have:
+            raise DuplicateError(
+                f"user {uid!r} already has memory {min(have)!r}: import with --on-conflict skip|replace"
+            )
+    for f in friends:
+        if f["friend_id"] in existing:
+            if on_conflict == "skip":
+                continue
+            await layer.friends.update(user_id=uid, friend_id=f["friend_id"], name=f["name"],
+                                       system_prompt=f["system_prompt"])  # fmt: skip
+        else:
+            await layer.friends.create(user_id=uid, friend_id=f["friend_id"], name=f["name"],
+                                       system_prompt=f["system_prompt"])  # fmt: skip
+        counts["friend"] = counts.get("friend", 0) + 1
+    for s in data.get("settings", []):
+        if not (stored_settings and on_conflict == "skip"):
+            await layer.settings.put(user_id=uid, settings=UserSettings.model_validate(s["settings"]))
+            counts["settings"] = 1
+    messages = sorted(data.get("message", []), key=lambda m: m["id"])
+    stored = await layer.messages.append_for_users(
+        {uid: [NewMessage(role=m["role"], content=m["content"], friend_id=m["friend_id"], thread_id=m["thread_id"],
+                          created_at=_time(m["created_at"]), external_id=m["external_id"]) for m in messages]},
+        skip_existing=True,
+    )  # fmt: skip
+    counts["message"] = len(stored.get(uid, []))
+    new_ids = _map_ids(messages, (await layer.user_rows(uid))["chat_messages"])
+    by_chat: dict[str | None, list[int]] = {}
+    for m in messages:
+        if m.get("archived_at"):
+            by_chat.setdefault(m["friend_id"], []).append(new_ids[m["id"]])
+    for friend, ids in by_chat.items():
+        for start in range(0, len(ids), 5000):
+            await layer.archive_state.mark_archived(
+                user_id=uid, friend_id=friend, message_ids=ids[start : start + 5000]
+            )
+    memories = [_memory(m, new_ids) for m in data.get("memory", [])]
+    written = await layer.memory.add_many(user_id=uid, memories=memories,
+                                          on_conflict="skip" if on_conflict == "error" else on_conflict)  # fmt: skip
+    counts["memory"] = len(written)
+    done = {r.memory_key for r in written}
+    for m in data.get("memory", []):
+        if not m["is_active"] and m["memory_key"] in done:
+            await layer.memory.delete(user_id=uid, memory_key=m["memory_key"])
+    for t in data.get("tool_result", []):
+        conversation = t["conversation_id"]
+        if conversation and conversation.startswith(f"{header['user_id']}/"):  # the chat's id names its user
+            conversation = f"{uid}/{conversation.split('/', 1)[1]}"
+        await layer.archive.save(user_id=uid, tool_name=t["tool_name"], result_full=t["result_full"],
+                                 conversation_id=conversation, thread_id=t["thread_id"], tool_input=t["tool_input"],
+                                 query_summary=t["query_summary"], result_summary=t["result_summary"],
+                                 sources=t["sources"], created_at=_time(t["created_at"]))  # fmt: skip
+        counts["tool_result"] = counts.get("tool_result", 0) + 1
+    return counts
+
+
+def _map_ids(exported: list[dict[str, Any]], stored: list[dict[str, Any]]) -> dict[int, int]:
+    """The file's message ids -> the database's: equal messages matched in id order."""
+    free: dict[tuple[Any, ...], list[int]] = {}
+    for row in sorted(stored, key=lambda r: r["id"]):
+        free.setdefault(_identity(row), []).append(row["id"])
+    mapping: dict[int, int] = {}
+    for m in exported:
+        ids = free.get(_identity(m)) or []
+        if ids:
+            mapping[m["id"]] = ids.pop(0)
+    return mapping
+
+
+def _memory(m: dict[str, Any], new_ids: dict[int, int]) -> NewMemory:
+    metadata = dict(m["metadata"] or {})
+    if isinstance(metadata.get("source_message_ids"), list):
+        metadata["source_message_ids"] = [new_ids[i] for i in metadata["source_message_ids"] if i in new_ids]
+        if not metadata["source_message_ids"]:
+            del metadata["source_message_ids"]
+    return NewMemory(
+        memory_key=m["memory_key"],
+        content=m["content"],
+        summary=m["summary"],
+        memory_type=m["memory_type"],
+        friend_id=m["friend_id"],
+        metadata=metadata,
+        created_at=_time(m["created_at"]),
+        keywords=[
+            KeywordInput(k["keyword"], k["weight"] if k["weight"] is not None else 1.0, k["source"] or "llm")
+            for k in m["keywords"]
+        ],
+        shared=m["friend_id"] is None,
+    )

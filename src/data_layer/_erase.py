@@ -1,0 +1,98 @@
+"""A user's rows in every table: erasing them in one transaction, reading them all (an export).
+
+The tables come from the schema itself, so a table added later is covered or refused, never missed:
+a table with a ``user_id`` column loses the user's rows; a table keyed by a memory id (a foreign key to
+``agent_memories.id``: keywords, the search index) loses the rows of the user's memories; a table in
+:data:`GLOBAL_TABLES` holds no user's data. Any other table makes :func:`erase_user` refuse to run,
+so a new table must be given its rule before a user can be erased.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table, delete, select
+
+from . import _validation as v
+from ._engine import Database
+from ._tables import AgentMemoryTable, Base
+
+#: Tables shared by every user: nothing in them belongs to one user (the synonym vocabulary).
+GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
+
+_MEMORIES = AgentMemoryTable.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class UserErasure:
+    """What erasing a user removed: rows per table (tables without rows of the user are listed with 0)."""
+
+    user_id: str
+    rows: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        """Rows removed in all tables."""
+        return sum(self.rows.values())
+
+
+def memory_keyed(table: Table) -> bool:
+    """Whether ``table`` is reached through a memory id (a foreign key to ``agent_memories.id``)."""
+    return any(fk.column.table is _MEMORIES for fk in table.foreign_keys)
+
+
+def _rule(table: Table) -> str:
+    if "user_id" in table.c:
+        return "user"
+    if memory_keyed(table):
+        return "memory"
+    if table.name in GLOBAL_TABLES:
+        return "global"
+    raise RuntimeError(
+        f"table {table.name!r} has no user_id column and no memory id: give it a rule in data_layer._erase "
+        "before erasing users"
+    )
+
+
+async def erase_user(db: Database, user_id: str | int) -> UserErasure:
+    """Delete every row of ``user_id`` in every table of the schema, in one transaction."""
+    uid = v.user_id(user_id)
+    rules = {table: _rule(table) for table in Base.metadata.sorted_tables}
+    counts: dict[str, int] = {}
+    own_memories = select(_MEMORIES.c.id).where(_MEMORIES.c.user_id == uid).scalar_subquery()
+    async with db.write() as session:
+        # children first (reverse dependency order), explicit rather than only ON DELETE CASCADE: a SQLite
+        # connection may run without foreign keys
+        for table in reversed(Base.metadata.sorted_tables):
+            rule = rules[table]
+            if rule == "user":
+                result = await session.execute(delete(table).where(table.c.user_id == uid))
+            elif rule == "memory":
+                fk = next(fk for fk in table.foreign_keys if fk.column.table is _MEMORIES)
+                result = await session.execute(delete(table).where(fk.parent.in_(own_memories)))
+            else:
+                continue
+            counts[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return UserErasure(user_id=uid, rows=counts)
+
+
+async def user_rows(db: Database, user_id: str | int) -> dict[str, list[dict[str, Any]]]:
+    """Every row of ``user_id`` per table (the tables of :func:`erase_user`), read in one transaction."""
+    uid = v.user_id(user_id)
+    tables = [(t, _rule(t)) for t in Base.metadata.sorted_tables]
+    own_memories = select(_MEMORIES.c.id).where(_MEMORIES.c.user_id == uid).scalar_subquery()
+    found: dict[str, list[dict[str, Any]]] = {}
+    async with db.read(bulk=True) as session:
+        for table, rule in tables:
+            if rule == "global":
+                continue
+            if rule == "user":
+                stmt = select(table).where(table.c.user_id == uid)
+            else:
+                fk = next(fk for fk in table.foreign_keys if fk.column.table is _MEMORIES)
+                stmt = select(table).where(fk.parent.in_(own_memories))
+            pk = list(table.primary_key.columns)
+            rows = await session.execute(stmt.order_by(*pk))
+            found[table.name] = [dict(r._mapping) for r in rows]
+    return found
