@@ -3,6 +3,8 @@ held, what replaced them and their evidence; search, recall_memory and evidence 
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -70,3 +72,30 @@ async def test_evidence_recall_as_of_reads_only_the_messages_up_to_then(system: 
     assert {e.message_id for e in then.output.evidence} == {first.id}
     now = await agent.recall("我住在哪里？", now=MOVED + timedelta(days=1))
     assert any("深圳" in e.content for e in now.output.evidence)
+
+
+async def test_the_cli_mcp_and_web_page_show_the_history(system: MemorySystem, db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.mcp import MemoryMcpTools
+
+    first, second = await moved(system)
+    tools = MemoryMcpTools(system, user_id="u1")
+    shown = await tools.call("memory_history", {"memory_key": "profile-residence"})
+    assert [(v["value"], v["current"], v["evidence_ids"]) for v in shown["versions"]] == [
+        ("住在杭州", False, [first.id]), ("住在深圳", True, [second.id, first.id])
+    ]  # fmt: skip
+    assert shown["versions"][0]["valid_to"] == MOVED.isoformat()
+    asked = {"query": "住在哪里 杭州 深圳", "friend_id": "xiaozhu", "similarity_threshold": 0.1}
+    recalled = await tools.call("recall_memory", {**asked, "as_of": "2026-01-05T00:00:00Z"})
+    assert [p["content"] for p in recalled["profiles"]] == ["住在杭州"]
+    out = await asyncio.to_thread(
+        CliRunner().invoke, app, ["memory", "history", "profile-residence", "-u", "u1", "--json", "--url", db_url]
+    )
+    assert out.exit_code == 0, out.output
+    assert [v["value"] for v in json.loads(out.output)] == ["住在杭州", "住在深圳"]
+    missing = await asyncio.to_thread(
+        CliRunner().invoke, app, ["memory", "history", "nope", "-u", "u1", "--url", db_url]
+    )
+    assert missing.exit_code == 2 and "no memory 'nope'" in missing.output, missing.output

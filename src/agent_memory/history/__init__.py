@@ -8,6 +8,7 @@ time.
 
 from ._validity import (
     VERSION_SEPARATOR,
+    AwareTime,
     aware,
     base_key,
     expired,
@@ -18,11 +19,13 @@ from ._validity import (
     shown_at,
     valid_from,
     valid_to,
+    with_expiry,
 )
 from ._versions import MemoryVersion, kept_versions, memory_history, records_as_of, versions_at
 
 __all__ = [
     "VERSION_SEPARATOR",
+    "AwareTime",
     "MemoryVersion",
     "aware",
     "base_key",
@@ -38,4 +41,5 @@ __all__ = [
     "valid_from",
     "valid_to",
     "versions_at",
+    "with_expiry",
 ]

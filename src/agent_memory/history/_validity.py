@@ -6,6 +6,9 @@ A superseded value is kept as an inactive memory ``<key>--<message id>`` marked 
 the key before ``--`` names the item it is a version of.
 
 >>> from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BeforeValidator
 >>> parse_time("2026-03-01T00:00:00+00:00") == datetime(2026, 3, 1, tzinfo=UTC)
 True
 >>> base_key("profile-residence--12"), base_key("profile-residence")
@@ -15,6 +18,9 @@ True
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BeforeValidator
 
 from data_layer import InvalidInputError, MemoryRecord
 
@@ -34,6 +40,20 @@ def parse_time(value: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _iso(value: object) -> object:
+    """An ISO-8601 string read as a datetime before a strict check (JSON has no datetime type)."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return value  # the model's own error says what is wanted
+    return value
+
+
+#: A timezone-aware time in a tool's input: a datetime, or ISO-8601 text (``2026-06-03T18:00:00+08:00``).
+AwareTime = Annotated[AwareDatetime, BeforeValidator(_iso)]
 
 
 def aware(value: datetime | None, name: str) -> datetime | None:
@@ -70,6 +90,13 @@ def valid_to(record: MemoryRecord) -> datetime | None:
 def expires_at(record: MemoryRecord) -> datetime | None:
     """When the memory stops being current, if it was given an end (``metadata.expires_at``)."""
     return parse_time(record.metadata.get("expires_at"))
+
+
+def with_expiry(metadata: dict[str, Any] | None, at: datetime | None) -> dict[str, Any] | None:
+    """``metadata`` with ``expires_at`` set to ``at`` (checked: timezone-aware), for a memory that stops
+    being current then; ``metadata`` itself when ``at`` is ``None``."""
+    end = aware(at, "expires_at")
+    return metadata if end is None else {**(metadata or {}), "expires_at": end.isoformat()}
 
 
 def expired(record: MemoryRecord, at: datetime) -> bool:

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
-from ..history import shown_at
+from ..history import AwareTime, shown_at
 from ..slots._sensitivity import reaches
 from ..tools import MemorySearchResultItem
 
@@ -38,7 +38,7 @@ class RecallMemoryInput(BaseModel):
     profile_topk: int = Field(5, ge=1, le=10, description="Profile 返回的最大条数")
     event_topk: int = Field(5, ge=1, le=10, description="Event Gist 返回的最大条数")
     similarity_threshold: float = Field(0.5, ge=0.0, le=1.0, description="相似度阈值")
-    as_of: AwareDatetime | None = Field(
+    as_of: AwareTime | None = Field(
         None, description="可选：按这个时间点回答（当时有效的画像与事件），ISO-8601 带时区；省略则为现在"
     )
 
