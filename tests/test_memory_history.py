@@ -99,3 +99,34 @@ async def test_the_cli_mcp_and_web_page_show_the_history(system: MemorySystem, d
         CliRunner().invoke, app, ["memory", "history", "nope", "-u", "u1", "--url", db_url]
     )
     assert missing.exit_code == 2 and "no memory 'nope'" in missing.output, missing.output
+
+
+async def test_a_memory_past_its_expires_at_is_not_returned_as_current(system: MemorySystem, db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.history import with_expiry
+    from agent_memory.mcp import MemoryMcpTools
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="trip", content="下周去成都出差", memory_type="general",
+                     metadata=with_expiry({"topic": "出行"}, T0 + timedelta(days=7)), created_at=T0)  # fmt: skip
+    await MemoryMcpTools(system, user_id="u1").call(
+        "add_memory", {"memory_key": "trip-mcp", "content": "周末去成都看熊猫", "expires_at": "2026-01-04T00:00:00Z"}
+    )
+    cli = ["memory", "add", "trip-cli", "成都的火锅店订好了", "-u", "u1", "--url", db_url]
+    invoked = await asyncio.to_thread(CliRunner().invoke, app, [*cli, "--expires-at", "2026-01-04T12:00:00+08:00"])
+    assert invoked.exit_code == 0, invoked.output
+
+    async def found(now: datetime) -> set[str]:
+        return {h.memory_key for h in await system.search.search("成都", user_id="u1", now=now)}
+
+    assert await found(T0) == {"trip", "trip-mcp", "trip-cli"}
+    assert await found(datetime(2026, 1, 4, 12, tzinfo=UTC)) == {"trip"}  # both weekend plans lapsed
+    assert await found(T0 + timedelta(days=8)) == set()
+    # as of a time before its end, an expired memory is what held then (the others were stored later)
+    then = await system.search.search("成都", user_id="u1", as_of=T0 + timedelta(days=1), now=T0 + timedelta(days=8))
+    assert {h.memory_key for h in then} == {"trip"}
+    naive = await asyncio.to_thread(CliRunner().invoke, app, ["memory", "add", "x", "成都", "-u", "u1",
+                                    "--expires-at", "2026-01-05T00:00:00", "--url", db_url])  # fmt: skip
+    assert naive.exit_code == 2 and "--expires-at needs a time zone" in naive.output
