@@ -39,6 +39,7 @@ TOOL_NAMES = {
     "search_memories",
     "get_memory_detail",
     "add_memory",
+    "memory_history",
     "list_memories",
     "messages_list",
     "lexical_search",
