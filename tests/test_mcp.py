@@ -41,6 +41,7 @@ TOOL_NAMES = {
     "add_memory",
     "update_memory",
     "delete_memory",
+    "memory_history",
     "list_memories",
     "messages_list",
     "lexical_search",

@@ -524,3 +524,18 @@ def test_a_turn_against_a_strict_openai_compatible_server(db_url: str) -> None:
             assert server.errors == []  # no request refused by the strict rules
             stored = client.get(f"/api/friends/{friend}/messages").json()["messages"]
             assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_memory_page_shows_a_profile_items_history(base: str) -> None:
+    me = user()
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        chat(client, friend, "我住在杭州")
+        chat(client, friend, "我搬到深圳了")
+        assert client.post(f"/api/friends/{friend}/archive", json={}).status_code == 200
+        versions = client.get("/api/memories/profile-residence/history").json()["versions"]
+        assert [(v["value"], v["current"]) for v in versions] == [("住在杭州", False), ("住在深圳", True)]
+        assert versions[0]["valid_to"] == versions[1]["valid_from"] and versions[0]["superseded_by"]
+        assert client.get("/api/memories/profile-nothing/history").status_code == 404
+    with signed_in(base, user()) as other:  # another user's item is not found
+        assert other.get("/api/memories/profile-residence/history").status_code == 404

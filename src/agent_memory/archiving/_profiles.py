@@ -21,6 +21,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer, MemoryRecord
 
+from ..history import VERSION_SEPARATOR, valid_from
 from ._adjudicate import group_key, precedence
 from ._statements import Statement
 
@@ -79,11 +80,6 @@ def _same_fact(record: MemoryRecord, statement: Statement) -> bool:
     return not statement.single_valued or meta.get("value") == statement.value
 
 
-def _valid_from(record: MemoryRecord) -> datetime:
-    raw = record.metadata.get("valid_from")
-    return datetime.fromisoformat(raw) if isinstance(raw, str) else record.created_at
-
-
 class ProfileWriter:
     """Applies direct user statements to the user's shared profile memories."""
 
@@ -116,18 +112,20 @@ class ProfileWriter:
         applied = current.metadata.get("source_message_ids") or []
         if statement.message_id is not None and statement.message_id in applied:
             return ProfileChange(key, "unchanged", statement)
-        history_key = f"{key}--{statement.message_id or int(statement.at.timestamp())}"
+        history_key = f"{key}{VERSION_SEPARATOR}{statement.message_id or int(statement.at.timestamp())}"
         if not current.is_active:
             return ProfileChange(key, "unchanged", statement)  # the user deleted it: not brought back
         if _same_fact(current, statement):
             sources = [*applied, statement.message_id or 0]
-            await self._write_current(uid, key, statement, sources=sources, since=_valid_from(current))
+            await self._write_current(uid, key, statement, sources=sources, since=valid_from(current))
             return ProfileChange(key, "confirmed", statement)
-        if statement.at < _valid_from(current):
+        if statement.at < valid_from(current):
             # an older statement seen late: history, superseded by what is current now
-            await self._write_history(uid, history_key, statement, valid_to=_valid_from(current), superseded_by=key)
+            await self._write_history(uid, history_key, statement, valid_to=valid_from(current), superseded_by=key)
             return ProfileChange(history_key, "history", statement)
-        old_key = f"{key}--{current.metadata.get('message_id') or int(_valid_from(current).timestamp())}"
+        old_key = (
+            f"{key}{VERSION_SEPARATOR}{current.metadata.get('message_id') or int(valid_from(current).timestamp())}"
+        )
         await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
         # the evidence of a change is both statements: the new one first, then what it replaced
         sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]

@@ -1,15 +1,17 @@
-"""``agent-memory memory add|get|list|delete|search``."""
+"""``agent-memory memory add|get|list|history|delete|search``."""
 
 from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..history import memory_history, with_expiry
 from ._common import URL_HELP, console, emit_json, esc, fmt_time, open_system, run, short
 
 app = typer.Typer(help="Add, show, list, delete and search one user's memories.", no_args_is_help=True)
@@ -32,6 +34,9 @@ async def add_cmd(
     meta: str | None = typer.Option(None, "--meta", help='Metadata as a JSON object, e.g. \'{"topic": "work"}\''),
     tag: list[str] = typer.Option([], "--tag", help="A keyword tag (repeatable)"),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing memory with this key"),
+    expires_at: str | None = typer.Option(
+        None, "--expires-at", help="ISO-8601 time with a zone after which it is no longer current"
+    ),
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Store a memory for a user."""
@@ -44,6 +49,7 @@ async def add_cmd(
         metadata = json.loads(meta) if meta else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"--meta is not valid JSON: {exc}") from None
+    metadata = with_expiry(metadata, _time_option(expires_at, "--expires-at"))
     async with open_system(url) as system:
         fields = {
             "user_id": user,
@@ -133,6 +139,41 @@ async def list_cmd(
     console.print(table)
     if page.next_cursor:
         console.print(Text(f"more: --cursor {page.next_cursor}"))
+
+
+@app.command("history")
+@run
+async def history_cmd(
+    key: str = typer.Argument(..., help="The item's key (e.g. profile-residence)"),
+    user: str = USER,
+    as_json: bool = typer.Option(False, "--json", help="Print the versions as JSON"),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
+) -> None:
+    """Show a profile item's values over time, oldest first: when each held, what replaced it, its sources."""
+    async with open_system(url) as system:
+        versions = await memory_history(system.layer.memory, user_id=user, memory_key=key)
+    if as_json:
+        emit_json([v.as_dict() for v in versions])
+        return
+    table = Table("from", "to", "value", "superseded by", "sources", title=Text(f"history of {key}"))
+    for v in versions:
+        until = "now" if v.current else fmt_time(v.valid_to) if v.valid_to else "-"
+        sources = ",".join(map(str, v.evidence_ids)) or "-"
+        table.add_row(*map(Text, (fmt_time(v.valid_from), until, short(v.value), v.superseded_by or "-", sources)))
+    console.print(table)
+
+
+def _time_option(value: str | None, name: str) -> datetime | None:
+    """A command-line time: ISO-8601 with a zone, else a one-line error saying what to give."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name} must be an ISO-8601 time, e.g. 2026-06-03T18:00:00+08:00, not {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"{name} needs a time zone, e.g. 2026-06-03T18:00:00+08:00 (or ...Z for UTC)")
+    return parsed
 
 
 @app.command("delete")

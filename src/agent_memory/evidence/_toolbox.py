@@ -24,7 +24,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from autogen_core import CancellationToken
@@ -121,6 +121,7 @@ class EvidenceToolbox:
     """The tools ``messages_list``, ``lexical_search``, ``semantic_search`` and ``neighbors`` for
     ``scope``. ``max_chars`` truncates each returned message (marked ``truncated``); ``max_scan``
     bounds the rows one ``messages_list`` call reads when it must filter out other friends' messages.
+    ``as_of`` reads the chat as it stood then: no tool returns a message after it.
     """
 
     def __init__(
@@ -131,8 +132,11 @@ class EvidenceToolbox:
         scope: Scope,
         max_chars: int = 2000,
         max_scan: int = 2000,
+        as_of: datetime | None = None,
     ) -> None:
         self.layer = layer
+        #: only messages up to this time are read (``None``: all)
+        self.as_of = as_of
         self.index = index
         self.scope = scope
         self.max_chars = max_chars
@@ -243,7 +247,7 @@ class EvidenceToolbox:
             page = await self.layer.messages.list_range(
                 user_id=scope.user_id,
                 since=a.since,
-                until=a.until,
+                until=self._until(a.until),
                 role=a.role,
                 friend_id=sql_friend,
                 page_size=a.page_size - len(found),  # never read past what fits: the cursor stays exact
@@ -278,7 +282,7 @@ class EvidenceToolbox:
             a.query_text,
             role=f.role,
             since=f.time_range.since if f.time_range else None,
-            until=f.time_range.until if f.time_range else None,
+            until=self._until(f.time_range.until if f.time_range else None),
             limit=a.page_size + 1,
             after=after,
         )
@@ -304,7 +308,7 @@ class EvidenceToolbox:
             a.query_text,
             role=f.role,
             since=f.time_range.since if f.time_range else None,
-            until=f.time_range.until if f.time_range else None,
+            until=self._until(f.time_range.until if f.time_range else None),
             limit=a.top_k,
             min_score=a.min_score,
         )
@@ -329,9 +333,10 @@ class EvidenceToolbox:
         except MessageNotFoundError:
             return not_found
         anchor = next((r for r in rows if r.id == a.message_id), None)
-        if anchor is None or not self._sees(anchor):  # outside the scope reads as absent
+        if anchor is None or not self._sees(anchor) or (self.as_of is not None and anchor.created_at > self.as_of):
+            # outside the scope (or after the time read) reads as absent
             return not_found
-        shown = [r for r in rows if self._sees(r)]
+        shown = [r for r in rows if self._sees(r) and (self.as_of is None or r.created_at <= self.as_of)]
         return NeighborsOutput(
             success=True,
             message=f"消息 {a.message_id} 及其前后共 {len(shown)} 条（按时间顺序）",
@@ -340,6 +345,14 @@ class EvidenceToolbox:
         )
 
     # -- helpers -------------------------------------------------------------------------------------
+
+    def _until(self, until: datetime | None) -> datetime | None:
+        """The end of a read: ``until``, or just after :attr:`as_of` when that is earlier (the
+        message of that very moment is read)."""
+        if self.as_of is None:
+            return until
+        cap = self.as_of + timedelta(microseconds=1)
+        return cap if until is None or until > cap else until
 
     def _sees(self, record: MessageRecord) -> bool:
         return self.scope.sees(user_id=record.user_id, friend_id=record.friend_id)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from data_layer import MAX_CONTENT_BYTES, MemoryType
 
 from ..evidence import LexicalSearchInput, MessagesListInput, NeighborsInput, SemanticSearchInput
+from ..history import AwareTime
 from ..search import MAX_QUERY_CHARS
 from ..tools import GetMemoryDetailInput, SearchMemoriesInput
 
@@ -98,6 +99,9 @@ class AddMemoryArgs(_Forbid):
     summary: str | None = Field(
         None, min_length=1, max_length=MAX_SUMMARY_CHARS, description="One-line summary (default: the first sentence)"
     )
+    expires_at: AwareTime | None = Field(
+        None, description="ISO-8601 time with a zone after which the memory is no longer current; omit: never"
+    )
     metadata: dict[str, Any] | None = Field(
         None,
         description='JSON object kept with the memory, e.g. {"topic": "职业"} for a profile item, or '
@@ -106,6 +110,32 @@ class AddMemoryArgs(_Forbid):
     )
     keywords: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Keyword tags searches match exactly")
     replace: bool = Field(False, description="Replace the user's memory of this memory_key if it exists")
+
+
+class MemoryHistoryArgs(_Forbid):
+    """memory_history: a profile item's values over time."""
+
+    memory_key: KeyText = Field(..., description="The item's key (profile-residence), or a key of one of its versions")
+
+
+class MemoryVersionItem(BaseModel):
+    """One version of an item."""
+
+    memory_key: str
+    content: str
+    value: str
+    valid_from: str
+    valid_to: str | None = Field(None, description="null: still holds")
+    superseded_by: str | None = Field(None, description="The key of the version that replaced it")
+    evidence_ids: list[int] = Field(default_factory=list, description="The chat messages it was drawn from")
+    current: bool
+
+
+class MemoryHistoryResult(BaseModel):
+    """An item's versions, oldest first; the last is current unless the item was deleted."""
+
+    memory_key: str
+    versions: list[MemoryVersionItem]
 
 
 class AddMemoryResult(BaseModel):

@@ -36,6 +36,7 @@ from data_layer import (
 )
 
 from ..evidence import EVIDENCE_TOOLS
+from ..history import base_key, memory_history, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
 from ..telemetry import MCP_SPAN, span
@@ -52,7 +53,10 @@ from ._models import (
     LexicalSearchArgs,
     ListMemoriesArgs,
     ListMemoriesResult,
+    MemoryHistoryArgs,
+    MemoryHistoryResult,
     MemoryListItem,
+    MemoryVersionItem,
     MessagesListArgs,
     NeighborsArgs,
     SearchMemoriesArgs,
@@ -174,6 +178,13 @@ MCP_TOOLS: dict[str, McpTool] = {
         read_only=False,
         destructive=True,
     ),
+    "memory_history": McpTool(
+        "memory_history",
+        "A profile item's values over time, oldest first: each with valid_from / valid_to, the version that "
+        "superseded it and the chat messages it was drawn from (evidence_ids).",
+        MemoryHistoryArgs,
+        MemoryHistoryResult,
+    ),
     "list_memories": McpTool(
         "list_memories",
         "List the user's memories, newest first, a page at a time (summary and a preview; the full content: "
@@ -239,6 +250,7 @@ class MemoryMcpTools:
             "update_memory": self._update_memory,
             "delete_memory": self._delete_memory,
             "list_memories": self._list_memories,
+            "memory_history": self._memory_history,
             **dict.fromkeys(("messages_list", "lexical_search", "semantic_search", "neighbors"), self._evidence),
         }
         self._warming: asyncio.Task[None] | None = None
@@ -339,7 +351,7 @@ class MemoryMcpTools:
             "summary": args.summary,
             "memory_type": args.memory_type,
             "friend_id": args.friend_id,
-            "metadata": args.metadata,
+            "metadata": with_expiry(args.metadata, args.expires_at),
             "keywords": args.keywords,
             "on_oversize": "error",  # a client must learn its text was too long, not find it cut
         }
@@ -417,6 +429,11 @@ class MemoryMcpTools:
         record = await self._owned(args.memory_key, args.friend_id)
         deleted = await self.system.layer.memory.delete(user_id=self.user_id, memory_key=record.memory_key)
         return DeleteMemoryResult(memory_key=record.memory_key, deleted=deleted)
+
+    async def _memory_history(self, args: MemoryHistoryArgs) -> MemoryHistoryResult:
+        versions = await memory_history(self.system.layer.memory, user_id=self.user_id, memory_key=args.memory_key)
+        items = [MemoryVersionItem.model_validate(v.as_dict()) for v in versions]
+        return MemoryHistoryResult(memory_key=base_key(args.memory_key), versions=items)
 
     async def _list_memories(self, args: ListMemoriesArgs) -> ListMemoriesResult:
         scope = self._scope(args.friend_id)

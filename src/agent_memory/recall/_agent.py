@@ -129,7 +129,7 @@ class MemRecallAgent:
     reports; ``max_iterations`` window expansions; ``window_size`` messages in the first iteration;
     ``on_event`` receives every agent event as it happens (``queue.put_nowait`` will do);
     ``model_time_budget_s`` bounds the part a ``model_client`` drives (``None``: no bound of its own;
-    see the module docs).
+    see the module docs); ``as_of`` recalls what was current at that time.
     """
 
     def __init__(
@@ -147,6 +147,7 @@ class MemRecallAgent:
         on_event: Any = None,
         now: datetime | None = None,
         model_time_budget_s: float | None = None,
+        as_of: datetime | None = None,
     ) -> None:
         if not 1 <= max_iterations <= 5:
             raise ValueError("max_iterations must be between 1 and 5")
@@ -176,6 +177,8 @@ class MemRecallAgent:
         self.system_message = system_message or recall_prompt(rounds=self.limits.rounds)
         self.on_event = on_event
         self.now = now
+        #: recall what was current at this time (``None``: now)
+        self.as_of = as_of
         #: The ledger of the recall running now (or last run): kept when the run is cancelled.
         self.ledger = RecallLedger()
         self._iteration = 0
@@ -268,6 +271,7 @@ class MemRecallAgent:
                 max_iterations=self.max_iterations,
                 window_size=window,
                 now=self.now,
+                as_of=self.as_of,
             )
             earlier = list(messages[:-1])[-(window - 1) :] if window > 1 else []
             task = format_task(

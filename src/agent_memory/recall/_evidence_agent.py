@@ -24,6 +24,7 @@ from autogen_core.models import ChatCompletionClient
 from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, MessageRecord, Scope
 
 from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
+from ..history import aware, shown_at
 from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
 from ._agent import RecallHandoff
@@ -80,19 +81,22 @@ class EvidenceRecallAgent:
         self.limits = limits or ToolLimits()
         self.on_event = on_event
 
-    async def recall(self, question: str, *, now: datetime | None = None) -> EvidenceRun:
+    async def recall(self, question: str, *, now: datetime | None = None, as_of: datetime | None = None) -> EvidenceRun:
         """Recall for ``question`` (``now``: the reference time of time words, timezone-aware; default:
-        now). Raises :class:`~data_layer.InvalidInputError` for a naive ``now``: "上周" or "today" mean
-        different spans in different time zones, so the recall will not guess one."""
+        now). ``as_of`` answers with what was current then: memories as they stood (an earlier value of
+        a changed profile item) and only the messages up to that time. Raises
+        :class:`~data_layer.InvalidInputError` for a naive ``now``: "上周" or "today" mean different
+        spans in different time zones, so the recall will not guess one."""
         if not isinstance(question, str):
             raise InvalidInputError(f"question must be a string, not {type(question).__name__}")
         if now is not None and (not isinstance(now, datetime) or now.tzinfo is None):
             raise InvalidInputError("now must be a timezone-aware datetime (for example datetime.now(UTC))")
         when = now or datetime.now(UTC)
+        as_of = aware(as_of, "as_of")
         await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         ledger = RecallLedger()
-        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when)
-        evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope)
+        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when, as_of=as_of)
+        evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope, as_of=as_of)
         agent = AssistantAgent(
             "evidence_recall",
             model_client=self.model_client,
@@ -108,13 +112,16 @@ class EvidenceRecallAgent:
                 if hasattr(result, "__await__"):
                     await result
         since, until, role = observe(task_question(question), now=when, skill=self.skill)
-        records = await self.layer.memory.get_many(user_id=self.scope.user_id,
+        records = await self.layer.memory.get_many(user_id=self.scope.user_id, include_inactive=as_of is not None,
                                                    memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
-        memories = _visible([records[r.memory_key] for r in ledger.found() if r.memory_key in records], self.scope)
+        read = [records[r.memory_key] for r in ledger.found() if r.memory_key in records]
+        memories = _visible([m for m in read if shown_at(m, as_of)], self.scope)
         ranked = _rank(evidence, ledger, {m.memory_key: m for m in memories})
         messages = _ordered_messages(evidence, ranked, self.scope)
         limits = Limits(
-            time_range=TimeWindow(since=since.isoformat() if since else None, until=(until or when).isoformat()),
+            time_range=TimeWindow(
+                since=since.isoformat() if since else None, until=min(until or when, as_of or when).isoformat()
+            ),
             role=_roles_read(evidence, role),
             messages_considered=len(evidence.read),
         )

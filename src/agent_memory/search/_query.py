@@ -81,6 +81,9 @@ class SearchQuery:
     #: the message alone, without the ``keywords`` added to :attr:`text` (split into sentences by the
     #: search; the keywords go with every sentence); empty: the text
     message: str = field(default="", compare=False, repr=False)
+    #: answer as of this time: each memory as it stood then (an earlier version of a changed profile
+    #: item, nothing said later); ``None``: what is current now
+    as_of: datetime | None = None
 
     @classmethod
     def build(
@@ -99,6 +102,7 @@ class SearchQuery:
         limit: int = 10,
         min_relevance_score: float = 0.0,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> SearchQuery:
         """Validate the arguments of a search; raises :class:`InvalidInputError` naming the bad one."""
         if not isinstance(scope, Scope):
@@ -148,6 +152,7 @@ class SearchQuery:
             now=when,
             named=named,
             spans=spans,
+            as_of=_aware(as_of, "as_of"),
         )
 
     def time_alone(self) -> TimeRange | None:
@@ -188,7 +193,7 @@ class SearchQuery:
         time too: "上周" in UTC and in +08:00 are different spans)."""
         minute = self.at.replace(second=0, microsecond=0)
         return (self.text, self.scope, self.mode, self.keywords, self.memory_types, self.start, self.end,
-                self.limit, self.min_score, minute, self.named)  # fmt: skip
+                self.limit, self.min_score, minute, self.named, self.as_of)  # fmt: skip
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -274,9 +274,11 @@ class MemorySystem:
         options: RecallOptions | None = None,
         on_event: Any = None,
         model_client: ChatCompletionClient | None = None,
+        as_of: datetime | None = None,
     ) -> MemRecallAgent:
         """A recall agent for ``scope`` with the user's recall ``settings`` (default: the defaults); a
-        model drives it for :attr:`RecallOptions.model_time_budget_s` at most."""
+        model drives it for :attr:`RecallOptions.model_time_budget_s` at most; ``as_of``: it recalls what
+        was current then."""
         user = settings or self.settings.recall_settings()
         opts = options or self.recall_options
         client = model_client or self.recall_client
@@ -290,6 +292,7 @@ class MemorySystem:
             window_size=opts.window_size,
             on_event=on_event,
             model_time_budget_s=opts.model_time_budget_s if client is not None else None,
+            as_of=as_of,
         )
 
     async def recall_memory(
@@ -304,6 +307,8 @@ class MemorySystem:
 
         ``request.similarity_threshold`` and the top-k values apply to this call; the user's stored
         recall settings give the rest (rounds). A recall switched off in the settings returns nothing.
+        ``request.as_of`` recalls what was current then: an earlier value of a changed profile item,
+        nothing said later.
         """
         if not isinstance(request, RecallMemoryInput):
             try:
@@ -315,10 +320,11 @@ class MemorySystem:
         if not user.enabled:
             return RecallMemoryOutput()
         settings = user.model_copy(update={"similarity_threshold": request.similarity_threshold})
-        agent = self.recall_agent(scope, settings=settings)
+        agent = self.recall_agent(scope, settings=settings, as_of=request.as_of)
         result = await agent.recall([*conversation, ("user", request.query)])
         return await recall_memory_output(self.layer, scope, result.relevant(request.similarity_threshold),
-                                          profile_topk=request.profile_topk, event_topk=request.event_topk)  # fmt: skip
+                                          profile_topk=request.profile_topk, event_topk=request.event_topk,
+                                          as_of=request.as_of)  # fmt: skip
 
     def evidence_toolbox(self, scope: Scope) -> EvidenceToolbox:
         """Seed 003's evidence tools (messages_list, lexical_search, semantic_search, neighbors) for

@@ -24,6 +24,7 @@ from autogen_core.tools import BaseTool
 
 from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
+from ..history import shown_at
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery, SearchResults
 from ..slots._sensitivity import reaches
 from ..telemetry import SEARCH_SPAN, content_recorded, span
@@ -119,7 +120,8 @@ class MemoryToolbox:
     ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration;
     ``ledger`` (shared by the iterations of one recall) records every search, detail read, window
     expansion and the handoff as typed values. ``limits`` caps results and consecutive searches and
-    gives each search round its time limit. ``now`` fixes the reference time of the time decay
+    gives each search round its time limit. ``as_of`` answers every search with what was current
+    then (an earlier value of a changed profile item). ``now`` fixes the reference time of the time decay
     (benchmarks replaying old conversations; default: the current time). Sensitive memories of
     another friend (seed 000 section 7.4, ``agent_memory.slots._sensitivity``) are left out of the
     results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
@@ -139,11 +141,14 @@ class MemoryToolbox:
         window_size: int = 5,
         now: datetime | None = None,
         allow_sensitive: bool = False,
+        as_of: datetime | None = None,
     ) -> None:
         if not isinstance(scope, Scope):
             raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
         self._search = search
         self._now = now
+        #: every search answers with what was current at this time (``None``: now)
+        self.as_of = as_of
         self.scope = scope
         self.ledger = ledger if ledger is not None else RecallLedger()
         self.limits = limits or ToolLimits()
@@ -228,6 +233,7 @@ class MemoryToolbox:
                 limit=min(data.limit, self.limits.max_results),
                 min_relevance_score=self._min_score(data),
                 now=self._now,
+                as_of=self.as_of,
             )
             async with asyncio.timeout(timeout):  # in this task: no task of its own per search
                 hits = await self._traced_search(query, number)
@@ -296,9 +302,12 @@ class MemoryToolbox:
         self.consecutive_searches = 0
         uid = self.scope.user_id
         try:
-            memory = self._search.memory
-            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False)
-            if record is not None and reaches(self.scope, record, allow_sensitive=self.allow_sensitive):
+            memory, allow = self._search.memory, self.allow_sensitive
+            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False,
+                                                  include_inactive=self.as_of is not None)  # fmt: skip
+            if record is not None and not shown_at(record, self.as_of):
+                record = None  # as of a time, an earlier version is read; a deleted memory never
+            if record is not None and record.is_active and reaches(self.scope, record, allow_sensitive=allow):
                 # visible: read again, counting the access (hidden and withheld memories are not touched)
                 record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid)
         except Exception as exc:

@@ -17,9 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from data_layer import FriendRecord, MemoryRecord, MemoryType, scope_id
+from data_layer import FriendRecord, MemoryRecord, MemoryType, NotFoundError, scope_id
 
 from ..context import PROFILE_TYPES
+from ..history import base_key, memory_history
 from ..system import MemorySystem
 from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
 from ._http import (
@@ -460,6 +461,18 @@ async def memory_sources(request: Request) -> Response:
     return JSONResponse({"key": record.memory_key, "messages": out})
 
 
+@guarded
+async def memory_versions(request: Request) -> Response:
+    """A profile item's values over time, oldest first (``agent_memory.history.memory_history``)."""
+    user = current_user(request)
+    try:
+        versions = await memory_history(system_of(request).layer.memory, user_id=user,
+                                        memory_key=request.path_params["key"])  # fmt: skip
+    except NotFoundError:
+        raise HTTPProblem(404, "no such memory: list your memories with GET /api/memories") from None
+    return JSONResponse({"key": base_key(request.path_params["key"]), "versions": [v.as_dict() for v in versions]})
+
+
 ROUTES = [
     Route("/healthz", healthz, methods=["GET"]),
     Route("/api/session", sign_in, methods=["POST"]),
@@ -478,4 +491,5 @@ ROUTES = [
     Route("/api/memories/{key}", edit_memory, methods=["PATCH"]),
     Route("/api/memories/{key}", delete_memory, methods=["DELETE"]),
     Route("/api/memories/{key}/sources", memory_sources, methods=["GET"]),
+    Route("/api/memories/{key}/history", memory_versions, methods=["GET"]),
 ]

@@ -417,7 +417,18 @@ function memoryItem(m) {
     if (!data.messages.length) box.append(el("div", { text: "没有记录来源消息" }));
     item.append(box);
   } });
-  item.append(el("div", { class: "row" }, edit, del, src));
+  const hist = el("button", { type: "button", class: "show-history", text: "历史", onclick: async () => {
+    const old = item.querySelector(".history");
+    if (old) { old.remove(); return; }
+    const data = await api("GET", `/api/memories/${encodeURIComponent(m.key)}/history`);
+    const box = el("div", { class: "history" });
+    for (const v of data.versions) {
+      const until = v.current ? "至今" : (v.valid_to || "").slice(0, 10);
+      box.append(el("div", { class: v.current ? "current" : "past", text: `${v.valid_from.slice(0, 10)} ~ ${until}：${v.value}` }));
+    }
+    item.append(box);
+  } });
+  item.append(el("div", { class: "row" }, edit, del, src, hist));
   return item;
 }
 

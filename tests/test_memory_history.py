@@ -1,0 +1,132 @@
+"""Profile history and answers "as of" a time, on both backends: an item's earlier values with when they
+held, what replaced them and their evidence; search, recall_memory and evidence recall as of a time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent_memory.history import memory_history
+from agent_memory.system import MemorySystem
+from data_layer import InvalidInputError, MessageRecord, NewMessage, NotFoundError
+
+T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
+MOVED = T0 + timedelta(days=30)
+
+
+async def moved(system: MemorySystem) -> list[MessageRecord]:
+    """The user lived in 杭州, then moved to 深圳 thirty days later (two sessions, archived)."""
+    said = [
+        NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0),  # type: ignore[arg-type]
+        NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED),  # type: ignore[arg-type]
+    ]
+    records = await system.layer.messages.append_many(user_id="u1", messages=said)
+    await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    return records
+
+
+async def test_a_changed_item_lists_every_version_with_its_time_successor_and_evidence(system: MemorySystem) -> None:
+    first, second = await moved(system)
+    versions = await memory_history(system.layer.memory, user_id="u1", memory_key="profile-residence")
+    assert [v.value for v in versions] == ["住在杭州", "住在深圳"]
+    old, new = versions
+    assert (old.valid_from, old.valid_to, old.current) == (T0, MOVED, False)
+    assert old.superseded_by == new.memory_key == "profile-residence"
+    assert old.evidence_ids == (first.id,) and new.evidence_ids == (second.id, first.id)
+    assert (new.valid_from, new.valid_to, new.current, new.superseded_by) == (MOVED, None, True, None)
+    # the key of an earlier version names the same item
+    assert await memory_history(system.layer.memory, user_id="u1", memory_key=old.memory_key) == versions
+    with pytest.raises(NotFoundError, match="memory list"):
+        await memory_history(system.layer.memory, user_id="u1", memory_key="profile-nothing")
+
+
+async def test_search_as_of_a_time_answers_with_the_value_current_then(system: MemorySystem) -> None:
+    await moved(system)
+    now = await system.search.search("住在哪里 杭州 深圳", user_id="u1")
+    assert [h.record.metadata["value"] for h in now if h.memory_key.startswith("profile-residence")] == ["住在深圳"]
+    then = await system.search.search("住在哪里 杭州 深圳", user_id="u1", as_of=T0 + timedelta(days=5))
+    residence = [h for h in then if h.memory_key.startswith("profile-residence")]
+    assert [h.record.metadata["value"] for h in residence] == ["住在杭州"]
+    before = await system.search.search("住在哪里 杭州 深圳", user_id="u1", as_of=T0 - timedelta(days=1))
+    assert not [h for h in before if h.memory_key.startswith("profile-residence")]  # nothing said yet
+    with pytest.raises(InvalidInputError, match="as_of must be timezone-aware"):
+        await system.search.search("住在哪里 杭州 深圳", user_id="u1", as_of=T0.replace(tzinfo=None))
+
+
+async def test_recall_memory_as_of_gives_that_versions_value_and_updated_at(system: MemorySystem) -> None:
+    await moved(system)
+    query = {"query": "住在哪里 杭州 深圳", "friend_id": "xiaozhu", "similarity_threshold": 0.1}
+    now = await system.recall_memory(user_id="u1", request=query)
+    assert [(p.content, p.updated_at) for p in now.profiles] == [("住在深圳", MOVED.date().isoformat())]
+    then = await system.recall_memory(user_id="u1", request={**query, "as_of": T0 + timedelta(days=5)})
+    assert [(p.content, p.updated_at) for p in then.profiles] == [("住在杭州", T0.date().isoformat())]
+
+
+async def test_evidence_recall_as_of_reads_only_the_messages_up_to_then(system: MemorySystem) -> None:
+    first, _ = await moved(system)
+    agent = system.evidence_agent(system.scope("u1", "xiaozhu"))
+    then = await agent.recall("我住在哪里？", now=MOVED + timedelta(days=1), as_of=T0 + timedelta(days=5))
+    assert {e.message_id for e in then.output.evidence} == {first.id}
+    now = await agent.recall("我住在哪里？", now=MOVED + timedelta(days=1))
+    assert any("深圳" in e.content for e in now.output.evidence)
+
+
+async def test_the_cli_mcp_and_web_page_show_the_history(system: MemorySystem, db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.mcp import MemoryMcpTools
+
+    first, second = await moved(system)
+    tools = MemoryMcpTools(system, user_id="u1")
+    shown = await tools.call("memory_history", {"memory_key": "profile-residence"})
+    assert [(v["value"], v["current"], v["evidence_ids"]) for v in shown["versions"]] == [
+        ("住在杭州", False, [first.id]), ("住在深圳", True, [second.id, first.id])
+    ]  # fmt: skip
+    assert shown["versions"][0]["valid_to"] == MOVED.isoformat()
+    asked = {"query": "住在哪里 杭州 深圳", "friend_id": "xiaozhu", "similarity_threshold": 0.1}
+    recalled = await tools.call("recall_memory", {**asked, "as_of": "2026-01-05T00:00:00Z"})
+    assert [p["content"] for p in recalled["profiles"]] == ["住在杭州"]
+    out = await asyncio.to_thread(
+        CliRunner().invoke, app, ["memory", "history", "profile-residence", "-u", "u1", "--json", "--url", db_url]
+    )
+    assert out.exit_code == 0, out.output
+    assert [v["value"] for v in json.loads(out.output)] == ["住在杭州", "住在深圳"]
+    missing = await asyncio.to_thread(
+        CliRunner().invoke, app, ["memory", "history", "nope", "-u", "u1", "--url", db_url]
+    )
+    assert missing.exit_code == 2 and "no memory 'nope'" in missing.output, missing.output
+
+
+async def test_a_memory_past_its_expires_at_is_not_returned_as_current(system: MemorySystem, db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.history import with_expiry
+    from agent_memory.mcp import MemoryMcpTools
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="trip", content="下周去成都出差", memory_type="general",
+                     metadata=with_expiry({"topic": "出行"}, T0 + timedelta(days=7)), created_at=T0)  # fmt: skip
+    await MemoryMcpTools(system, user_id="u1").call(
+        "add_memory", {"memory_key": "trip-mcp", "content": "周末去成都看熊猫", "expires_at": "2026-01-04T00:00:00Z"}
+    )
+    cli = ["memory", "add", "trip-cli", "成都的火锅店订好了", "-u", "u1", "--url", db_url]
+    invoked = await asyncio.to_thread(CliRunner().invoke, app, [*cli, "--expires-at", "2026-01-04T12:00:00+08:00"])
+    assert invoked.exit_code == 0, invoked.output
+
+    async def found(now: datetime) -> set[str]:
+        return {h.memory_key for h in await system.search.search("成都", user_id="u1", now=now)}
+
+    assert await found(T0) == {"trip", "trip-mcp", "trip-cli"}
+    assert await found(datetime(2026, 1, 4, 12, tzinfo=UTC)) == {"trip"}  # both weekend plans lapsed
+    assert await found(T0 + timedelta(days=8)) == set()
+    # as of a time before its end, an expired memory is what held then (the others were stored later)
+    then = await system.search.search("成都", user_id="u1", as_of=T0 + timedelta(days=1), now=T0 + timedelta(days=8))
+    assert {h.memory_key for h in then} == {"trip"}
+    naive = await asyncio.to_thread(CliRunner().invoke, app, ["memory", "add", "x", "成都", "-u", "u1",
+                                    "--expires-at", "2026-01-05T00:00:00", "--url", db_url])  # fmt: skip
+    assert naive.exit_code == 2 and "--expires-at needs a time zone" in naive.output
