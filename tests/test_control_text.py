@@ -201,11 +201,14 @@ async def test_mcp_outputs_carry_no_control_text(hostile: MemorySystem) -> None:
         "list_memories": {"limit": 10},
         "messages_list": {"friend_id": "mentor"},
         "lexical_search": {"query_text": "季度项目汇报"},
+        "memory_history": {"memory_key": "report"},
     }
     for name, arguments in calls.items():
         out = json.dumps(await tools.call(name, arguments), ensure_ascii=False)
         assert "季度项目汇报" in out, (name, out[:300])  # the memory (or message) is in it
         assert survivors(out) == [], (name, survivors(out))
+    changed = await tools.call("update_memory", {"memory_key": "report", "friend_id": "mentor", "metadata": {"n": 1}})
+    assert changed["summary"].startswith("汇报") and survivors(json.dumps(changed, ensure_ascii=False)) == []
     job = await tools.call("get_memory_detail", {"memory_key": "job"})
     assert job["metadata"]["topic"].startswith("职业") and survivors(json.dumps(job, ensure_ascii=False)) == []
 

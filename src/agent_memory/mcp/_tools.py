@@ -421,7 +421,7 @@ class MemoryMcpTools:
             memory_key=out.memory_key,
             memory_type=out.memory_type,
             friend_id=out.friend_id,
-            summary=out.summary,
+            summary=neutralize(out.summary),
             updated_at=out.updated_at.isoformat(),
         )
 
@@ -432,7 +432,12 @@ class MemoryMcpTools:
 
     async def _memory_history(self, args: MemoryHistoryArgs) -> MemoryHistoryResult:
         versions = await memory_history(self.system.layer.memory, user_id=self.user_id, memory_key=args.memory_key)
-        items = [MemoryVersionItem.model_validate(v.as_dict()) for v in versions]
+        items = [
+            MemoryVersionItem.model_validate(
+                {**v.as_dict(), "content": neutralize(v.content), "value": neutralize(v.value)}  # to a model
+            )
+            for v in versions
+        ]
         return MemoryHistoryResult(memory_key=base_key(args.memory_key), versions=items)
 
     async def _list_memories(self, args: ListMemoriesArgs) -> ListMemoriesResult:
