@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..history import memory_history, with_expiry
 from ._common import URL_HELP, console, emit_json, esc, fmt_time, open_system, run, short
 
 app = typer.Typer(help="Add, show, list, delete and search one user's memories.", no_args_is_help=True)
@@ -49,6 +48,8 @@ async def add_cmd(
         metadata = json.loads(meta) if meta else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"--meta is not valid JSON: {exc}") from None
+    from ..history import with_expiry  # the data layer loads with the command, not with the CLI
+
     metadata = with_expiry(metadata, _time_option(expires_at, "--expires-at"))
     async with open_system(url) as system:
         fields = {
@@ -151,6 +152,8 @@ async def history_cmd(
 ) -> None:
     """Show a profile item's values over time, oldest first: when each held, what replaced it, its sources."""
     async with open_system(url) as system:
+        from ..history import memory_history
+
         versions = await memory_history(system.layer.memory, user_id=user, memory_key=key)
     if as_json:
         emit_json([v.as_dict() for v in versions])
