@@ -24,6 +24,7 @@ from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope, check_memory_type
 
+from ..history import aware as _aware  # the one rule for a time given to the library
 from ..text import TimeRange, asked_range, fold, named_range, parse_time_expressions
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
@@ -238,13 +239,3 @@ def _query_text(query: str, keywords: Sequence[str] | None) -> str:
     if len(text) > MAX_QUERY_CHARS:
         raise InvalidInputError(f"query is {len(text)} characters; at most {MAX_QUERY_CHARS} are searched, shorten it")
     return text
-
-
-def _aware(value: datetime | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime")
-    if value.tzinfo is None:
-        raise InvalidInputError(f"{name} must be timezone-aware (for example datetime.now(UTC))")
-    return value
