@@ -246,7 +246,8 @@ async def test_the_expanded_round_follows_what_the_first_hit_names(layer: AgentF
         ("这几天有什么新闻", None),  # a question
         ("What have I been doing lately?", None),
         ("上周去爬山了", None),  # a closed week: an event, not the last days
-        ("这个月压力很大", None),  # longer than two weeks
+        ("这个月压力很大", None),  # longer than two weeks, also on the 2nd of a month
+        ("I've been so stressed this month", None),
         ("你好呀", None),
         ("今天天气真好，我想问一下我朋友的生日是哪天？", None),
     ],

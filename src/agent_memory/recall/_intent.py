@@ -60,6 +60,12 @@ _QUESTION = re.compile(
 )
 #: The longest span counted back from now that still means "the user's last days".
 RECENT_DAYS = 14
+
+#: The moment the spans of :func:`recent_days_told` and :func:`days_asked_about` are read at: a Sunday
+#: evening at a month's end, when every span that runs up to now ("这周", "这个月", "this week") is whole.
+#: Read at today's date, "这个月" on the 2nd of a month would last two days and tell of the last days;
+#: what it names is a month, whatever the date (and the answer depends on the text alone).
+_WHOLE_SPANS = datetime(2024, 3, 31, 23, 0, tzinfo=UTC)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TOPIC_CUES = {topic: re.compile(cues, re.IGNORECASE) for topic, cues in TOPIC_CUES.items()}
 
@@ -123,11 +129,11 @@ def recent_days_told(text: str) -> str | None:
     head = " ".join(str(text)[:500].split())
     if classify_intent(head) not in ("task", "past_reference") or _QUESTION.search(_KNOWING.sub("", head)):
         return None
-    now = datetime.now(UTC)
-    for span in parse_time_expressions(head, now=now):
-        if span.end >= now and timedelta(days=1) < span.end - span.start <= timedelta(days=RECENT_DAYS):
+    for span in parse_time_expressions(head, now=_WHOLE_SPANS):
+        if span.end >= _WHOLE_SPANS and timedelta(days=1) < span.end - span.start <= timedelta(days=RECENT_DAYS):
             return span.expression
     return None
+
 
 
 #: Words that ask what happened and name nothing in particular ("我们上周聊了什么", "what did we talk about").
@@ -164,7 +170,7 @@ def _days_asked(head: str) -> str | None:
     (it depends on the text alone, as :func:`days_to_read` explains)."""
     if classify_intent(head) in ("greeting", "chitchat"):
         return None
-    spans = parse_time_expressions(head, now=datetime.now(UTC))
+    spans = parse_time_expressions(head, now=_WHOLE_SPANS)
     if not spans or spans[0].end - spans[0].start > timedelta(days=ASKED_DAYS):
         return None
     rest = fold(head)
@@ -177,7 +183,7 @@ def days_to_read(text: str) -> str | None:
     """The time words whose days a recall reads first: :func:`recent_days_told` or
     :func:`days_asked_about` (``None`` for any other message). The one rule both recalls follow; a
     planner asks at every step of one recall, so the answer is kept per text (it depends on the text
-    alone: the spans are counted from the real now only to tell their length and whether they end now).
+    alone: the spans are read at :data:`_WHOLE_SPANS` only to tell their length and whether they end now).
     """
     return _days_to_read(" ".join(str(text)[:500].split()))
 
