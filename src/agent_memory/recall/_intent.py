@@ -135,7 +135,6 @@ def recent_days_told(text: str) -> str | None:
     return None
 
 
-
 #: Words that ask what happened and name nothing in particular ("我们上周聊了什么", "what did we talk about").
 _WHAT_HAPPENED = re.compile(
     r"我们|咱们|咱|我|你|都|在|了|过|的|又|还|一起|聊天|聊|说|谈|讲|做|干|忙|发生|事情|事|经历|什么|啥|哪些|些"
