@@ -38,6 +38,7 @@ from typing import Any
 
 from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRecord, NewMemory, Scope
 
+from ..history import lapse_of, with_lapse
 from ..telemetry import ARCHIVE_SPAN, span
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
@@ -216,13 +217,16 @@ class SessionArchiver:
                 memory_type="event",
                 friend_id=friend,
                 created_at=gist.date,
-                metadata={
-                    "source_message_ids": list(gist.source_ids),
-                    "date": gist.date.date().isoformat(),
-                    # no conversation link (SESSION_FIELD): a gist holds its whole episode, and linked to the
-                    # session's other turns it was found through words of the episodes beside it
-                    "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
-                },
+                metadata=with_lapse(
+                    {
+                        "source_message_ids": list(gist.source_ids),
+                        "date": gist.date.date().isoformat(),
+                        # no conversation link (SESSION_FIELD): a gist holds its whole episode, and linked to the
+                        # session's other turns it was found through words of the episodes beside it
+                        "session": {"first_message_id": session.messages[0].id, "last_message_id": session.last_id},
+                    },
+                    gist.lapses_at,
+                ),
                 shared=friend is None,
             )
             for key, gist in zip(_gist_keys(friend, extracted.gists), extracted.gists, strict=True)
@@ -246,7 +250,8 @@ class SessionArchiver:
 
     def _turns(self, session: Session) -> list[NewMemory]:
         """The session's informative messages as ``conversation`` memories (one each, friend-scoped),
-        so the search finds what was said in its own words, with its neighbours in the session."""
+        so the search finds what was said in its own words, with its neighbours in the session; a
+        user's plan records when its time passes, as a gist does."""
         friend = session.friend_id
         part = key_part(friend) if friend else "shared"
         return [
@@ -257,7 +262,10 @@ class SessionArchiver:
                 memory_type="conversation",
                 friend_id=friend,
                 created_at=m.created_at,
-                metadata={"source_message_ids": [m.id], "role": m.role, SESSION_FIELD: str(session.messages[0].id)},
+                metadata=with_lapse(
+                    {"source_message_ids": [m.id], "role": m.role, SESSION_FIELD: str(session.messages[0].id)},
+                    lapse_of(m.content, said_at=m.created_at) if m.role == "user" else None,
+                ),
                 shared=friend is None,
             )
             for m in session.messages

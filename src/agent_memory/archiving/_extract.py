@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from ..history import lapse_of
 from ..text import Tokenizer, neutralize
 from ._gists import GistDraft, make_gists
 from ._sessions import Session
@@ -128,7 +129,8 @@ class ModelExtractor:
             ids = [i for i in e.source_message_ids if i in by_id]
             if not ids:
                 raise ValueError("event cites no message of this session")
-            gists.append(GistDraft(by_id[ids[0]].created_at, e.content, tuple(ids)))
+            said = by_id[ids[0]].created_at
+            gists.append(GistDraft(said, e.content, tuple(ids), lapse_of(e.content, said_at=said)))
         return Extracted(tuple(gists), tuple(statements))
 
 

@@ -7,8 +7,10 @@ order, become one gist: "2026-01-02：用户说：“工作压力大”；“下
 sentence unrelated to the rest (the work pressure, "我不吃辣" and a breakup said in one session are
 three gists, so a question about one recalls none of the others). Only the messages whose sentences
 are quoted are its sources, so citing a gist cites exactly what it was drawn from. Greetings and
-one-word replies carry nothing and are skipped. Offline and deterministic: the same session always
-gives the same gists (and the same keys, so re-archiving writes nothing new).
+one-word replies carry nothing and are skipped. A gist that quotes a plan ("下周五要汇报") records when
+its time passes, each sentence read at the time it was said (``agent_memory.history.lapse_of``).
+Offline and deterministic: the same session always gives the same gists (and the same keys, so
+re-archiving writes nothing new).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from datetime import datetime
 
 from data_layer import MessageRecord
 
+from ..history import latest_lapse
 from ..text import Tokenizer, content_word, has_cjk, informativeness
 from ._statements import statement_topics
 
@@ -41,6 +44,8 @@ class GistDraft:
     date: datetime
     content: str
     source_ids: tuple[int, ...]
+    #: when the plan it quotes becomes the past (``agent_memory.history.lapse_of``), if it names a time to come
+    lapses_at: datetime | None = None
 
 
 def _sentences(text: str) -> list[str]:
@@ -135,7 +140,8 @@ def make_gists(messages: Sequence[MessageRecord], *, tokenizer: Tokenizer) -> li
         best.sort(key=episode.index)
         day = episode[0].message.created_at
         sources = tuple(dict.fromkeys(s.message.id for s in best))
-        gists.append(GistDraft(day, _quote(day, [_clip(s.text) for s in best]), sources))
+        lapse = latest_lapse([(s.text, s.message.created_at) for s in best])
+        gists.append(GistDraft(day, _quote(day, [_clip(s.text) for s in best]), sources, lapse))
     return gists
 
 

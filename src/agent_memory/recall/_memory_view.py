@@ -19,13 +19,13 @@ memory is left out, with its evidence ids.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
-from ..history import AwareTime, shown_at
+from ..history import AwareTime, aware, marked, shown_at
 from ..slots._sensitivity import reaches
 from ..text import neutralize
 from ..tools import MemorySearchResultItem
@@ -82,9 +82,9 @@ def _profile(record: MemoryRecord) -> ProfileItem:
     return ProfileItem(topic=neutralize(topic), content=neutralize(value), updated_at=neutralize(updated))
 
 
-def _event(record: MemoryRecord) -> EventItem:
+def _event(record: MemoryRecord, at: datetime) -> EventItem:
     date = str(record.metadata.get("date") or record.created_at.date().isoformat())
-    return EventItem(date=neutralize(date), content=neutralize(record.content))
+    return EventItem(date=neutralize(date), content=neutralize(marked(record.content, record, at)))
 
 
 async def reachable(
@@ -127,7 +127,8 @@ async def recall_memory_output(
     ``event_topk`` events, each read once more and checked (:func:`reachable`; ``as_of``: a recall
     of that time). A profile's ``updated_at`` is the day the version given began to hold."""
     checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive, as_of=as_of)
-    return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk)
+    return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk,
+                             at=as_of)  # fmt: skip
 
 
 def _source_ids(record: MemoryRecord) -> list[int]:
@@ -149,15 +150,19 @@ def without_repeats(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
     return kept
 
 
-def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int) -> RecallMemoryOutput:
+def output_of_records(
+    records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int, at: datetime | None = None
+) -> RecallMemoryOutput:
     """The seed's output for memories already read once more and checked (best first), as
     :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
-    context, for its recall block) does not read them a third time."""
+    context, for its recall block) does not read them a third time. An event whose time has passed
+    at ``at`` (default: now) says so before its content (``agent_memory.history.past_mark``)."""
     for name, value in (("profile_topk", profile_topk), ("event_topk", event_topk)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
             raise InvalidInputError(f"{name} must be a whole number from 1 to 10, not {value!r}")
     if not all(isinstance(r, MemoryRecord) for r in records):
         raise InvalidInputError("records must be MemoryRecord objects, as layer.memory.get_many returns them")
+    when = aware(at, "at") or datetime.now(UTC)
     out = RecallMemoryOutput()
     sources: list[int] = []
     for record in without_repeats(records):
@@ -168,7 +173,7 @@ def output_of_records(records: Sequence[MemoryRecord], *, profile_topk: int, eve
         else:
             if len(out.events) >= event_topk:
                 continue
-            out.events.append(_event(record))
+            out.events.append(_event(record, when))
         sources += _source_ids(record)
     out.evidence_ids = list(dict.fromkeys(sources))
     return out

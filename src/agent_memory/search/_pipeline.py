@@ -29,7 +29,9 @@
   distance to that time (0 inside it): the question asks about then, not about the newest memory; a
   date written out also weighs the relevance by that distance, measured in the date's span;
 - ``threshold``: scores under ``min_score`` are dropped;
-- ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %);
+- ``rank``: :class:`SearchResultRanker` (relevance 70 %, use 20 %, type 10 %); an event whose time has
+  passed at the query's time (``as_of``, else now; ``agent_memory.history.lapsed``) ranks below a
+  current memory of the same score, and its hit says ``past``;
 - ``coverage``: greedy re-rank of the best 30 so a two-part question gets both parts.
 
 Every stage but ``rank`` is pure over the index; ``rank`` reads the records (cached by revision).
@@ -40,6 +42,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,6 +50,7 @@ import numpy.typing as npt
 
 from data_layer import MemoryRecord
 
+from ..history import lapsed
 from ..telemetry import SEARCH_SPAN, note
 from ..text import TimeRange, content_word, informativeness, unheld_weight
 from . import _components as c
@@ -86,6 +90,8 @@ class SearchHit:
     semantic: float
     recency: float
     keywords: tuple[str, ...] = ()
+    #: the event's time has passed at the query's time (``agent_memory.history.lapsed``): found, but history
+    past: bool = False
 
     @property
     def memory_key(self) -> str:
@@ -189,7 +195,8 @@ class Pipeline:
         rank, ordered = self.rank(query, scores, records, ordered)
         if lexical:
             ordered = self.coverage(rank, weights, ordered, picks=query.limit)
-        return [self._hit(s, records[s], scores, rank) for s in ordered[: query.limit]]
+        at = query.as_of or query.at
+        return [self._hit(s, records[s], scores, rank, at) for s in ordered[: query.limit]]
 
     # -- stages ------------------------------------------------------------------------------------
 
@@ -395,6 +402,7 @@ class Pipeline:
                 last_accessed_at=records[slot].last_accessed_at,
                 memory_type=records[slot].memory_type,
                 now=query.at,
+                lapsed=lapsed(records[slot], query.as_of or query.at),
             )
             for slot in ordered
             if slot in records
@@ -410,7 +418,9 @@ class Pipeline:
         vector[ordered] = [rank[s] for s in ordered]
         return c.coverage_rerank(self.index, vector, weights, ordered, picks=picks)
 
-    def _hit(self, slot: int, record: MemoryRecord, scores: FloatArray, rank: Mapping[int, float]) -> SearchHit:
+    def _hit(
+        self, slot: int, record: MemoryRecord, scores: FloatArray, rank: Mapping[int, float], at: datetime
+    ) -> SearchHit:
         return SearchHit(
             record=record,
             score=round(float(scores[slot]), 6),
@@ -420,4 +430,5 @@ class Pipeline:
             semantic=round(float(self.semantic_[slot]), 6),
             recency=round(float(self.fresh[slot]), 6),
             keywords=tuple(dict.fromkeys(k for k, _ in self.index.memory(slot).keywords)),
+            past=lapsed(record, at),
         )

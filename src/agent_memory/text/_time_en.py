@@ -3,6 +3,11 @@
 Input is folded to lower case before matching, so the patterns and the month, weekday and number
 tables are lower case only. Rules are registered in :data:`RULES` in the order they are written:
 explicit dates, then relative spans, then the vague expressions (``precise=False``).
+
+:data:`AHEAD` holds the rules of a text about the future (a plan: "my exam is on June 3"): expressions
+that only name a time to come (tomorrow, next Friday, next month, in two weeks) and, read ahead of
+:data:`RULES`, dates that name no year, months and weekdays as the next such time (today included).
+"next Friday" is the Friday of next week, as 下周五.
 """
 
 from __future__ import annotations
@@ -13,8 +18,12 @@ from datetime import datetime, timedelta
 from ._time_rules import (
     Span,
     _beside,
+    _coming_month,
+    _coming_weekday,
+    _coming_year,
     _day,
     _month,
+    _month_end,
     _month_start,
     _past_month,
     _recent_weekday,
@@ -251,3 +260,100 @@ def _en_recently(m: re.Match[str], now: datetime) -> Span:
 @_rule(r"\blast time\b|\bpreviously\b|\bthe other day\b", precise=False)
 def _en_last_time(m: re.Match[str], now: datetime) -> Span:
     return _day(now, -30), now + timedelta(seconds=1)
+
+
+# -- the future: a plan names a time to come -----------------------------------------------------------
+
+AHEAD: list[_Rule] = []
+_ahead = rule_registrar(AHEAD)
+_FULL_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+
+
+@_ahead(rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}}|:)", calendar=True)
+@_ahead(rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\b(?!\.?,?\s+\d{{4}})",
+        calendar=True)  # fmt: skip
+def _en_coming_md(m: re.Match[str], now: datetime) -> Span | None:
+    month, day_n = _MONTHS[m["mon"]], int(m["d"])
+    day = _safe_day(_coming_year(month, day_n, now), month, day_n, now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_ahead(rf"\b(?:in|during|by|until|till)\s+(?P<mon>{_MONTH_NAMES})\b(?!\s+\d)", calendar=True)
+def _en_coming_month(m: re.Match[str], now: datetime) -> Span:
+    return _coming_month(_MONTHS[m["mon"]], now)
+
+
+@_ahead(r"\bthe day after tomorrow\b")
+def _en_in_2days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, 2), _day(now, 3)
+
+
+@_ahead(r"\btomorrow\b|\btmr\b")
+def _en_tomorrow(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, 1), _day(now, 2)
+
+
+@_ahead(rf"\bnext\s+(?P<wd>{_WEEKDAY_NAMES})\b")
+def _en_next_weekday(m: re.Match[str], now: datetime) -> Span:
+    day = _recent_weekday(now, _EN_WEEKDAYS[m["wd"]], -1)
+    return day, day + timedelta(days=1)
+
+
+@_ahead(rf"\b(?:on|this)\s+(?P<wd>{_WEEKDAY_NAMES})\b|\b(?P<full>{_FULL_WEEKDAYS})\b")
+def _en_coming_weekday(m: re.Match[str], now: datetime) -> Span:
+    day = _coming_weekday(now, _EN_WEEKDAYS[m["wd"] or m["full"]])
+    return day, day + timedelta(days=1)
+
+
+@_ahead(r"\bnext weekend\b")
+def _en_next_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, -1)
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_ahead(r"\bnext week\b|\bthe following week\b")
+def _en_next_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, -1)
+
+
+@_ahead(r"\bthis week\b")
+def _en_rest_of_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, 0)
+
+
+@_ahead(r"\b(?:at\s+)?the end of (?P<which>this|the|next) month\b|\b(?P<eom>end of (?:the )?month)\b")
+def _en_month_end(m: re.Match[str], now: datetime) -> Span:
+    start, _ = _month(now.year, now.month + (m["which"] == "next"), now)
+    return _month_end(start.year, start.month, now)
+
+
+@_ahead(r"\bnext month\b|\bthe following month\b")
+def _en_next_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month + 1, now)
+
+
+@_ahead(r"\bthis month\b")
+def _en_rest_of_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month, now)
+
+
+@_ahead(r"\bnext year\b|\bthe following year\b")
+def _en_next_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year + 1, now)
+
+
+@_ahead(r"\bthis year\b")
+def _en_rest_of_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year, now)
+
+
+@_ahead(rf"\bin\s+(?P<n>{_EN_NUM})\s+(?P<unit>day|week|month|year)s?(?:'s|s')?(?:\s+time)?\b"
+        rf"|\b(?P<n2>{_EN_NUM})\s+(?P<unit2>day|week|month|year)s?\s+from\s+(?:now|today)\b")  # fmt: skip
+def _en_in_n(m: re.Match[str], now: datetime) -> Span:
+    n, unit = _en_number(m["n"] or m["n2"]), m["unit"] or m["unit2"]
+    if unit == "month":
+        return _month(now.year, now.month + n, now)
+    if unit == "year":
+        return _year(now.year + n, now)
+    day = _day(now, n * (1 if unit == "day" else 7))
+    return day, day + timedelta(days=1)

@@ -8,6 +8,13 @@
 >>> (r.start.date().isoformat(), r.end.date().isoformat(), r.precise)
 ('2023-05-01', '2023-06-01', True)
 
+A plan reads its times ahead (``future=True``): "6月3日" said in May is this June 3, not last year's,
+and 下周五, 明天, "in two weeks" are found (a question about the past never names them):
+
+>>> r = parse_time_expressions("我6月3日考试，下周五要汇报", now=now, future=True)
+>>> [(x.expression, x.start.date().isoformat()) for x in r]
+[('6月3日', '2024-06-03'), ('下周五', '2024-04-19')]
+
 Ranges are half-open ``[start, end)`` in the time zone of ``now``. ``precise`` ranges name a calendar
 span (昨天, "last week", "in May 2023"); vague ones (最近, 上次, "recently") are a best guess and
 should only be used as a soft preference, never as a hard filter.
@@ -43,19 +50,26 @@ class TimeRange:
 
 #: Chinese rules before English ones: on equal start and length the earlier rule wins.
 _RULES = [*_time_zh.RULES, *_time_en.RULES]
+#: A text about the future: each language's rules of times to come first, so a date without a year
+#: ("6月3日", "on June 3") or a bare weekday is read as the next such day.
+_AHEAD_RULES = [*_time_zh.AHEAD, *_time_zh.RULES, *_time_en.AHEAD, *_time_en.RULES]
 
 
-def parse_time_expressions(text: str, *, now: datetime) -> list[TimeRange]:
+def parse_time_expressions(text: str, *, now: datetime, future: bool = False) -> list[TimeRange]:
     """Every time expression in ``text`` as a :class:`TimeRange`, in reading order.
 
     Overlapping matches keep the longest (``2024年4月1日`` is one day, not also a month).
-    ``now`` must be timezone-aware; ranges use its time zone.
+    ``now`` must be timezone-aware; ranges use its time zone. ``future``: the text is about a time to
+    come (a plan, said at ``now``): dates without a year, months and weekdays are the next such ones
+    (today included), and the expressions only a plan uses (明天, 下周五, 下个月, 月底, "tomorrow",
+    "next Friday", "in two weeks") are read too; expressions of the past (上周, "yesterday") still
+    name the past. Without it (a question, a recall), every time is read as one that has begun.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     folded = fold(text)
     found: list[tuple[int, int, TimeRange]] = []
-    for rule in _RULES:
+    for rule in _AHEAD_RULES if future else _RULES:
         for match in rule.pattern.finditer(folded):
             try:
                 span = rule.handler(match, now)

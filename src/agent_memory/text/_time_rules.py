@@ -66,6 +66,28 @@ def _latest_year(month: int, day: int, now: datetime) -> int:
     return now.year if (month, day) <= (now.month, now.day) else now.year - 1
 
 
+def _coming_year(month: int, day: int, now: datetime) -> int:
+    """The year of the next (month, day) that has not ended: this year's (today included), else next year's."""
+    return now.year if (month, day) >= (now.month, now.day) else now.year + 1
+
+
+def _coming_month(month: int, now: datetime) -> tuple[datetime, datetime]:
+    """The next month ``month`` that has not ended (this year's, this month included, else next year's)."""
+    year = now.year if month >= now.month else now.year + 1
+    return _month(year, month, now)
+
+
+def _coming_weekday(now: datetime, weekday: int) -> datetime:
+    """The next such day that has not ended, today included."""
+    return _day(now, (weekday - now.weekday()) % 7)
+
+
+def _month_end(year: int, month: int, like: datetime) -> tuple[datetime, datetime]:
+    """The last seven days of a month (月底, "the end of the month")."""
+    end = _month_start(year, month + 1, like)
+    return end - timedelta(days=7), end
+
+
 def _safe_day(year: int, month: int, day: int, like: datetime) -> datetime | None:
     try:
         return like.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)

@@ -3,6 +3,11 @@
 Rules are registered in :data:`RULES` in the order they are written: explicit dates first, then relative
 days, weeks, months and years, then the vague expressions (``precise=False``) that only ever serve as a
 soft preference. Chinese text needs no word boundaries, so the patterns use look-arounds instead.
+
+:data:`AHEAD` holds the rules of a text about the future (a plan: "下周五要汇报"): expressions that only
+name a time to come (明天, 下周五, 下个月, 三天后, 月底) and, read ahead of :data:`RULES`, the dates that
+name no year and the bare weekdays as the next such day (today included): "6月3日" said in May is
+this June 3, said on June 4 next year's.
 """
 
 from __future__ import annotations
@@ -13,9 +18,13 @@ from datetime import datetime, timedelta
 from ._time_rules import (
     Span,
     _beside,
+    _coming_month,
+    _coming_weekday,
+    _coming_year,
     _day,
     _latest_year,
     _month,
+    _month_end,
     _month_start,
     _past_month,
     _recent_weekday,
@@ -277,3 +286,138 @@ def _zh_recently(m: re.Match[str], now: datetime) -> Span:
 @_rule(r"上次|上回|之前|以前|先前|那次", precise=False)
 def _zh_last_time(m: re.Match[str], now: datetime) -> Span:
     return _day(now, -30), now + timedelta(seconds=1)
+
+
+# -- the future: a plan names a time to come -----------------------------------------------------------
+
+AHEAD: list[_Rule] = []
+_ahead = rule_registrar(AHEAD)
+#: 下 repeated (下下周: the week after next), at most 9 times, from the start of the run.
+_DOWN = "(?<!下)下{1,9}"
+
+
+@_ahead(rf"(?<![0-9年])(?P<m>{_ZH_NUM})月(?P<d>{_ZH_NUM})[日号]", calendar=True)
+def _zh_coming_md(m: re.Match[str], now: datetime) -> Span | None:
+    month, day_n = zh_number(m["m"]), zh_number(m["d"])
+    if not 1 <= month <= 12:
+        return None
+    day = _safe_day(_coming_year(month, day_n, now), month, day_n, now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_ahead(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月份?(?![{_ZH_DIGIT}]{{0,9}}[日号]|[底末初])", calendar=True)
+def _zh_coming_m(m: re.Match[str], now: datetime) -> Span | None:
+    month = zh_number(m["m"])
+    return _coming_month(month, now) if 1 <= month <= 12 else None
+
+
+@_ahead(rf"(?<![0-9年上下个])(?P<m>{_ZH_NUM})月(?:底|末)", calendar=True)
+def _zh_coming_month_end(m: re.Match[str], now: datetime) -> Span | None:
+    month = zh_number(m["m"])
+    if not 1 <= month <= 12:
+        return None
+    start, _ = _coming_month(month, now)
+    return _month_end(start.year, start.month, now)
+
+
+@_ahead(r"大后天")
+def _zh_in_3days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, 3), _day(now, 4)
+
+
+@_ahead(r"(?<![先今])后天")
+def _zh_in_2days(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, 2), _day(now, 3)
+
+
+@_ahead(r"明天|明日|明早|明晚|明儿")
+def _zh_tomorrow(m: re.Match[str], now: datetime) -> Span:
+    return _day(now, 1), _day(now, 2)
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?(?:周|星期|礼拜){_WD}")
+def _zh_next_week_day(m: re.Match[str], now: datetime) -> Span:
+    day = _recent_weekday(now, _ZH_WEEKDAYS[m["wd"]], -len(m["down"]))
+    return day, day + timedelta(days=1)
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?周末")
+def _zh_next_weekend(m: re.Match[str], now: datetime) -> Span:
+    monday, _ = _week(now, -len(m["down"]))
+    return monday + timedelta(days=5), monday + timedelta(days=7)
+
+
+@_ahead(rf"(?<![上这本下])(?:周|星期|礼拜){_WD}")
+def _zh_coming_weekday(m: re.Match[str], now: datetime) -> Span:
+    day = _coming_weekday(now, _ZH_WEEKDAYS[m["wd"]])
+    return day, day + timedelta(days=1)
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?(?:周|星期|礼拜){_NOT_WD}")
+def _zh_next_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, -len(m["down"]))
+
+
+@_ahead(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+def _zh_rest_of_week(m: re.Match[str], now: datetime) -> Span:
+    return _week(now, 0)
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?月(?P<d>{_ZH_NUM})[日号]")
+def _zh_next_month_day(m: re.Match[str], now: datetime) -> Span | None:
+    start, _ = _month(now.year, now.month + len(m["down"]), now)
+    day = _safe_day(start.year, start.month, zh_number(m["d"]), now)
+    return (day, day + timedelta(days=1)) if day else None
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?月(?:底|末)")
+def _zh_next_month_end(m: re.Match[str], now: datetime) -> Span:
+    start, _ = _month(now.year, now.month + len(m["down"]), now)
+    return _month_end(start.year, start.month, now)
+
+
+@_ahead(rf"(?P<down>{_DOWN})(?:个)?月(?!\d|[零〇一二两三四五六七八九十]{{1,9}}[日号]|[底末])")
+def _zh_next_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month + len(m["down"]), now)
+
+
+@_ahead(r"(?:这个?|本)?月(?:底|末)")
+def _zh_month_end(m: re.Match[str], now: datetime) -> Span:
+    return _month_end(now.year, now.month, now)
+
+
+@_ahead(r"(?:这|本)(?:个)?月(?![底末初])")
+def _zh_rest_of_month(m: re.Match[str], now: datetime) -> Span:
+    return _month(now.year, now.month, now)
+
+
+@_ahead(r"(?P<year>明年|今年)?(?:年底|年末)")
+def _zh_year_end(m: re.Match[str], now: datetime) -> Span:
+    year = now.year + (m["year"] == "明年")
+    return _month(year, 12, now)
+
+
+@_ahead(r"后年")
+def _zh_year_after_next(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year + 2, now)
+
+
+@_ahead(r"明年")
+def _zh_next_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year + 1, now)
+
+
+@_ahead(r"今年")
+def _zh_rest_of_year(m: re.Match[str], now: datetime) -> Span:
+    return _year(now.year, now)
+
+
+@_ahead(rf"(?:再过|过)?(?P<n>{_ZH_NUM})(?P<unit>天|日|个?(?:周|星期|礼拜)|个月|年)(?:之|以)?后")
+def _zh_in_n(m: re.Match[str], now: datetime) -> Span:
+    n, unit = zh_number(m["n"]), m["unit"]
+    if unit == "个月":
+        return _month(now.year, now.month + n, now)
+    if unit == "年":
+        return _year(now.year + n, now)
+    day = _day(now, n * (1 if unit in ("天", "日") else 7))
+    return day, day + timedelta(days=1)

@@ -16,7 +16,7 @@ import asyncio
 import json
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autogen_core.models import ChatCompletionClient, UserMessage
@@ -24,7 +24,7 @@ from autogen_core.tools import BaseTool
 
 from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
-from ..history import shown_at
+from ..history import marked, shown_at
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
 from ..slots._sensitivity import reaches
 from ..text import KeywordExtractor, neutralize, neutralize_value
@@ -224,10 +224,11 @@ class MemoryToolbox:
             return self._record(
                 number, data, SearchMemoriesOutput(success=False, total_found=0, message=_failure(exc)), started
             )
+        at = self.as_of or query.at  # the time the search answered for: a past event says so
         results = [
             MemorySearchResultItem(
                 memory_key=h.memory_key,
-                summary=neutralize(h.summary or ""),
+                summary=neutralize(marked(h.summary or "", h.record, at)),
                 content_preview=content_preview(h.record.content),
                 memory_type=h.record.memory_type,
                 relevance_score=h.score,
@@ -301,7 +302,7 @@ class MemoryToolbox:
         return GetMemoryDetailOutput(
             success=True,
             memory_key=record.memory_key,
-            summary=neutralize(record.summary),
+            summary=neutralize(marked(record.summary, record, self.as_of or self._now or datetime.now(UTC))),
             content=neutralize(record.content),
             memory_type=record.memory_type,
             created_at=record.created_at.isoformat(),
