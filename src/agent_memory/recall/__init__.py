@@ -6,6 +6,7 @@ and the recall events.
 
 from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
 from ._events import (
+    MemoryForgottenEvent,
     RecallErrorEvent,
     RecallFinishedEvent,
     RecallStartedEvent,
@@ -58,6 +59,7 @@ __all__ = [
     "OfflineRecallPlanner",
     "ProfileItem",
     "RankedHit",
+    "MemoryForgottenEvent",
     "RecallErrorEvent",
     "RecallFinishedEvent",
     "RecallHandoff",
