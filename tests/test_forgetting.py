@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from autogen_agentchat.agents import AssistantAgent
+from autogen_core.models import AssistantMessage, UserMessage
 from typer.testing import CliRunner
 
 from agent_memory.cli import app
@@ -81,9 +82,9 @@ EX = "我前任叫林小美，我们去年分手了"
 FILM = "我喜欢看科幻电影"
 
 
-def _main(system: MemorySystem, user: str, friend: str, answers: list[str], queue: asyncio.Queue[Any]) -> AssistantAgent:
-    context = system.context(user_id=user, friend_id=friend, events=queue)
-    return AssistantAgent("main", model_client=replay(answers), model_context=context)
+def _recalled(messages: list[Any]) -> str:
+    """What a model request's recall gave the model (the injected system messages and tool results)."""
+    return " ".join(str(m.content) for m in messages if not isinstance(m, UserMessage | AssistantMessage))
 
 
 def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
@@ -122,7 +123,11 @@ async def test_forget_in_the_chat_then_undo(system: MemorySystem) -> None:
     assert ex_id in await _cited(system, "u1", "xiaozhu", "我前任叫什么名字？")
 
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    agent = _main(system, "u1", "xiaozhu", ["好的，我不会再提起了。", "你叫我别提的那件事，我已经不记得了。"], queue)
+    client = replay(["记得，你说过她。", "好的，我不会再提起了。", "你叫我别提的那件事，我已经不记得了。"])
+    agent = AssistantAgent("main", model_client=client,
+                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    await agent.run(task="你还记得我前任林小美吗？")
+    assert "林小美" in _recalled(client.create_calls[-1]["messages"])  # what the next turn must no longer see
     await agent.run(task="别再记着我前任的事了")
     events = [e for e in _drain(queue) if isinstance(e, MemoryForgottenEvent)]
     assert len(events) == 1 and "前任" in events[0].subject
@@ -131,8 +136,7 @@ async def test_forget_in_the_chat_then_undo(system: MemorySystem) -> None:
 
     # the very next turn's recall, a search, recall_memory and evidence recall no longer hold it
     await agent.run(task="你还记得我前任林小美吗？")
-    model_saw = " ".join(str(m.content) for m in agent._model_client.create_calls[-1]["messages"][:1])  # type: ignore[attr-defined]
-    assert "林小美" not in model_saw.split("你还记得")[0]
+    assert "林小美" not in _recalled(client.create_calls[-1]["messages"])
     assert not any("林小美" in c for c in await _found(system, "u1", "xiaozhu", "前任林小美"))
     out = await system.recall_memory(user_id="u1", request=RecallMemoryInput(query="我前任叫什么", friend_id="xiaozhu"))
     assert "林小美" not in out.model_dump_json()

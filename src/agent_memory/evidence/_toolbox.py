@@ -341,10 +341,19 @@ class EvidenceToolbox:
         except MessageNotFoundError:
             return not_found
         anchor = next((r for r in rows if r.id == a.message_id), None)
-        if anchor is None or not self._sees(anchor) or anchor.id in self._set_aside or (self.as_of is not None and anchor.created_at > self.as_of):
+        if (
+            anchor is None
+            or not self._sees(anchor)
+            or anchor.id in self._set_aside
+            or (self.as_of is not None and anchor.created_at > self.as_of)
+        ):
             # outside the scope (or after the time read) reads as absent
             return not_found
-        shown = [r for r in rows if self._sees(r) and r.id not in self._set_aside and (self.as_of is None or r.created_at <= self.as_of)]
+        shown = [
+            r
+            for r in rows
+            if self._sees(r) and r.id not in self._set_aside and (self.as_of is None or r.created_at <= self.as_of)
+        ]
         return NeighborsOutput(
             success=True,
             message=f"消息 {a.message_id} 及其前后共 {len(shown)} 条（按时间顺序）",

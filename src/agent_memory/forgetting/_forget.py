@@ -31,8 +31,8 @@ from data_layer import (
     AgentFusionDataLayer,
     InvalidInputError,
     MemoryRecord,
-    MessageRecord,
     MemoryRepository,
+    MessageRecord,
     NotFoundError,
     Scope,
 )
@@ -96,7 +96,9 @@ class Forgetting:
     def describe(self) -> str:
         """One line for a person: what was forgotten and how much."""
         state = f"（已于 {self.undone_at.isoformat(timespec='seconds')} 撤销）" if self.undone_at else ""
-        return f"已忘记「{self.subject}」：{len(self.memories)} 条记忆，{len(self.message_ids)} 条消息不再作为证据{state}"
+        return (
+            f"已忘记「{self.subject}」：{len(self.memories)} 条记忆，{len(self.message_ids)} 条消息不再作为证据{state}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values (times in ISO-8601)."""
@@ -106,10 +108,14 @@ class Forgetting:
             "subject": self.subject,
             "request_message_id": self.request_message_id,
             "memories": [
-                {"memory_key": m.memory_key, "memory_type": m.memory_type, "summary": m.summary,
-                 "was_active": m.was_active}
+                {
+                    "memory_key": m.memory_key,
+                    "memory_type": m.memory_type,
+                    "summary": m.summary,
+                    "was_active": m.was_active,
+                }
                 for m in self.memories
-            ],  # fmt: skip
+            ],
             "message_ids": list(self.message_ids),
             "at": self.at.isoformat(),
             "undone_at": self.undone_at.isoformat() if self.undone_at else None,
@@ -214,10 +220,9 @@ async def forget(
         "subject": subject,
         "request_message_id": request_message_id,
         "memories": [
-            {"memory_key": m.memory_key, "memory_type": m.memory_type, "summary": m.summary,
-             "was_active": m.was_active}
+            {"memory_key": m.memory_key, "memory_type": m.memory_type, "summary": m.summary, "was_active": m.was_active}
             for m in memories
-        ],  # fmt: skip
+        ],
         "message_ids": hidden,
         "at": when.isoformat(),
         "undone_at": None,
@@ -287,4 +292,3 @@ async def _citing(memory: MemoryRepository, scope: Scope, message_ids: set[int])
         cursor = page.next_cursor
         if cursor is None:
             return found
-

@@ -31,15 +31,20 @@ from ..archiving import quotations_removed
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 #: Polite or framing words before a Chinese order (请, 麻烦你, 我希望你, 以后, 你能 ...).
-_ZH_LEAD = r"(?:请你?|麻烦你?|拜托你?|求你|帮我|你|我(?:希望|想|要)(?:你|让你)?|让你|以后|今后|从现在起|就|也|还是|能不能|可不可以|能|可以|赶紧|快|再)*"
+_ZH_LEAD = (r"(?:请你?|麻烦你?|拜托你?|求你|帮我|你|我(?:希望|想|要)(?:你|让你)?|让你|以后|今后|从现在起|就|也|还是"
+            r"|能不能|可不可以|能|可以|赶紧|快|再)*")  # fmt: skip
 #: Verbs that mean "forget" here on their own.
-_ZH_STRONG = r"(?:忘掉|忘光|别再?记着|别再?记住|别再?记得|不要再?记着|不要再?记住|不要再?记得|不用再?记着|不用再?记住|别再?惦记)"
+_ZH_STRONG = (
+    r"(?:忘掉|忘光|别再?记着|别再?记住|别再?记得|不要再?记着|不要再?记住|不要再?记得|不用再?记着|不用再?记住|别再?惦记)"
+)
 #: Verbs that also tell of a lapse or of files: they need a sign of something told or remembered.
 _ZH_WEAK = r"(?:忘了|忘记|删掉|删了|删除|抹掉|抹去|清除|清掉)"
 _ZH_ORDER = re.compile(rf"^\s*{_ZH_LEAD}\s*(?P<verb>{_ZH_STRONG}|{_ZH_WEAK})(?P<rest>.+)$")
 _ZH_BA = re.compile(rf"^\s*{_ZH_LEAD}\s*把(?P<rest>.+?)(?P<verb>全部|都|统统|通通)?(?:给|从记忆里|从你的记忆里)?"
                     r"(?:忘掉|忘了|忘记|删掉|删了|删除|抹掉|清除)")  # fmt: skip
-_ZH_SIGN = re.compile(r"关于|有关|的事|这件事|那件事|那些事|的记忆|记忆|说过|告诉过?你|跟你说|和你说|对你说|提过|你知道的|你记得的|记住的")
+_ZH_SIGN = re.compile(
+    r"关于|有关|的事|这件事|那件事|那些事|的记忆|记忆|说过|告诉过?你|跟你说|和你说|对你说|提过|你知道的|你记得的|记住的"
+)
 #: A polite request put as a question (你能…吗, 可以…吗): still an order.
 _ZH_POLITE = re.compile(r"^\s*(?:请你?|麻烦你?)?\s*(?:你)?(?:能不能|可不可以|能|可以|可否)")
 
@@ -66,8 +71,9 @@ _ZH_FRAME_TAIL = re.compile(
     r"|有关的(?:事|记忆|内容)?|(?:吧|了|啊|呀|哦|嘛|好吗|好不好|可以吗|行吗|吗|呢|全部|都|统统|掉))+$"
 )
 _EN_FRAME_HEAD = re.compile(
-    r"^(?:(?:all|everything|anything|what|whatever|the things?|the stuff|the part|any memor(?:y|ies)|all memor(?:y|ies)|"
-    r"memor(?:y|ies)|that|the fact that|you know|you remember|you have on|i (?:told|said to|mentioned to) you|"
+    r"^(?:(?:all|everything|anything|what|whatever|the things?|the stuff|the part|any memor(?:y|ies)|"
+    r"all memor(?:y|ies)|memor(?:y|ies)|that|the fact that|you know|you remember|you have on|"
+    r"i (?:told|said to|mentioned to) you|"
     r"i (?:told|said|mentioned)|i have (?:told|said|mentioned)|about|of|regarding|on|that i said|from memory|)\s+)+",
     re.I,
 )
