@@ -203,3 +203,22 @@ def test_cli_forget_forgotten_unforget(tmp_path: Any) -> None:
     assert got.exit_code == 0 and "林小美" in got.stdout
     again = runner.invoke(app, ["memory", "unforget", "--user", "u1", "--db", db])
     assert again.exit_code == 2 and "nothing forgotten to undo" in again.output
+
+
+async def test_an_export_carries_what_was_forgotten_with_the_new_message_ids(system: MemorySystem) -> None:
+    import io
+
+    from agent_memory.transfer import export_user, import_user
+
+    layer = system.layer
+    await layer.messages.append(user_id="u1", role="user", content="今天天气不错", friend_id="xiaozhu")
+    told = await layer.messages.append(user_id="u1", role="user", content=EX, friend_id="xiaozhu")
+    done = await system.forget(system.scope("u1", "xiaozhu"), "前任")
+    assert told.id in done.message_ids
+    out = io.StringIO()
+    await export_user(layer, user_id="u1", out=out)
+    await import_user(layer, lines=io.StringIO(out.getvalue()).readlines(), user_id="u9")
+    [moved] = await system.forgettings("u9")
+    ex_now = [m.id for m in await layer.messages.latest(user_id="u9", friend_id="xiaozhu", limit=5) if m.content == EX]
+    assert moved.subject == "前任" and list(moved.message_ids) == ex_now
+    assert ex_now[0] not in await _cited(system, "u9", "xiaozhu", "我前任叫什么名字？")
