@@ -25,7 +25,7 @@ from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StorageError
 from ._index_ops import IndexOpsMixin
-from ._memory_reads import MemoryReadsMixin
+from ._memory_reads import MAX_GET_MANY, MemoryReadsMixin
 from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
 from ._records import KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
 from ._rows import keyword_rows
@@ -351,6 +351,59 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                 )
         self._changed(uid)
         return True
+
+    async def set_active(
+        self,
+        *,
+        user_id: str | int,
+        changes: dict[str, tuple[bool, dict[str, Any]]],
+    ) -> list[str]:
+        """Switch the user's memories on or off in one transaction, keeping their keywords and search
+        rows: ``changes`` maps a key to ``(is_active, metadata updates)``, where an update to ``None``
+        removes that metadata field. Keys the user does not have are left out of the result (the keys
+        changed). At most :data:`~data_layer.MAX_GET_MANY` keys.
+
+        This is how a memory is set aside and brought back unchanged (a user's request to forget, and
+        its undo); :meth:`delete` and :meth:`upsert` are the edits.
+
+        >>> await repo.set_active(user_id="u1", changes={"k": (False, {"forgotten": {"by": "f-1"}})})  # doctest: +SKIP
+        ['k']
+        """
+        uid = v.user_id(user_id)
+        if not isinstance(changes, dict):
+            raise InvalidInputError("changes must be a dict of memory key -> (is_active, metadata updates)")
+        if len(changes) > MAX_GET_MANY:
+            raise InvalidInputError(f"changes holds {len(changes)} keys; change at most {MAX_GET_MANY} at a time")
+        wanted: dict[str, tuple[bool, dict[str, Any]]] = {}
+        for key, change in changes.items():
+            if not (isinstance(change, tuple) and len(change) == 2 and isinstance(change[0], bool)
+                    and isinstance(change[1], dict)):  # fmt: skip
+                raise InvalidInputError(f"changes[{key!r}] must be (is_active, metadata updates), e.g. (False, {{}})")
+            wanted[v.memory_key(key)] = change
+        if not wanted:
+            return []
+        done: list[str] = []
+        async with self._db.write() as session:
+            revision = await _revision.bump(session, self._db.backend, uid)
+            existing = await self._existing(session, uid, list(wanted))
+            now = utcnow()
+            for key, row in existing.items():
+                active, updates = wanted[key]
+                metadata = {**(row.content_metadata or {})}
+                for name, value in updates.items():
+                    if value is None:
+                        metadata.pop(name, None)
+                    else:
+                        metadata[name] = value
+                await session.execute(
+                    update(AgentMemoryTable)
+                    .where(AgentMemoryTable.id == row.id)
+                    .values(is_active=active, content_metadata=metadata, updated_at=now, revision=revision)
+                )
+                done.append(key)
+        if done:
+            self._changed(uid)
+        return done
 
 
 #: An ``add`` waiting for its batch: the repository it was made on, the user and the prepared memory.

@@ -21,6 +21,7 @@ from ._adjudicate import (
     score_conflicts,
 )
 from ._archiver import MAX_SKIPPED, ArchiveReport, SessionArchiver
+from ._clauses import quotations_removed
 from ._extract import Extracted, Extractor, ModelExtractor, OfflineExtractor
 from ._gists import GistDraft, make_gists
 from ._profiles import ProfileChange, ProfileWriter, profile_key
@@ -52,6 +53,7 @@ __all__ = [
     "load_conflict_set",
     "make_gists",
     "profile_key",
+    "quotations_removed",
     "score_conflicts",
     "split_sessions",
     "statement_topics",

@@ -114,19 +114,23 @@ class SessionArchiver:
         locks: ChatLocks | None = None,
         on_archived: Callable[[str], Awaitable[None]] | None = None,
         background_runs: int = 1,
+        set_aside: Callable[[str, Sequence[MessageRecord]], Awaitable[frozenset[int]]] | None = None,
     ) -> None:
         """``on_archived(user_id)`` is awaited after a run that wrote memories for the user (the
         composition root brings the user's search index up to date there, so the next message of
         the chat does not pay for reading them; a failure of it is logged, never raised).
         ``background_runs``: how many chats ``schedule``'s runs work on at once (see the module docs);
         the offline rules use the CPU the turns need, so 1; a model extractor's runs mostly wait on the
-        model, so give it more."""
+        model, so give it more. ``set_aside(user_id, messages)`` gives the ids of those of a
+        session's messages that the user asked to forget, and of the requests to forget (the composition
+        root's forgettings): they are marked archived without becoming memories."""
         if on_archived is not None and not callable(on_archived):
             raise TypeError("on_archived must be an async function of the user id (or None)")
         if isinstance(background_runs, bool) or not isinstance(background_runs, int) or background_runs < 1:
             raise ValueError(f"background_runs must be a whole number of at least 1, got {background_runs!r}")
         self.layer = layer
         self.on_archived = on_archived
+        self.set_aside = set_aside
         self.idle = idle
         self.max_messages = max_messages
         self.extractor: Extractor = extractor or OfflineExtractor(tokenizer=tokenizer or Tokenizer(stem=False))
@@ -207,6 +211,14 @@ class SessionArchiver:
 
     async def _archive(self, session: Session, report: ArchiveReport) -> None:
         """One session: gists, profile statements, then its messages' archived marks."""
+        every = session.messages
+        session = await self._kept(session)
+        if not session.messages:
+            await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=session.friend_id,
+                                                         message_ids=[m.id for m in every])  # fmt: skip
+            report.sessions += 1
+            report.messages += len(every)
+            return
         extracted = await self.extractor.extract(session)
         friend = session.friend_id
         memories = [
@@ -244,9 +256,19 @@ class SessionArchiver:
                 report.memory_keys.append(change.memory_key)
             report.superseded += change.action == "superseded"
         await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=friend,
-                                                     message_ids=[m.id for m in session.messages])  # fmt: skip
+                                                     message_ids=[m.id for m in every])  # fmt: skip
         report.sessions += 1
-        report.messages += len(session.messages)
+        report.messages += len(every)
+
+    async def _kept(self, session: Session) -> Session:
+        """The session without what the user asked to forget: the messages set aside, and the requests."""
+        if self.set_aside is None:
+            return session
+        aside = await self.set_aside(session.user_id, session.messages)
+        kept = tuple(m for m in session.messages if m.id not in aside)
+        if len(kept) == len(session.messages):
+            return session
+        return Session(user_id=session.user_id, friend_id=session.friend_id, messages=kept)
 
     def _turns(self, session: Session) -> list[NewMemory]:
         """The session's informative messages as ``conversation`` memories (one each, friend-scoped),

@@ -84,6 +84,12 @@ def _quotes(text: str) -> tuple[str, list[str]]:
     return _QUOTE.sub(swap, text), inner
 
 
+def quotations_removed(text: str) -> str:
+    """``text`` normalised (:func:`prepare`) without the quotations that hold a person (someone's
+    speech: 他说“我不吃辣”), other quotation marks unwrapped: what the speaker says in their own voice."""
+    return _quotes(prepare(text))[0]
+
+
 def _sentences(text: str, role: str) -> Iterator[tuple[str, list[Clause]]]:
     outer, quoted = _quotes(text)
     outer = re.sub(r"\.(?=\s|$)", ".\n", outer)

@@ -1,4 +1,4 @@
-"""``agent-memory memory add|get|list|history|delete|search``."""
+"""``agent-memory memory add|get|list|history|delete|search|forget|forgotten|unforget``."""
 
 from __future__ import annotations
 
@@ -255,6 +255,70 @@ async def search_cmd(
         row = (h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary))
         table.add_row(*map(Text, row))
     console.print(table)
+
+
+@app.command("forget")
+@run
+async def forget_cmd(
+    subject: str = typer.Argument(..., help="What to forget, e.g. '前任' or 'my ex'"),
+    user: str = USER,
+    friend: str | None = typer.Option(
+        None, "--friend", "-f", help="As asked in the chat with this AI friend (its events; profiles are shared)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
+) -> None:
+    """Forget what the user told about SUBJECT, as if the user asked in the chat (undo: memory unforget)."""
+    async with open_system(url) as system:
+        done = await system.forget(system.scope(user, friend), subject)
+    _print_forgetting(done, as_json=as_json)
+
+
+@app.command("forgotten")
+@run
+async def forgotten_cmd(
+    user: str = USER,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
+) -> None:
+    """List what the user asked to forget, newest first: the subject, the memories and messages set aside."""
+    async with open_system(url) as system:
+        found = await system.forgettings(user)
+    if as_json:
+        emit_json([f.as_dict() for f in found])
+        return
+    if not found:
+        console.print("nothing forgotten")
+        return
+    table = Table("key", "when", "friend", "subject", "memories", "messages", "undone")
+    for f in found:
+        row = (f.key, fmt_time(f.at), f.friend_id or "(shared)", short(f.subject), str(len(f.memories)),
+               str(len(f.message_ids)), fmt_time(f.undone_at) if f.undone_at else "")  # fmt: skip
+        table.add_row(*map(Text, row))
+    console.print(table)
+
+
+@app.command("unforget")
+@run
+async def unforget_cmd(
+    key: str | None = typer.Argument(None, help="The forgetting to undo (default: the newest not undone)"),
+    user: str = USER,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+    url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
+) -> None:
+    """Undo a forgetting: its memories come back as they were, its messages return to evidence recall."""
+    async with open_system(url) as system:
+        done = await system.unforget(user, key=key)
+    _print_forgetting(done, as_json=as_json)
+
+
+def _print_forgetting(done: Any, *, as_json: bool) -> None:
+    if as_json:
+        emit_json(done.as_dict())
+        return
+    console.print(Text(f"{done.key}: {done.describe()}"))
+    for m in done.memories:
+        console.print(Text(f"  {m.memory_key} ({m.memory_type}): {short(m.summary)}"))
 
 
 def _row(r: Any) -> dict[str, Any]:

@@ -46,7 +46,9 @@ from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, Sc
 
 from ..archive import ToolResultManager
 from ..clients import with_text_on_tool_calls
+from ..forgetting import Forgetting, forget_request
 from ..recall import (
+    MemoryForgottenEvent,
     MemRecallAgent,
     RecallErrorEvent,
     RecallFinishedEvent,
@@ -142,6 +144,8 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._shown: list[tuple[str, str]] = []
         #: The user's recall settings as the caller read them for the next turn (see :meth:`use_settings`).
         self._settings: MemoryRecallSettings | None = None
+        #: What the user asked to forget in this context, oldest first (see :meth:`add_message`).
+        self.forgotten: list[Forgetting] = []
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -163,7 +167,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         if role is None or not isinstance(message.content, str) or not message.content.strip():
             return
         try:
-            await self.system.layer.messages.append(
+            stored = await self.system.layer.messages.append(
                 user_id=self.scope.user_id,
                 role=role,  # type: ignore[arg-type]
                 content=message_to_store(message.content),
@@ -175,9 +179,31 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"saving a message failed: {exc}",
                                               error_type=type(exc).__name__))  # fmt: skip
             return
+        if role == "user":
+            await self._forget_if_asked(stored.content, stored.id)
         if role == "user" and self.system.background_archiving:
             # earlier sessions that are over become memories; the reply does not wait for it
             self.system.session_archiver.schedule(self.scope)
+
+    async def _forget_if_asked(self, text: str, message_id: int) -> None:
+        """Carry out the user's request to forget, if the message makes one. It is done here, at the turn,
+        before this turn's recall runs: the user expects to be heard at once, and the reply to the very
+        request must not be given what it asked to forget. (The archiver keeps the request and the
+        messages set aside out of the memories it forms later.)"""
+        request = forget_request(text)
+        if request is None:
+            return
+        try:
+            done = await self.system.forget(self.scope, request.subject, request_message_id=message_id)
+        except Exception as exc:  # the conversation goes on; the UI hears about it
+            logger.warning("forgetting what the user asked failed", exc_info=True)
+            await self._emit(RecallErrorEvent(source="memory_context", content=f"forgetting failed: {exc}"[:500],
+                                              error_type=type(exc).__name__))  # fmt: skip
+            return
+        self.forgotten.append(done)
+        await self._emit(MemoryForgottenEvent(source="memory_context", content=done.describe(), subject=done.subject,
+                                              forgetting_key=done.key, memory_keys=list(done.memory_keys),
+                                              message_ids=list(done.message_ids)))  # fmt: skip
 
     async def resume(
         self, *, limit: int, assistant_text: Callable[[str], str] | None = None, assistant_source: str = "assistant"

@@ -41,6 +41,7 @@ from data_layer import (
 )
 
 from .._fixed_schema import FixedSchemaTool
+from ..forgetting import forgotten_message_ids
 from ..text import neutralize
 from ._index import MessageIndex, parse_query
 from ._models import (
@@ -121,7 +122,9 @@ class EvidenceToolbox:
     """The tools ``messages_list``, ``lexical_search``, ``semantic_search`` and ``neighbors`` for
     ``scope``. ``max_chars`` truncates each returned message (marked ``truncated``); ``max_scan``
     bounds the rows one ``messages_list`` call reads when it must filter out other friends' messages.
-    ``as_of`` reads the chat as it stood then: no tool returns a message after it.
+    ``as_of`` reads the chat as it stood then: no tool returns a message after it. No tool returns a
+    message the user asked to forget (:mod:`agent_memory.forgetting`; read once per toolbox, at its first
+    call); it reads as absent, like a message outside the scope.
     """
 
     def __init__(
@@ -146,6 +149,7 @@ class EvidenceToolbox:
         #: Every call: the tool, its arguments as given, and its typed output (the recall ranks these).
         self.calls: list[tuple[str, dict[str, Any], BaseModel]] = []
         self._read_ids: set[int] = set()
+        self._aside: frozenset[int] | None = None
         self._handlers: dict[str, Callable[[Any], Awaitable[BaseModel]]] = {
             "messages_list": self._messages_list,
             "lexical_search": self._lexical_search,
@@ -218,6 +222,8 @@ class EvidenceToolbox:
         except (TypeError, ValueError) as exc:
             return fail(success=False, message=f"参数无效，请传一个 JSON 对象: {exc}")
         try:
+            if self._aside is None:
+                self._aside = await forgotten_message_ids(self.layer.memory, user_id=self.scope.user_id)
             return await self._handlers[name](args)
         except _BadCursor:
             message = "cursor 无效或属于另一个查询；原样传回上一页的 next_cursor，或不传以从头开始"
@@ -254,7 +260,7 @@ class EvidenceToolbox:
                 cursor=cursor,
             )
             scanned += len(page.items)
-            found += [r for r in page.items if self._sees(r)]
+            found += [r for r in page.items if self._sees(r) and r.id not in self._set_aside]
             cursor = page.next_cursor
             if cursor is None or len(found) >= a.page_size or scanned >= self.max_scan:
                 break
@@ -283,9 +289,10 @@ class EvidenceToolbox:
             role=f.role,
             since=f.time_range.since if f.time_range else None,
             until=self._until(f.time_range.until if f.time_range else None),
-            limit=a.page_size + 1,
+            limit=a.page_size + 1 + len(self._set_aside),
             after=after,
         )
+        hits = [(r, score) for r, score in hits if r.id not in self._set_aside]
         more, hits = len(hits) > a.page_size, hits[: a.page_size]
         next_cursor = self._encode_cursor(signature, hits[-1]) if more and hits else None
         if hits:
@@ -309,9 +316,10 @@ class EvidenceToolbox:
             role=f.role,
             since=f.time_range.since if f.time_range else None,
             until=self._until(f.time_range.until if f.time_range else None),
-            limit=a.top_k,
+            limit=a.top_k + len(self._set_aside),
             min_score=a.min_score,
         )
+        hits = [(r, score) for r, score in hits if r.id not in self._set_aside][: a.top_k]
         if hits:
             note = f"{len(hits)} 条命中（相似度高的在前）"
         else:
@@ -333,10 +341,19 @@ class EvidenceToolbox:
         except MessageNotFoundError:
             return not_found
         anchor = next((r for r in rows if r.id == a.message_id), None)
-        if anchor is None or not self._sees(anchor) or (self.as_of is not None and anchor.created_at > self.as_of):
+        if (
+            anchor is None
+            or not self._sees(anchor)
+            or anchor.id in self._set_aside
+            or (self.as_of is not None and anchor.created_at > self.as_of)
+        ):
             # outside the scope (or after the time read) reads as absent
             return not_found
-        shown = [r for r in rows if self._sees(r) and (self.as_of is None or r.created_at <= self.as_of)]
+        shown = [
+            r
+            for r in rows
+            if self._sees(r) and r.id not in self._set_aside and (self.as_of is None or r.created_at <= self.as_of)
+        ]
         return NeighborsOutput(
             success=True,
             message=f"消息 {a.message_id} 及其前后共 {len(shown)} 条（按时间顺序）",
@@ -353,6 +370,11 @@ class EvidenceToolbox:
             return until
         cap = self.as_of + timedelta(microseconds=1)
         return cap if until is None or until > cap else until
+
+    @property
+    def _set_aside(self) -> frozenset[int]:
+        """The messages the user asked to forget (read at the first call)."""
+        return self._aside or frozenset()
 
     def _sees(self, record: MessageRecord) -> bool:
         return self.scope.sees(user_id=record.user_id, friend_id=record.friend_id)

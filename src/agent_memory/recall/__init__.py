@@ -6,6 +6,7 @@ and the recall events.
 
 from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
 from ._events import (
+    MemoryForgottenEvent,
     RecallErrorEvent,
     RecallFinishedEvent,
     RecallStartedEvent,
@@ -53,6 +54,7 @@ __all__ = [
     "Intent",
     "Limits",
     "MemRecallAgent",
+    "MemoryForgottenEvent",
     "MemoryView",
     "OfflineClient",
     "OfflineRecallPlanner",

@@ -78,6 +78,21 @@ class RecallErrorEvent(BaseAgentEvent):
         return f"recall error ({self.error_type}): {self.content}"
 
 
+class MemoryForgottenEvent(BaseAgentEvent):
+    """The user asked to forget something and it was forgotten: ``content`` says what and how much,
+    ``forgetting_key`` undoes it (``MemorySystem.unforget``, ``agent-memory memory unforget``)."""
+
+    content: str
+    subject: str
+    forgetting_key: str
+    memory_keys: list[str]
+    message_ids: list[int]
+    type: Literal["MemoryForgottenEvent"] = "MemoryForgottenEvent"
+
+    def to_text(self) -> str:
+        return self.content
+
+
 async def merge_streams(main: AsyncIterator[Any], queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
     """Yield the recall events from ``queue`` and the items of ``main`` (an agent's ``run_stream``) in
     the order they arrive; ends when ``main`` ends and the queue is drained.

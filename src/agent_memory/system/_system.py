@@ -30,6 +30,7 @@ from data_layer import (
     ChatLocks,
     InvalidInputError,
     MemoryRecallSettings,
+    MessageRecord,
     Scope,
     current_revision,
     head_revision,
@@ -40,6 +41,7 @@ from ..archive import ToolResultManager
 from ..archiving import ModelExtractor, SessionArchiver, statement_topics
 from ..context import MemoryContext, RecallOptions
 from ..evidence import EvidenceToolbox, MessageIndex
+from ..forgetting import Forgetting, forget, forgettings, set_aside, unforget
 from ..recall import (
     EvidenceRecallAgent,
     MemRecallAgent,
@@ -144,6 +146,7 @@ class MemorySystem:
             idle=timedelta(minutes=s.memory_sessions_idle_minutes),
             max_messages=s.memory_sessions_max_messages,
             on_archived=self._archived,
+            set_aside=self._set_aside,
         )
         #: Whether MemoryContexts archive ended sessions in the background as the chat goes on.
         self.background_archiving = s.memory_sessions_enabled
@@ -325,6 +328,32 @@ class MemorySystem:
         return await recall_memory_output(self.layer, scope, result.relevant(request.similarity_threshold),
                                           profile_topk=request.profile_topk, event_topk=request.event_topk,
                                           as_of=request.as_of)  # fmt: skip
+
+    # -- forgetting --------------------------------------------------------------------------------
+
+    async def forget(
+        self, scope: Scope, subject: str, *, request_message_id: int | None = None, now: datetime | None = None
+    ) -> Forgetting:
+        """Forget ``subject`` for ``scope``: the matching memories are set aside and the messages about it
+        kept out of evidence recall and archiving (see :mod:`agent_memory.forgetting`); a
+        :class:`MemoryContext` calls it when the user asks to forget.
+
+        >>> done = await system.forget(system.scope("u1", "xiaozhu"), "前任")  # doctest: +SKIP
+        >>> done.memory_keys, done.describe()  # doctest: +SKIP
+        """
+        return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
+                            request_message_id=request_message_id, now=now)  # fmt: skip
+
+    async def unforget(self, user_id: str | int, *, key: str | None = None) -> Forgetting:
+        """Undo the user's forgetting ``key`` (default: the newest one not undone)."""
+        return await unforget(self.layer.memory, user_id=user_id, key=key)
+
+    async def forgettings(self, user_id: str | int) -> list[Forgetting]:
+        """What the user asked to forget, newest first (undone ones too)."""
+        return await forgettings(self.layer.memory, user_id=user_id)
+
+    async def _set_aside(self, user_id: str, messages: Sequence[MessageRecord]) -> frozenset[int]:
+        return await set_aside(self.layer.memory, user_id=user_id, messages=messages)
 
     def evidence_toolbox(self, scope: Scope) -> EvidenceToolbox:
         """Seed 003's evidence tools (messages_list, lexical_search, semantic_search, neighbors) for

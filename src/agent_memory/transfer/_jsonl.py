@@ -18,6 +18,8 @@ from typing import Any, Literal, TextIO
 from data_layer import AgentFusionDataLayer, DuplicateError, KeywordInput, NewMemory, NewMessage, UserSettings
 from data_layer._types import utcnow
 
+from ..forgetting import FORGETTING_FIELD
+
 FORMAT_VERSION = 1
 #: What to do with a memory key, AI friend or settings the target user already has.
 OnConflict = Literal["error", "skip", "replace"]
@@ -211,6 +213,14 @@ def _memory(m: dict[str, Any], new_ids: dict[int, int]) -> NewMemory:
         metadata["source_message_ids"] = [new_ids[i] for i in metadata["source_message_ids"] if i in new_ids]
         if not metadata["source_message_ids"]:
             del metadata["source_message_ids"]
+    forgetting = metadata.get(FORGETTING_FIELD)
+    if isinstance(forgetting, dict):  # what a user asked to forget names messages too
+        request = forgetting.get("request_message_id")
+        metadata[FORGETTING_FIELD] = {
+            **forgetting,
+            "message_ids": [new_ids[i] for i in forgetting.get("message_ids") or [] if i in new_ids],
+            "request_message_id": new_ids.get(request) if isinstance(request, int) else None,
+        }
     return NewMemory(
         memory_key=m["memory_key"],
         content=m["content"],

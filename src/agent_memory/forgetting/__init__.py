@@ -1,0 +1,39 @@
+"""A user's explicit request to forget: heard, carried out, listed and undone.
+
+>>> forget_request("忘了我跟你说过的关于前任的事").subject
+'前任'
+>>> done = await system.forget(Scope.of("u1", "xiaozhu"), "前任")  # doctest: +SKIP
+>>> await system.unforget("u1", key=done.key)  # doctest: +SKIP
+"""
+
+from ._forget import (
+    FORGETTING_FIELD,
+    FORGETTING_PREFIX,
+    FORGOTTEN_FIELD,
+    Forgetting,
+    ForgottenMemory,
+    forget,
+    forgettings,
+    forgotten_message_ids,
+    is_forgotten,
+    set_aside,
+    unforget,
+)
+from ._request import MAX_SUBJECT_CHARS, ForgetRequest, forget_request
+
+__all__ = [
+    "FORGETTING_FIELD",
+    "FORGETTING_PREFIX",
+    "FORGOTTEN_FIELD",
+    "MAX_SUBJECT_CHARS",
+    "ForgetRequest",
+    "Forgetting",
+    "ForgottenMemory",
+    "forget",
+    "forget_request",
+    "forgettings",
+    "forgotten_message_ids",
+    "is_forgotten",
+    "set_aside",
+    "unforget",
+]
