@@ -95,6 +95,17 @@ def preference_topics(text: str) -> tuple[str, ...]:
     head = " ".join(str(text)[:500].split())
     if classify_intent(head) != "preference" or not _SUGGESTION.search(head):
         return ()
+    return cue_topics(head)
+
+
+def cue_topics(text: str) -> tuple[str, ...]:
+    """The profile topics whose cues (:data:`TOPIC_CUES`) a text names, in the order of the table: what
+    it is about, a statement or a question alike (the first 2,000 characters are read).
+
+    >>> cue_topics("最近睡眠不好"), cue_topics("对了，我不吃辣"), cue_topics("我养了一只橘猫")
+    (('schedule',), ('diet',), ())
+    """
+    head = str(text)[:2000]
     return tuple(topic for topic, cues in _TOPIC_CUES.items() if cues.search(head))
 
 
@@ -133,7 +144,6 @@ def recent_days_told(text: str) -> str | None:
         if span.end >= _WHOLE_SPANS and timedelta(days=1) < span.end - span.start <= timedelta(days=RECENT_DAYS):
             return span.expression
     return None
-
 
 
 #: Words that ask what happened and name nothing in particular ("我们上周聊了什么", "what did we talk about").
