@@ -6,6 +6,7 @@ time.
 [('杭州', False), ('深圳', True)]
 """
 
+from ._revise import keep_version, revise
 from ._validity import (
     VERSION_SEPARATOR,
     AwareTime,
@@ -33,10 +34,12 @@ __all__ = [
     "expires_at",
     "holds_at",
     "is_version",
+    "keep_version",
     "kept_versions",
     "memory_history",
     "parse_time",
     "records_as_of",
+    "revise",
     "shown_at",
     "valid_from",
     "valid_to",
