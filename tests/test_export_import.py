@@ -118,3 +118,72 @@ def test_cli_export_import_and_a_clear_conflict(tmp_path: Path) -> None:
     assert again.exit_code == 2 and "already has memory 'k1'" in again.output and "--on-conflict" in again.output
     got = runner.invoke(app, ["memory", "get", "k1", "--user", "alice", "--url", dst, "--json"])
     assert got.exit_code == 0 and "杭州" in got.output
+
+
+async def _rows(system: MemorySystem, user: str) -> dict[str, list[str]]:
+    """Every exported table's rows of ``user``, as the export writes them: without the columns it leaves
+    out, message ids (the database's own) replaced by the message they name; sorted."""
+    from agent_memory.transfer._jsonl import _DROP, _KINDS
+
+    rows = await system.layer.user_rows(user)
+    said = {m["id"]: (m["content"], m["created_at"].isoformat()) for m in rows["chat_messages"]}
+    keys = {m["id"]: m["memory_key"] for m in rows["agent_memories"]}
+    out: dict[str, list[str]] = {}
+    for table, kind in _KINDS.items():
+        if kind is None and table != "agent_memory_keywords":
+            continue
+        shown = []
+        for row in rows[table]:
+            line = {k: v for k, v in row.items() if k not in _DROP or k == "memory_id"}
+            if table == "agent_memory_keywords":
+                line = {"memory": keys[row["memory_id"]], "keyword": row["keyword"], "weight": row["weight"],
+                        "source": row["extraction_source"]}  # fmt: skip
+            if table == "agent_memories" and "source_message_ids" in row["content_metadata"]:
+                line["content_metadata"] = {**row["content_metadata"],
+                                            "source_message_ids": [said[i] for i in row["content_metadata"]
+                                                                   ["source_message_ids"]]}  # fmt: skip
+            if table == "session_archive_state":
+                line["last_message_id"] = said[row["last_message_id"]]
+            shown.append(json.dumps(line, default=str, ensure_ascii=False, sort_keys=True))
+        out[table] = sorted(shown)
+    return out
+
+
+async def test_a_round_trip_keeps_every_column_the_export_writes(
+    sqlite_template: Path, fresh_pg_url: str, tmp_path: Path
+) -> None:
+    """SQLite -> PostgreSQL -> SQLite: the rows of every exported table are as they were, times and counts
+    the repositories stamp on a write included (a memory's updated_at, last use and use count, an AI
+    friend's times, when messages were archived, the archiving marks, the settings' time) and the id of
+    an archived tool result, which the chat's placeholders name."""
+    paths = [tmp_path / "a.db", tmp_path / "b.db"]
+    for p in paths:
+        shutil.copy(sqlite_template, p)
+    first, back = (f"sqlite+aiosqlite:///{p}" for p in paths)
+    await upgrade(fresh_pg_url)
+    async with _system(first) as source:
+        await _fill(source)
+        layer = source.layer
+        await layer.memory.upsert(user_id="alice", memory_key="tagged", content="我的猫叫团子，三岁了",
+                                  memory_type="profile")  # fmt: skip
+        for _ in range(3):
+            await layer.memory.retrieve_memory(user_id="alice", memory_key="tagged")  # used: counted
+        await layer.archive.save(user_id="alice", tool_name="search", result_full="x" * 20_000,
+                                 conversation_id="alice/mentor", created_at=T0)  # fmt: skip
+        await layer.friends.update(user_id="alice", friend_id="mentor", name="导师", system_prompt="你是严格的导师。")
+        expected = await _rows(source, "alice")
+        lines = await _export(source, "alice")
+    assert any('"access_count": 3' in r for r in expected["agent_memories"])
+    assert any('"archived_at": null' not in r for r in expected["chat_messages"])
+    assert expected["tool_result_archive"] and expected["session_archive_state"]
+    async with _system(fresh_pg_url) as pg:
+        await import_user(pg.layer, lines=lines)
+        assert await _rows(pg, "alice") == expected
+        lines = await _export(pg, "alice")
+    async with _system(back) as again:
+        await import_user(again.layer, lines=lines)
+        assert await _rows(again, "alice") == expected
+        await import_user(again.layer, lines=lines, user_id="alice2")  # the tool result's id is alice's here
+        (kept,) = expected["tool_result_archive"]
+        (copy,) = (await again.layer.user_rows("alice2"))["tool_result_archive"]
+        assert copy["uuid"] not in kept and copy["result_full"] == "x" * 20_000

@@ -219,6 +219,26 @@ async def test_a_handoff_cannot_invent_keys_or_pass_the_threshold(memory: Memory
     assert sum("[记忆召回]" in line for line in lines) == 1 and "[memory:secret" not in context.last_block
 
 
+async def test_an_empty_handoff_gives_an_empty_block(memory: MemorySystem) -> None:
+    """A recall that searched, found the report, and handed off naming no memory judged none relevant:
+    the block is empty, neither the found memory nor the deterministic first round's is given."""
+    handoff = {"reason": "无关", "search_summary": "与消息无关", "relevant_memory_keys": [], "confidence": 0.9}
+    memory.recall_client = replay([call("search_memories", {"query": "季度项目汇报", "min_relevance_score": 0.0}, 1),
+                                   call("handoff", handoff, 2)])  # fmt: skip
+    context = memory.context(user_id="u1", friend_id="mentor")
+    client = replay(["好"])
+    await _main(client, context).run(task="汇报压力大")
+    result = context.last_result
+    assert result is not None and result.ledger.searches[0].output.results[0].memory_key == "report"
+    assert result.ledger.fallback and result.relevant(0.0) == []
+    assert context.last_block == "" and "[memory:" not in str(client.create_calls[0]["messages"])
+    # a handoff made before any search judged nothing found: the first round's memories stand
+    memory.recall_client = replay([call("handoff", handoff, 1)])
+    again = memory.context(user_id="u1", friend_id="mentor")
+    await _main(replay(["好"]), again).run(task="汇报压力大")
+    assert "[memory:report:" in again.last_block
+
+
 async def test_history_is_bounded_by_tokens_and_dropped_turns_stay_stored(memory: MemorySystem) -> None:
     options = memory.recall_options.model_copy(update={"history_token_budget": 400})
     context = memory.context(user_id="u1", friend_id="mentor", options=options)

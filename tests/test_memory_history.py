@@ -130,3 +130,44 @@ async def test_a_memory_past_its_expires_at_is_not_returned_as_current(system: M
     naive = await asyncio.to_thread(CliRunner().invoke, app, ["memory", "add", "x", "成都", "-u", "u1",
                                     "--expires-at", "2026-01-05T00:00:00", "--url", db_url])  # fmt: skip
     assert naive.exit_code == 2 and "--expires-at needs a time zone" in naive.output
+
+
+async def test_every_edit_of_a_profile_item_keeps_the_earlier_value(system: MemorySystem, db_url: str) -> None:
+    """An item changed by hand keeps its earlier value as the archiver's changes do: after the web page's
+    edit (PATCH), ``memory add --replace`` and MCP update_memory, ``memory history KEY`` lists each earlier
+    value, superseded by the item, and the answer as of a time before the edit is the earlier value."""
+    import httpx
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.mcp import MemoryMcpTools
+    from agent_memory.web import create_app
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="profile-diet", content="饮食: 不吃辣", memory_type="profile")
+    before_edits = datetime.now(UTC)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(system)),
+                                 base_url="http://127.0.0.1") as client:  # fmt: skip
+        assert (await client.post("/api/session", json={"name": "u1"})).status_code == 200
+        edited = await client.patch("/api/memories/profile-diet", json={"content": "饮食: 爱吃辣"})
+        assert edited.status_code == 200, edited.text
+    replaced = await asyncio.to_thread(
+        CliRunner().invoke, app,
+        ["memory", "add", "profile-diet", "饮食: 少吃辣", "-t", "profile", "--replace", "-u", "u1", "--url", db_url],
+    )  # fmt: skip
+    assert replaced.exit_code == 0 and "replaced" in replaced.output, replaced.output
+    memory._changed("u1")  # the CLI wrote from another system
+    await MemoryMcpTools(system, user_id="u1").call("update_memory", {"memory_key": "profile-diet",
+                                                                      "content": "饮食: 不吃香菜"})  # fmt: skip
+    out = await asyncio.to_thread(
+        CliRunner().invoke, app, ["memory", "history", "profile-diet", "-u", "u1", "--json", "--url", db_url]
+    )
+    assert out.exit_code == 0, out.output
+    versions = json.loads(out.output)
+    assert [v["content"] for v in versions] == ["饮食: 不吃辣", "饮食: 爱吃辣", "饮食: 少吃辣", "饮食: 不吃香菜"]
+    assert [v["current"] for v in versions] == [False, False, False, True]
+    assert all(v["valid_to"] and v["superseded_by"] for v in versions[:3])
+    page = await memory.list_memories(user_id="u1", limit=50)
+    assert [m.content for m in page.items] == ["饮食: 不吃香菜"]  # the versions are history, not current
+    found = await system.search.search("饮食 辣", user_id="u1", as_of=before_edits, min_relevance_score=0.0)
+    assert [h.record.content for h in found] == ["饮食: 不吃辣"]

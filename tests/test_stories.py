@@ -181,3 +181,62 @@ async def test_the_newcomers_session_is_one_gist_per_episode(newcomer: MemorySys
     (sleep,) = [e for e in events if "睡不好" in e]
     assert not any(word in sleep for word in ("城市", "不吃辣", "分手"))
     assert all(sum(word in e for word in episodes) <= 1 for e in events), events
+
+
+@pytest.fixture
+async def newcomer_facts(db_url: str) -> Any:
+    """A new user's first chat told in one session: work pressure, then standing facts that say nothing of
+    how their days go (a diet, a pet, a hobby, where they live), and a breakup."""
+    settings = load_settings(memory_database_url=db_url, memory_recall_injection="tool_call")
+    async with MemorySystem.from_settings(settings) as system:
+        said = [
+            ("user", "最近工作压力特别大，项目一个接一个"),
+            ("assistant", "辛苦了，要注意休息。"),
+            ("user", "对了，我不吃辣"),
+            ("assistant", "好的，记住了。"),
+            ("user", "我养了一只橘猫，叫小橙"),
+            ("assistant", "好可爱的名字！"),
+            ("user", "另外，我喜欢去图书馆看书"),
+            ("assistant", "很好的习惯。"),
+            ("user", "我住在杭州西湖区"),
+            ("assistant", "杭州很美。"),
+            ("user", "还有件事，上个月和男朋友分手了，心里很难受"),
+            ("assistant", "抱抱你。"),
+        ]
+        start = NOW - timedelta(days=2)
+        await system.layer.messages.append_many(
+            user_id="u1",
+            messages=[
+                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))  # type: ignore[arg-type]
+                for n, (role, text) in enumerate(said)
+            ],
+        )
+        await system.session_archiver.run(user_id="u1", all_friends=True, end_open=True)
+        yield system
+
+
+async def test_the_days_read_for_how_the_user_is_brings_only_what_relates(newcomer_facts: MemorySystem) -> None:
+    """ "最近睡眠不好" tells how the user's last days went: the recall reads those days, but of what was said
+    in them only the account of the days reaches the block (the pressure of these days), not the standing
+    facts told beside it ("我不吃辣", the cat, the hobby, the home), which bear neither on sleep nor on how
+    the user is."""
+    unrelated = ("不吃辣", "橘猫", "图书馆", "杭州")
+    page = await newcomer_facts.layer.memory.list_memories(user_id="u1", limit=50)
+    gists = [m.content for m in page.items if m.memory_type == "event"]
+    assert all(any(word in g for g in gists) for word in ("压力", *unrelated)), gists  # all were told, in gists
+    out = await recalled(newcomer_facts, "xiaozhu", "最近睡眠不好")
+    events = [e["content"] for e in out["events"]]
+    assert any("压力" in e for e in events), events
+    assert not any(word in e for e in events for word in unrelated), events
+    assert not any(word in p["content"] for p in out["profiles"] for word in unrelated), out["profiles"]
+    # a standing fact on what the message is about is part of the answer: the diet for not eating well
+    eating = await recalled(newcomer_facts, "xiaozhu", "最近总是吃不下饭")
+    assert any("不吃辣" in e["content"] for e in eating["events"]), eating
+    assert not any("橘猫" in e["content"] or "杭州" in e["content"] for e in eating["events"]), eating
+    # the same days asked about as such ("我们最近聊了什么") still list everything said in them
+    asked = await recalled(newcomer_facts, "xiaozhu", "我们最近聊了什么")
+    assert any("不吃辣" in e["content"] for e in asked["events"]), asked
+    # and through the library's recall_memory, with the deterministic recall
+    direct = await newcomer_facts.recall_memory(user_id="u1", request={"query": "最近睡眠不好", "friend_id": "xiaozhu"})
+    assert any("压力" in e.content for e in direct.events)
+    assert not any(word in e.content for e in direct.events for word in unrelated)

@@ -83,9 +83,12 @@ class ArchiveRepository:
         result_summary: str = "",
         sources: Sequence[str] | None = None,
         created_at: datetime | None = None,
+        archive_uuid: str | None = None,
     ) -> ArchiveRecord:
-        """Archive a tool result and return its record (with a new ``uuid``)."""
+        """Archive a tool result and return its record (with a new ``uuid``, or ``archive_uuid``: an
+        import keeps the id the chat's placeholders name)."""
         uid = v.user_id(user_id)
+        key = str(uuid.uuid4()) if archive_uuid is None else archive_id(archive_uuid)
         name = v.stored_text(tool_name, name="tool_name").strip()
         if not name or len(name) > 100:
             raise InvalidInputError("tool_name must hold 1 to 100 characters")
@@ -95,7 +98,7 @@ class ArchiveRepository:
         v.stored_text(full, name="result_full")
         source_list = _sources(sources)
         row = {
-            "uuid": str(uuid.uuid4()),
+            "uuid": key,
             "user_id": uid,
             "conversation_id": v.scope_id(conversation_id, name="conversation_id", optional=True),
             "thread_id": v.scope_id(thread_id, name="thread_id", optional=True),

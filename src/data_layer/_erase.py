@@ -1,4 +1,5 @@
-"""A user's rows in every table: erasing them in one transaction, reading them all (an export).
+"""A user's rows in every table: erasing them in one transaction, reading them all (an export), and
+setting the columns an import keeps as exported (:func:`restore_columns`).
 
 The tables come from the schema itself, so a table added later is covered or refused, never missed:
 a table with a ``user_id`` column loses the user's rows; a table keyed by a memory id (a foreign key to
@@ -9,10 +10,11 @@ so a new table must be given its rule before a user can be erased.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Table, delete, select, update
 
 from . import _validation as v
 from ._engine import Database
@@ -96,3 +98,33 @@ async def user_rows(db: Database, user_id: str | int) -> dict[str, list[dict[str
             rows = await session.execute(stmt.order_by(*pk))
             found[table.name] = [dict(r._mapping) for r in rows]
     return found
+
+
+async def restore_columns(
+    db: Database, user_id: str | int, table: str, *, key: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> int:
+    """Set columns of the user's rows of ``table`` as given, in one transaction; returns the rows changed.
+
+    Each of ``rows`` finds one stored row of the user by its ``key`` columns and sets its other columns
+    (no ``key``: the user's row of a table of one row per user, the settings).
+    An import writes through the repositories, which stamp a write with its own time (``updated_at``,
+    ``archived_at``) and start counts afresh (``access_count``); this puts back what the export read.
+    Only columns of the table are taken, and never ``user_id``: the rows stay the user's.
+    """
+    uid = v.user_id(user_id)
+    if table not in Base.metadata.tables or "user_id" not in Base.metadata.tables[table].c:
+        raise v.InvalidInputError(f"{table!r} is no table of a user's rows")
+    t = Base.metadata.tables[table]
+    unknown = sorted({c for row in rows for c in row} - set(t.c.keys()))
+    if unknown or "user_id" in key:
+        raise v.InvalidInputError(f"columns {unknown or list(key)} cannot be restored in {table}")
+    changed = 0
+    async with db.write() as session:
+        for row in rows:
+            values = {c: val for c, val in row.items() if c not in key and c != "user_id"}
+            if not values:
+                continue
+            found = [t.c.user_id == uid, *(t.c[k] == row[k] for k in key)]
+            result = await session.execute(update(t).where(*found).values(**values))
+            changed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return changed

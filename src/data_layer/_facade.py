@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from sqlalchemy.engine import URL
 
+from . import _validation as v
 from ._archive_repo import ArchiveRepository
 from ._archive_state_repo import ArchiveStateRepository
 from ._engine import Backend, Database
-from ._erase import UserErasure, erase_user, user_rows
+from ._erase import UserErasure, erase_user, restore_columns, user_rows
 from ._friend_repo import FriendRepository
 from ._memory_repo import MemoryRepository
 from ._message_repo import MessageRepository
@@ -60,6 +62,15 @@ class AgentFusionDataLayer:
         """Every row of the user per table, as stored (an export reads it; writes go through the
         repositories)."""
         return await user_rows(self.db, user_id)
+
+    async def restore_columns(
+        self, user_id: str | int, table: str, *, key: Sequence[str], rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """Set columns of the user's rows of ``table`` as an export read them (an import's times and
+        counts); see :func:`data_layer._erase.restore_columns`."""
+        changed = await restore_columns(self.db, user_id, table, key=key, rows=rows)
+        self.memory._changed(v.user_id(user_id))  # use counts and times are read by the ranking
+        return changed
 
     async def close(self) -> None:
         """Release the connection pool."""

@@ -64,7 +64,9 @@ async def add_cmd(
             "shared": shared,
         }
         if replace:
-            result = await system.layer.memory.upsert(**fields)
+            from ..history import revise
+
+            result = await revise(system.layer.memory, **fields)  # a profile item's earlier value is kept
             record, verb = result.record, "stored" if result.created else "replaced"
         else:
             record, verb = await system.layer.memory.add(**fields), "stored"

@@ -7,6 +7,7 @@ time, and events that become the past when the time they name has passed (``laps
 """
 
 from ._lapse import PAST_MARK, lapse_of, lapsed, lapses_at, latest_lapse, marked, past_mark, with_lapse
+from ._revise import keep_version, revise
 from ._validity import (
     VERSION_SEPARATOR,
     AwareTime,
@@ -35,6 +36,7 @@ __all__ = [
     "expires_at",
     "holds_at",
     "is_version",
+    "keep_version",
     "kept_versions",
     "lapse_of",
     "lapsed",
@@ -45,6 +47,7 @@ __all__ = [
     "parse_time",
     "past_mark",
     "records_as_of",
+    "revise",
     "shown_at",
     "valid_from",
     "valid_to",

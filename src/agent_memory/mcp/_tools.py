@@ -36,7 +36,7 @@ from data_layer import (
 )
 
 from ..evidence import EVIDENCE_TOOLS
-from ..history import base_key, memory_history, with_expiry
+from ..history import base_key, memory_history, revise, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
 from ..telemetry import MCP_SPAN, span
@@ -403,7 +403,8 @@ class MemoryMcpTools:
             tags = [(k.keyword, k.weight) for k in kept if k.extraction_source == "user_tag"]
         content = args.content if args.content is not None else record.content
         summary = args.summary if args.summary is not None else (record.summary if args.content is None else None)
-        updated = await memory.upsert(
+        updated = await revise(  # a profile item's earlier value stays as its history
+            memory,
             user_id=self.user_id,
             memory_key=record.memory_key,
             content=content,

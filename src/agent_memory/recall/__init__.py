@@ -5,6 +5,7 @@ and the recall events.
 """
 
 from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
+from ._days import STATE_TOPICS, describes_state, told_days_filter
 from ._events import (
     MemoryForgottenEvent,
     RecallErrorEvent,
@@ -44,6 +45,7 @@ from ._synthesis import synthesize
 __all__ = [
     "AGENT_NAME",
     "RECALL_SYSTEM_PROMPT",
+    "STATE_TOPICS",
     "ConflictNote",
     "EventItem",
     "EvidenceItem",
@@ -76,6 +78,7 @@ __all__ = [
     "classify_intent",
     "days_asked_about",
     "days_to_read",
+    "describes_state",
     "format_task",
     "load_skill",
     "merge_streams",
@@ -87,5 +90,6 @@ __all__ = [
     "recall_prompt",
     "recent_days_told",
     "synthesize",
+    "told_days_filter",
     "without_repeats",
 ]

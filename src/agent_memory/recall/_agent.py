@@ -47,6 +47,7 @@ from ..tools import (
     ToolLimits,
 )
 from ..tools._adapter import ScopedTool
+from ._days import told_days_filter
 from ._events import RecallErrorEvent, RecallTimeoutEvent, WindowExpandedEvent
 from ._planner import OfflineRecallPlanner
 from ._prompt import format_task, recall_prompt
@@ -259,6 +260,7 @@ class MemRecallAgent:
         window = self.window_size
         events: list[BaseAgentEvent | BaseChatMessage] = []
         self.ledger = ledger = RecallLedger(fallback=fallback)
+        listing = told_days_filter(self.search, messages[-1][1])
         for iteration in range(1, self.max_iterations + 1):
             self._iteration = iteration
             box = MemoryToolbox(
@@ -272,6 +274,7 @@ class MemRecallAgent:
                 window_size=window,
                 now=self.now,
                 as_of=self.as_of,
+                listing=listing,
             )
             earlier = list(messages[:-1])[-(window - 1) :] if window > 1 else []
             task = format_task(

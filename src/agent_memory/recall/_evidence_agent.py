@@ -28,6 +28,7 @@ from ..history import aware, shown_at
 from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
 from ._agent import RecallHandoff
+from ._days import told_days_filter
 from ._evidence_models import EvidenceRecall, Limits, TimeWindow
 from ._evidence_planner import EvidenceRecallPlanner, evidence_task, observe, task_question
 from ._skill import Skill, load_skill
@@ -95,7 +96,8 @@ class EvidenceRecallAgent:
         as_of = aware(as_of, "as_of")
         await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         ledger = RecallLedger()
-        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when, as_of=as_of)
+        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when, as_of=as_of,
+                               listing=told_days_filter(self.search, question))  # fmt: skip
         evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope, as_of=as_of)
         agent = AssistantAgent(
             "evidence_recall",

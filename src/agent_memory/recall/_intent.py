@@ -95,6 +95,17 @@ def preference_topics(text: str) -> tuple[str, ...]:
     head = " ".join(str(text)[:500].split())
     if classify_intent(head) != "preference" or not _SUGGESTION.search(head):
         return ()
+    return cue_topics(head)
+
+
+def cue_topics(text: str) -> tuple[str, ...]:
+    """The profile topics whose cues (:data:`TOPIC_CUES`) a text names, in the order of the table: what
+    it is about, a statement or a question alike (the first 2,000 characters are read).
+
+    >>> cue_topics("最近睡眠不好"), cue_topics("对了，我不吃辣"), cue_topics("我养了一只橘猫")
+    (('schedule',), ('diet',), ())
+    """
+    head = str(text)[:2000]
     return tuple(topic for topic, cues in _TOPIC_CUES.items() if cues.search(head))
 
 

@@ -16,8 +16,9 @@ task and the tool results so far, as a model would) and returns the next tool ca
    the search. A message telling how the user's last days went ("最近睡眠不好，有点焦虑") or asking
    only what happened in a time ("我们上周聊了什么") spends the first round on those days instead
    (:func:`~._intent.days_to_read`): its time words alone ("最近") list the events of that time,
-   whatever their words ("这几天一直在熬夜"); they rank after what the later rounds match by words,
-   and are neither followed nor counted as strong results;
+   whatever their words ("这几天一直在熬夜"), less the standing facts told then that bear neither on
+   the message nor on how the user is ("我不吃辣", :mod:`._days`); they rank after what the later rounds
+   match by words, and are neither followed nor counted as strong results;
 2. ``get_memory_detail`` for the best hit when its summary is too thin to judge and its content was
    cut in the result's preview (a whole preview already shows what the detail would: reading it again
    was a round of the agent for nothing, about a third of a turn's recall);

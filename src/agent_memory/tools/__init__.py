@@ -24,7 +24,7 @@ from ._models import (
     content_preview,
 )
 from ._registry import MEMRECALL_TOOLS, ToolSpec
-from ._toolbox import MAX_WINDOW, TIMED_OUT, MemoryToolbox
+from ._toolbox import MAX_WINDOW, TIMED_OUT, ListingFilter, MemoryToolbox
 
 __all__ = [
     "EARLY_STOP_SCORE",
@@ -44,6 +44,7 @@ __all__ = [
     "HandoffInput",
     "HandoffOutput",
     "KeywordExtractionItem",
+    "ListingFilter",
     "MemorySearchResultItem",
     "MemoryToolbox",
     "RecallLedger",

@@ -77,12 +77,24 @@ class RecallLedger:
         handed off), the best found memories. The threshold is absolute: the same value means the
         same whichever model drove the recall. When that leaves nothing (a model that never searched,
         searched badly, or named only memories no search returned), the :attr:`fallback`'s memories.
+        A recall that searched and handed off naming no memory gives none (:attr:`declined`).
         """
+        if self.declined:
+            return []
         return self._chosen(threshold) or [item for item in self.fallback if item.relevance_score >= threshold]
+
+    @property
+    def declined(self) -> bool:
+        """Whether the recall searched, then handed off naming no memory: it judged nothing it found
+        relevant, and the recall block is empty (a handoff made before any search is no judgement of
+        what was found: the :attr:`fallback` stands)."""
+        return self.handoff is not None and not self.handoff.relevant_memory_keys and bool(self.searches)
 
     def from_fallback(self, threshold: float) -> bool:
         """Whether :meth:`relevant` gives the fallback's memories (the model's work gave none)."""
-        return not self._chosen(threshold) and any(item.relevance_score >= threshold for item in self.fallback)
+        if self.declined or self._chosen(threshold):
+            return False
+        return any(item.relevance_score >= threshold for item in self.fallback)
 
     def _chosen(self, threshold: float) -> list[MemorySearchResultItem]:
         found = {item.memory_key: item for item in self.found()}

@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,7 +26,7 @@ from autogen_core.tools import BaseTool
 from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
 
 from ..history import marked, shown_at
-from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery
+from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery, SearchResults
 from ..slots._sensitivity import reaches
 from ..text import KeywordExtractor, neutralize, neutralize_value
 from ._ledger import RecallLedger, SearchRound
@@ -113,6 +114,11 @@ def _unknown_types(memory_types: list[str] | None) -> str | None:
     return f"未知的记忆类型 {unknown}；可用类型: {', '.join(known)}（不确定时省略 memory_types）"
 
 
+#: Narrows the hits of a search of nothing but a time (``SearchResults.period`` set) to those that bear on
+#: the conversation: the recall passes one for a message telling how the user's last days went.
+ListingFilter = Callable[[SearchQuery, SearchResults], Awaitable[SearchResults]]
+
+
 class MemoryToolbox:
     """The five tools of seed 000 for one :class:`Scope` (user, optional AI friend), with its limits.
 
@@ -124,6 +130,8 @@ class MemoryToolbox:
     (benchmarks replaying old conversations; default: the current time). Sensitive memories of
     another friend (seed 000 section 7.4, ``agent_memory.slots._sensitivity``) are left out of the
     results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
+    ``listing`` narrows what a search of nothing but a time lists ("最近": every memory of those days) to
+    what bears on the conversation (``agent_memory.recall.told_days_filter``; ``None``: all of it).
     """
 
     def __init__(
@@ -141,6 +149,7 @@ class MemoryToolbox:
         now: datetime | None = None,
         allow_sensitive: bool = False,
         as_of: datetime | None = None,
+        listing: ListingFilter | None = None,
     ) -> None:
         if not isinstance(scope, Scope):
             raise TypeError("scope must be a data_layer.Scope, e.g. Scope.of(user_id, friend_id)")
@@ -158,6 +167,7 @@ class MemoryToolbox:
         self.window_size = window_size
         self.consecutive_searches = 0
         self.allow_sensitive = allow_sensitive
+        self.listing = listing
 
     @property
     def handoff_input(self) -> HandoffInput | None:
@@ -212,6 +222,9 @@ class MemoryToolbox:
             )
             async with asyncio.timeout(timeout):  # in this task: no task of its own per search
                 hits = await self._search.run(query, round_number=number)  # traced by the engine
+                listing = self.listing if hits.period is not None else None
+                if listing is not None:
+                    hits = await listing(query, hits)
         except TimeoutError:
             out = SearchMemoriesOutput(
                 success=False,
@@ -242,8 +255,9 @@ class MemoryToolbox:
         if hits.period is not None and results:  # a time alone: listed by time, not matched by words
             span = hits.period
             last = span.end - timedelta(microseconds=1)  # the span's end is exclusive
+            which = "中与当前消息相关或讲用户身心状态" if listing is not None else ""
             message = (f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
-                       f"的记忆；它们与消息不一定有相同的词")  # fmt: skip
+                       f"的记忆{which}；它们与消息不一定有相同的词")  # fmt: skip
         elif not results and query.keywords is not None:
             message = (
                 f"没有找到包含 keywords {list(query.keywords)} 中任一词且足够相关的记忆。"

@@ -4,7 +4,11 @@ settings, archived tool result and archiving mark of the user.
 Import writes through the repositories, so the search rows, the analysis and the change counters are
 written as for any write. Message ids are the database's own: an import maps the file's ids to the new
 ones, in the memories' ``source_message_ids`` as well. Derived rows (search index, change counters) are
-not in the file: the import's writes make them again.
+not in the file: the import's writes make them again. The columns the repositories stamp with the
+time of the write or start afresh (a memory's ``updated_at``, ``last_accessed_at`` and
+``access_count``, an AI friend's times, a message's ``archived_at``, the archiving marks, the settings'
+``updated_at``) are then set as exported, and an archived tool result keeps its ``uuid``, which the
+chat's placeholders name: a round trip gives the rows the export read.
 """
 
 from __future__ import annotations
@@ -15,7 +19,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal, TextIO
 
-from data_layer import AgentFusionDataLayer, DuplicateError, KeywordInput, NewMemory, NewMessage, UserSettings
+from data_layer import (
+    AgentFusionDataLayer,
+    DuplicateError,
+    KeywordInput,
+    NewMemory,
+    NewMessage,
+    StorageError,
+    UserSettings,
+)
 from data_layer._types import utcnow
 
 from ..forgetting import FORGETTING_FIELD
@@ -143,6 +155,7 @@ async def import_user(
             raise DuplicateError(
                 f"user {uid!r} already has memory {min(have)!r}: import with --on-conflict skip|replace"
             )
+    kept_friends: list[dict[str, Any]] = []
     for f in friends:
         if f["friend_id"] in existing:
             if on_conflict == "skip":
@@ -152,10 +165,13 @@ async def import_user(
         else:
             await layer.friends.create(user_id=uid, friend_id=f["friend_id"], name=f["name"],
                                        system_prompt=f["system_prompt"])  # fmt: skip
+        kept_friends.append(f)
         counts["friend"] = counts.get("friend", 0) + 1
+    await _restore(layer, uid, "ai_friends", ("friend_id",), kept_friends, ("created_at", "updated_at"))
     for s in data.get("settings", []):
         if not (stored_settings and on_conflict == "skip"):
             await layer.settings.put(user_id=uid, settings=UserSettings.model_validate(s["settings"]))
+            await _restore(layer, uid, "system_settings", (), [s], ("updated_at",))
             counts["settings"] = 1
     messages = sorted(data.get("message", []), key=lambda m: m["id"])
     stored = await layer.messages.append_for_users(
@@ -174,6 +190,13 @@ async def import_user(
             await layer.archive_state.mark_archived(
                 user_id=uid, friend_id=friend, message_ids=ids[start : start + 5000]
             )
+    archived = [{"id": new_ids[m["id"]], "archived_at": m["archived_at"]} for m in messages
+                if m.get("archived_at") and m["id"] in new_ids]  # fmt: skip
+    await _restore(layer, uid, "chat_messages", ("id",), archived, ("archived_at",))
+    marks = [{**a, "last_message_id": new_ids[a["last_message_id"]]} for a in data.get("archive_state", [])
+             if a["last_message_id"] in new_ids]  # fmt: skip
+    await _restore(layer, uid, "session_archive_state", ("friend_key",), marks,
+                   ("last_message_id", "last_message_at", "updated_at"))  # fmt: skip
     memories = [_memory(m, new_ids) for m in data.get("memory", [])]
     written = await layer.memory.add_many(user_id=uid, memories=memories,
                                           on_conflict="skip" if on_conflict == "error" else on_conflict)  # fmt: skip
@@ -182,16 +205,47 @@ async def import_user(
     for m in data.get("memory", []):
         if not m["is_active"] and m["memory_key"] in done:
             await layer.memory.delete(user_id=uid, memory_key=m["memory_key"])
+    used = [m for m in data.get("memory", []) if m["memory_key"] in done]
+    await _restore(layer, uid, "agent_memories", ("memory_key",), used,
+                   ("updated_at", "last_accessed_at", "access_count"))  # fmt: skip
     for t in data.get("tool_result", []):
         conversation = t["conversation_id"]
         if conversation and conversation.startswith(f"{header['user_id']}/"):  # the chat's id names its user
             conversation = f"{uid}/{conversation.split('/', 1)[1]}"
-        await layer.archive.save(user_id=uid, tool_name=t["tool_name"], result_full=t["result_full"],
-                                 conversation_id=conversation, thread_id=t["thread_id"], tool_input=t["tool_input"],
-                                 query_summary=t["query_summary"], result_summary=t["result_summary"],
-                                 sources=t["sources"], created_at=_time(t["created_at"]))  # fmt: skip
+        if t.get("uuid") and await layer.archive.get(user_id=uid, archive_uuid=t["uuid"]) is not None:
+            continue  # imported before: the same id is the same result
+        try:
+            await _save_result(layer, uid, t, conversation, archive_uuid=t.get("uuid"))
+        except StorageError as exc:  # another user of this database holds the id: the result gets a new one
+            if exc.reason != "conflict":
+                raise
+            await _save_result(layer, uid, t, conversation, archive_uuid=None)
         counts["tool_result"] = counts.get("tool_result", 0) + 1
     return counts
+
+
+async def _save_result(
+    layer: AgentFusionDataLayer, uid: str, t: dict[str, Any], conversation: str | None, *, archive_uuid: str | None
+) -> None:
+    await layer.archive.save(user_id=uid, tool_name=t["tool_name"], result_full=t["result_full"],
+                             conversation_id=conversation, thread_id=t["thread_id"], tool_input=t["tool_input"],
+                             query_summary=t["query_summary"], result_summary=t["result_summary"],
+                             sources=t["sources"], created_at=_time(t["created_at"]),
+                             archive_uuid=archive_uuid)  # fmt: skip
+
+
+async def _restore(
+    layer: AgentFusionDataLayer,
+    uid: str,
+    table: str,
+    key: tuple[str, ...],
+    rows: list[dict[str, Any]],
+    columns: tuple[str, ...],
+) -> None:
+    """Set ``columns`` of the imported rows of ``table`` as the file has them (times read back as times)."""
+    values = [{c: _time(r[c]) if c.endswith("_at") else r[c] for c in (*key, *columns) if c in r} for r in rows]
+    if values:
+        await layer.restore_columns(uid, table, key=key, rows=values)
 
 
 def _map_ids(exported: list[dict[str, Any]], stored: list[dict[str, Any]]) -> dict[int, int]:

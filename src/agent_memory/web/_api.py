@@ -20,7 +20,7 @@ from starlette.routing import Route
 from data_layer import FriendRecord, MemoryRecord, MemoryType, NotFoundError, scope_id
 
 from ..context import PROFILE_TYPES
-from ..history import base_key, memory_history
+from ..history import base_key, memory_history, revise
 from ..system import MemorySystem
 from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
 from ._http import (
@@ -414,7 +414,8 @@ async def edit_memory(request: Request) -> Response:
     if not content:
         raise HTTPProblem(400, "content must not be empty (delete the memory instead)")
     record = await _own_memory(request, user)
-    result = await system_of(request).layer.memory.upsert(
+    result = await revise(  # a profile item's earlier value stays as its history
+        system_of(request).layer.memory,
         user_id=user,
         memory_key=record.memory_key,
         content=content,

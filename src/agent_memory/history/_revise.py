@@ -1,0 +1,73 @@
+"""Changing a stored memory so that a profile item's earlier value is kept, whoever changes it.
+
+The archiver keeps a superseded profile value as an inactive version ``<key>--<id>`` (``metadata.history``,
+``valid_to``, ``superseded_by``). An edit by hand (the web page, ``agent-memory memory add --replace``,
+MCP ``update_memory``) changes the item just as much: :func:`revise` keeps the earlier value the same way,
+so ``agent-memory memory history KEY`` and answers "as of" a time before the edit still find it.
+
+>>> await revise(layer.memory, user_id="u1", memory_key="profile-residence", content="居住地: 深圳",
+...              memory_type="profile")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from data_layer import MemoryRecord, MemoryRepository, UpsertResult
+
+from ._validity import VERSION_SEPARATOR, aware, valid_from
+
+
+async def revise(
+    memory: MemoryRepository,
+    *,
+    user_id: str,
+    memory_key: str,
+    content: str,
+    memory_type: str = "general",
+    metadata: dict[str, Any] | None = None,
+    at: datetime | None = None,
+    **fields: Any,
+) -> UpsertResult:
+    """Store ``content`` under ``memory_key`` (``memory.upsert`` with ``fields``), keeping the current
+    value as an earlier version when the memory is a profile item whose content changes.
+
+    The kept version holds until ``at`` (default: now) and is superseded by ``memory_key``; the new value
+    holds from ``at`` and names the version it supersedes. Any other change (a new memory, another type,
+    the same content) is the plain upsert.
+    """
+    when = aware(at, "at") or datetime.now(UTC)
+    current = await memory.retrieve_memory(memory_key=memory_key, user_id=user_id, touch=False)
+    changes = (
+        current is not None
+        and "profile" in (current.memory_type, memory_type)
+        and current.content.strip() != content.strip()
+    )
+    meta = dict(metadata if metadata is not None else {})
+    if changes and current is not None:
+        old_key = await keep_version(memory, user_id=user_id, record=current, valid_to=when, superseded_by=memory_key)
+        meta |= {"valid_from": when.isoformat(), "valid_to": None, "superseded_by": None, "supersedes": old_key}
+    return await memory.upsert(
+        user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
+        metadata=meta, **fields,
+    )  # fmt: skip
+
+
+async def keep_version(
+    memory: MemoryRepository, *, user_id: str, record: MemoryRecord, valid_to: datetime, superseded_by: str
+) -> str:
+    """Store ``record`` as an inactive earlier version of its item, held until ``valid_to``; returns its key
+    (``<key>--<milliseconds since the epoch of valid_from>``, the next free one)."""
+    stamp = int(valid_from(record).timestamp() * 1000)
+    while True:
+        key = f"{record.memory_key}{VERSION_SEPARATOR}{stamp}"
+        if await memory.retrieve_memory(memory_key=key, user_id=user_id, touch=False, include_inactive=True) is None:
+            break
+        stamp += 1
+    meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
+    await memory.upsert(user_id=user_id, memory_key=key, content=record.content, summary=record.summary,
+                        memory_type=record.memory_type, friend_id=record.friend_id, metadata=meta,
+                        created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
+    await memory.delete(user_id=user_id, memory_key=key)
+    return key
