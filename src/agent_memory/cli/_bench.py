@@ -78,8 +78,11 @@ def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
     """The embedder ``--embedder`` names (``None`` for hashing; ``embedder_named`` refuses another name),
     the semantic share in effect and the name the report shows."""
     from ..search import embedder_named, semantic_share_for
+    from ..settings import load_settings
 
-    model = embedder_named(name)
+    # openai: the endpoint of the MEMORY_SEARCH_EMBEDDING_* settings, as the library reads them
+    model = embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
+                           if name == "openai" else None)  # fmt: skip
     return model, semantic_share_for(model, share), model.name if model is not None else "hashing"
 
 

@@ -7,6 +7,7 @@
 """
 
 from ._analyzer import SearchAnalyzer, memory_text
+from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
 from ._embeddings import (
     DEFAULT_SEMANTIC_SHARE,
     EMBEDDERS,
@@ -14,7 +15,9 @@ from ._embeddings import (
     HashingEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
+    above_floor,
     embedder_named,
+    similarity_floor,
     semantic_share_for,
 )
 from ._engine import CacheTTL, HybridMemorySearch
@@ -49,6 +52,7 @@ __all__ = [
     "SearchQuery",
     "SearchResultRanker",
     "SearchResults",
+    "SentenceEncoderEmbedder",
     "SentenceTransformerEmbedder",
     "SnapshotError",
     "SnapshotStore",
@@ -56,7 +60,10 @@ __all__ = [
     "WordNeighbours",
     "WordVectorEmbedder",
     "WordVectors",
+    "above_floor",
     "embedder_named",
+    "similarity_floor",
+    "sentence_encoder_installed",
     "memory_text",
     "packaged_neighbours",
     "packaged_word_vectors",

@@ -11,6 +11,7 @@ from ._informativeness import content_word, informativeness, unheld_weight
 from ._keywords import MEMORY_KEYWORDS_PROMPT, TYPE_KEYWORDS, KeywordExtractor, KeywordType, QueryKeyword
 from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
 from ._scan import ScanBudget
+from ._script import Script, script_of
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
 from ._thesaurus import Thesaurus, cilin_installed, cilin_thesaurus
@@ -26,6 +27,8 @@ from ._time_expressions import (
 from ._tokenize import Tokenizer, dictionary_cuts, ensure_jieba, is_cjk_word
 
 __all__ = [
+    "Script",
+    "script_of",
     "CHINESE_STOP_WORDS",
     "ENGLISH_STOP_WORDS",
     "FOLD_VERSION",
