@@ -320,14 +320,20 @@ class IndexOpsMixin(KeywordOpsMixin):
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
             revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
-            for memory_id, blob in vectors:
-                if memory_id in owned and isinstance(blob, bytes):
-                    await session.execute(
-                        update(AgentMemorySearchIndexTable)
-                        .where(AgentMemorySearchIndexTable.memory_id == memory_id)
-                        .values(embedder=name, embedding=blob, updated_at=utcnow())
-                    )
-                    done.append(memory_id)
+            rows = [
+                {"mid": memory_id, "blob": blob}
+                for memory_id, blob in vectors
+                if memory_id in owned and isinstance(blob, bytes)
+            ]
+            if rows:  # one statement, executed for every row (a batch of a background pass: hundreds)
+                table = AgentMemorySearchIndexTable.__table__
+                await session.execute(
+                    update(table)
+                    .where(table.c.memory_id == bindparam("mid"))
+                    .values(embedder=name, embedding=bindparam("blob"), updated_at=utcnow()),
+                    rows,
+                )
+                done.extend(r["mid"] for r in rows)
             if done:
                 await _revision.stamp(session, done, revision)
         if done:

@@ -36,19 +36,27 @@ async def ingest_cmd(
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help="Also analyse and embed as the library does with this embedder (e.g. use-m3), "
+        "timing the background pass and a query's embedding; unset: raw writes, no analysis"),  # fmt: skip
 ) -> None:
     """Write N synthetic zh+en memories into fresh databases and print rows/s per backend."""
     from ..bench import bench_ingest, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
+    model = _embedder(embedder, None)[0] if embedder is not None else None
+    if embedder is not None and model is None:
+        raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
+            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
+            results["sqlite"] = dataclasses.asdict(figures)
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
+            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
+            results["postgresql"] = dataclasses.asdict(figures)
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
