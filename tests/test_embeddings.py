@@ -3,63 +3,32 @@ are stored on write and reused by searches."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from agent_memory.search import HashingEmbedder, OpenAIEmbedder, SearchAnalyzer
 from agent_memory.search._embeddings import from_bytes, to_bytes
+from agent_memory.text import KeywordExtractor
 from data_layer import AgentFusionDataLayer
+from embedding_server import DIM, embedding_server
 from scripted import engine as make_engine
-
-DIM = 8
-NOW = datetime(2026, 3, 1, tzinfo=UTC)
-
-
-def _vector(text: str) -> list[float]:
-    """A toy embedding: character counts folded into DIM buckets (stable across runs)."""
-    out = [0.0] * DIM
-    for ch in text.lower():
-        out[ord(ch) % DIM] += 1.0
-    return out
-
-
-class _Handler(BaseHTTPRequestHandler):
-    inputs: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        type(self).inputs.extend(texts)
-        data = [{"object": "embedding", "index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
-        payload = json.dumps({"object": "list", "data": data, "model": body["model"],
-                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()  # fmt: skip
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    _Handler.inputs = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
+    with embedding_server() as server:
+        _inputs[:] = []
+        server.inputs = _inputs
+        yield server.url
+
+
+#: what the endpoint was asked, in order
+_inputs: list[str] = []
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 async def test_hashing_embedder_is_deterministic_and_normalised() -> None:
@@ -85,12 +54,12 @@ async def test_openai_endpoint_vectors_are_stored_and_reused(layer: AgentFusionD
     engine = make_engine(layer.memory, analyzer=SearchAnalyzer(embedder=embedder))
     await layer.memory.add(user_id="u", memory_key="a", content="aaaa aaaa", created_at=NOW)
     await layer.memory.add(user_id="u", memory_key="b", content="bbbb bbbb", created_at=NOW)
-    assert _Handler.inputs == ["aaaa aaaa", "bbbb bbbb"]  # embedded once, on write
+    assert _inputs == ["aaaa aaaa", "bbbb bbbb"]  # embedded once, on write
     hits = await engine.search("aaa", user_id="u", mode="semantic", now=NOW)
     assert [h.memory_key for h in hits] == ["a"] and hits[0].semantic > 0.9  # "b" shares no feature
     fresh = make_engine(layer.memory, analyzer=SearchAnalyzer(embedder=embedder))  # a new process
     await fresh.search("bbb", user_id="u", mode="semantic", now=NOW)
-    assert _Handler.inputs == ["aaaa aaaa", "bbbb bbbb", "aaa", "bbb"]  # only the queries were embedded
+    assert _inputs == ["aaaa aaaa", "bbbb bbbb", "aaa", "bbb"]  # only the queries were embedded
 
 
 async def test_wrong_dimension_is_a_clear_error(endpoint: str) -> None:
@@ -99,11 +68,15 @@ async def test_wrong_dimension_is_a_clear_error(endpoint: str) -> None:
         await embedder.embed(["x"])
 
 
-def test_analyzer_names_fit_the_stored_column() -> None:
+def test_a_change_of_embedder_does_not_reanalyse_the_words() -> None:
+    # the vector is stored with its embedder's name; the analysis name is the words' alone, so a new
+    # embedder re-embeds memories (in the background) without re-tokenising them
     long = SearchAnalyzer(embedder=OpenAIEmbedder(model="a-very-long-embedding-model-name-" * 3, dim=DIM,
                                                   base_url="http://127.0.0.1:9/v1"))  # fmt: skip
-    assert len(long.name) <= 64 and long.name != SearchAnalyzer().name
-    assert SearchAnalyzer(embedder=HashingEmbedder()).name != long.name
+    assert (
+        len(long.name) <= 64 and long.name == SearchAnalyzer().name == SearchAnalyzer(embedder=HashingEmbedder()).name
+    )
+    assert SearchAnalyzer(extractor=KeywordExtractor(max_keywords=2)).name != long.name
 
 
 async def test_the_first_hashing_embedding_imports_scikit_learn_off_the_event_loop(

@@ -166,9 +166,11 @@ async def test_a_short_sentence_of_everyday_words_does_not_recall_a_memory_holdi
     assert max((await _scores(system, message)).values()) < 0.5
 
 
-async def test_a_keyword_filter_is_searched_with_every_sentence_not_as_a_sentence_of_its_own(system: Any) -> None:
+async def test_a_keyword_filter_is_searched_with_every_sentence_not_as_a_sentence_of_its_own(words_system: Any) -> None:
     """The filter keywords are added to the searched text; after a "？" they would have been a sentence
-    of their own that every memory the filter lets through matches fully."""
+    of their own that every memory the filter lets through matches fully. (The words' scores: a sentence
+    encoder reads the "？" too.)"""
+    system = words_system
     memories = [NewMemory("port", "数据库端口改成了5433"), NewMemory("backup", "数据库每天凌晨备份")]
     await system.layer.memory.add_many(user_id="u1", memories=memories)
 

@@ -79,7 +79,10 @@ COMPANIONS = {
 #: loopback needs a token, the token is required; test_mcp); the spans' text by test_telemetry.
 ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
              "MEMORY_RECALL_MODEL_CLIENT", "MEMORY_SERVER_HOST", "MEMORY_SERVER_TOKEN",
-             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT", "MEMORY_TELEMETRY_CONTENT"}  # fmt: skip
+             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT", "MEMORY_TELEMETRY_CONTENT",
+             # the embedding endpoint's: test_embedding_endpoint (its URL, model, dimension, key, time-out)
+             "MEMORY_SEARCH_EMBEDDING_URL", "MEMORY_SEARCH_EMBEDDING_MODEL", "MEMORY_SEARCH_EMBEDDING_DIM",
+             "MEMORY_SEARCH_EMBEDDING_API_KEY", "MEMORY_SEARCH_EMBEDDING_TIMEOUT_S"}  # fmt: skip
 
 
 def test_every_setting_is_checked() -> None:

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import pickle
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,6 +30,15 @@ from data_layer import AgentFusionDataLayer, MissingPackageError
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 TABLE = WordVectors(["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
                     np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0, 0, 1], [0, 0.2, 1]]))  # fmt: skip
+
+
+@pytest.fixture
+async def system(db_url: str) -> AsyncIterator[MemorySystem]:
+    """The composition root with the word vectors named (the default is the sentence encoder: see
+    ``tests/test_sentence_encoder.py``): what this module tests."""
+    settings = load_settings(memory_database_url=db_url, memory_search_embedder="wordvec-zh")
+    async with MemorySystem.from_settings(settings) as built:
+        yield built
 
 
 async def test_a_text_is_the_weighted_mean_of_its_known_words() -> None:
@@ -66,6 +76,8 @@ async def test_a_query_the_embedder_cannot_read_keeps_its_word_scores(layer: Age
     plain = [(h.memory_key, h.score) for h in await words.search("sqlite wal mode", user_id="u1", now=NOW)]
     both = [(h.memory_key, h.score) for h in await mixed.search("sqlite wal mode", user_id="u1", now=NOW)]
     assert both == plain and plain[0][0] == "wal"
+    # the memories were analysed by ``words``, without vectors: ``mixed`` embeds them in the background
+    assert mixed.embedding is not None and await mixed.embedding.wait("u1") == 2
     films = await mixed.search("看科幻", user_id="u1", now=NOW)  # a known word: the vectors take part
     assert [h.memory_key for h in films] == ["film"] and films[0].semantic > 0.9
 
@@ -129,7 +141,9 @@ def test_the_embedder_names_agree_with_the_setting_and_a_missing_model_says_what
 
     assert get_args(EmbedderName) == EMBEDDERS
     assert embedder_named("hashing") is None
-    with pytest.raises(ValueError, match="unknown embedder 'bert': use auto, hashing, wordvec-zh or minilm"):
+    with pytest.raises(
+        ValueError, match="unknown embedder 'bert': use auto, hashing, wordvec-zh, use-m3, openai or minilm"
+    ):
         embedder_named("bert")
 
     def missing() -> None:
@@ -260,42 +274,56 @@ def test_a_blank_share_is_unset_and_a_bad_one_says_what_is_allowed(monkeypatch: 
 # -- the default embedder ("auto") --------------------------------------------------------------------
 
 
-async def test_the_default_embedder_is_the_word_vectors_when_installed_and_hashing_otherwise(
+async def test_the_default_embedder_is_the_sentence_encoder_then_the_word_vectors_then_hashing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``MEMORY_SEARCH_EMBEDDER`` unset: the word vectors (installed by ``make install``), known by name
-    without loading the table, so building the root does not wait for it; without the package, the
-    hashing embedder and no error (the setting was not asked for by name)."""
+    """``MEMORY_SEARCH_EMBEDDER`` unset: the packaged sentence encoder (a dependency), known by name
+    without loading it, so building the root does not wait for it; without its package the word vectors
+    (installed by ``make install``), without those too the hashing embedder, and no error (the setting
+    was not asked for by name)."""
+    from agent_memory.search import SentenceEncoderEmbedder, embedder_named
+    from agent_memory.search import _sentence_encoder as sentence_encoder
     from agent_memory.search import _word_vectors as word_vectors
-    from agent_memory.search import embedder_named
 
     settings = load_settings(memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
     assert settings.memory_search_embedder == "auto"
     async with MemorySystem.from_settings(settings) as system:
         embedder = system.search.analyzer.embedder
-        assert isinstance(embedder, WordVectorEmbedder) and not embedder.loaded
-        assert embedder.name == "wordvec-simplechinese-0.2.15-sif-d64" and not embedder.loaded
+        assert isinstance(embedder, SentenceEncoderEmbedder) and embedder.name.startswith("use-m3-")
         assert system.search.semantic_share == 0.3
         await system.search.warm_up()  # a server's start loads it, off the event loop
         assert embedder.loaded
+    monkeypatch.setattr(sentence_encoder, "sentence_encoder_installed", lambda: False)
+    async with MemorySystem.from_settings(settings) as system:
+        embedder = system.search.analyzer.embedder
+        assert isinstance(embedder, WordVectorEmbedder)
+        assert embedder.name == "wordvec-simplechinese-0.2.15-sif-d64" and not embedder.loaded
     monkeypatch.setattr(word_vectors, "packaged_vectors_installed", lambda package="": False)
     assert embedder_named("auto") is None
     async with MemorySystem.from_settings(settings) as system:
         assert system.search.analyzer.embedder is None and system.search.semantic_share == 0.0
 
 
-async def test_the_evidence_tools_keep_n_grams_unless_an_embedder_is_named(tmp_path: Path) -> None:
-    """The messages' ``semantic_search`` reports raw cosines against a ``min_score`` set on the n-gram
-    scale: the default embedder leaves it on n-grams, a named one serves both indexes."""
-    from agent_memory.search import HashingEmbedder
+async def test_the_evidence_tools_share_the_embedder_except_the_word_vectors_chosen_by_auto(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The messages' ``semantic_search`` uses the search's embedder (the sentence encoder by default, a
+    named one as named); only when ``auto`` falls back to the word vectors, whose averages put unrelated
+    sentences at 0.3-0.5, it keeps character n-grams."""
+    from agent_memory.search import HashingEmbedder, SentenceEncoderEmbedder
+    from agent_memory.search import _sentence_encoder as sentence_encoder
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
     async with MemorySystem.from_settings(load_settings(memory_database_url=url)) as system:
-        assert isinstance(system.messages_index.embedder, HashingEmbedder)
-        assert isinstance(system.search.embedder, WordVectorEmbedder)
+        assert isinstance(system.search.embedder, SentenceEncoderEmbedder)
+        assert system.messages_index.embedder is system.search.embedder
     named = load_settings(memory_database_url=url, memory_search_embedder="wordvec-zh")
     async with MemorySystem.from_settings(named) as system:
         assert system.messages_index.embedder is system.search.embedder
+    monkeypatch.setattr(sentence_encoder, "sentence_encoder_installed", lambda: False)
+    async with MemorySystem.from_settings(load_settings(memory_database_url=url)) as system:
+        assert isinstance(system.search.embedder, WordVectorEmbedder)
+        assert isinstance(system.messages_index.embedder, HashingEmbedder)
 
 
 async def test_by_default_a_likeness_in_meaning_alone_orders_the_list_under_the_threshold(system: object) -> None:
@@ -365,39 +393,51 @@ async def test_the_vectors_neither_lower_nor_raise_what_the_words_score(
     assert scores[0][0] == scores[1][0] and scores[0][1]  # the vectors took part, and changed nothing
 
 
-async def test_an_upgrade_whose_re_analysis_fails_once_loses_no_memory(
-    system: object, words_system: object, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+async def test_memories_written_without_vectors_are_embedded_later_and_a_failed_pass_loses_none(
+    system: object, words_system: object, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Memories analysed with words only (the default before) are re-analysed on the first search with
-    the vectors. When that re-analysis fails (a dropped connection: the search answers from what is
-    analysed, and says so in the log) or is cancelled (a recall round's time limit), the rows it had
-    taken out of the index are read again by the next search: before, they stayed out of the index,
-    and out of the snapshot saved from it, for good."""
-    from agent_memory.search import _engine
-
-    monkeypatch.setattr(_engine, "REANALYSIS_RETRY_S", 0.0)  # no back-off: the next search tries again
-    old, new = words_system.layer.memory, system.layer.memory  # type: ignore[attr-defined]
+    """Memories written by a words-only process (or while an embedding endpoint was down) are found by
+    their words at once and embedded in the background. A pass that fails (a dropped connection) says
+    so in the log and is tried again; one cut short leaves the rest to the next pass: every memory ends
+    up with the vectors' embedding, none is left out of the search meanwhile."""
+    old, new, search = words_system.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
+    search.embedding.retry_s = 0.0  # no back-off: the next pass tries again
     for i in range(40):
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
-    real = new.store_analysis
-    failed: list[int] = []
+    real = new.store_embeddings
+    down = [True]
 
-    async def once(**kwargs: object) -> object:
-        if not failed:
-            failed.append(1)
+    async def dropping(**kwargs: object) -> object:
+        if down[0]:
             raise ConnectionResetError("a dropped connection")
         return await real(**kwargs)
 
-    new.store_analysis = once
+    new.store_embeddings = dropping
+    name = search.embedder.name
     with caplog.at_level("WARNING"):
-        assert await system.search.search("熬夜", user_id="u1", limit=100) == []  # type: ignore[attr-defined]
-    assert "try again in 0 s" in caplog.text and "a dropped connection" in caplog.text
-    assert len(await system.search.search("熬夜", user_id="u1", limit=100)) == 40  # type: ignore[attr-defined]
+        assert len(await search.search("熬夜", user_id="u1", limit=100)) == 40  # the words find them at once
+        assert await search.embedding.wait("u1") == 0  # the pass the search started (or a new one) failed
+    assert "tried again in 0 s" in caplog.text and "a dropped connection" in caplog.text
+    assert len(await new.pending_embedding(user_id="u1", embedder=name)) == 40
+    down[0] = False
+    assert await search.embedding.wait("u1") == 40
+    assert await new.pending_embedding(user_id="u1", embedder=name) == []
     for i in range(40, 80):  # written again by a words-only process; the next search is cut short
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(system.search.search("熬夜", user_id="u1", limit=100), 0.001)  # type: ignore[attr-defined]
-    assert len(await system.search.search("熬夜", user_id="u1", limit=100)) == 80  # type: ignore[attr-defined]
+        await asyncio.wait_for(search.search("熬夜", user_id="u1", limit=100), 0.001)
+    assert len(await search.search("熬夜", user_id="u1", limit=100)) == 80
+    await search.embedding.wait("u1")
+    assert await new.pending_embedding(user_id="u1", embedder=name) == []
+
+
+@pytest.fixture
+async def other_keywords(db_url: str) -> AsyncIterator[MemorySystem]:
+    """A process on the same database whose keyword settings differ: its memories are analysed otherwise."""
+    settings = load_settings(memory_database_url=db_url, memory_search_embedder="hashing",
+                             memory_extraction_max_keywords=2)  # fmt: skip
+    async with MemorySystem.from_settings(settings) as built:
+        yield built
 
 
 def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_reinstall(
@@ -406,8 +446,11 @@ def test_a_damaged_install_leaves_auto_to_the_words_and_a_named_one_says_to_rein
     """The package's files listed but the vectors file cut short (an interrupted install, a full disk):
     ``auto`` falls back to words only instead of failing every write, and ``wordvec-zh`` named says
     how to install them again (before: "mmap length is greater than file size")."""
+    from agent_memory.search import _sentence_encoder as sentence_encoder
     from agent_memory.search import _word_vectors as word_vectors
     from agent_memory.search import embedder_named
+
+    monkeypatch.setattr(sentence_encoder, "sentence_encoder_installed", lambda: False)  # auto: the vectors next
 
     class _File:
         def __init__(self, path: Path) -> None:
@@ -489,7 +532,7 @@ async def test_the_first_embedding_loads_the_table_once_and_off_the_event_loop(m
 
 
 async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_backs_off(
-    system: object, words_system: object, monkeypatch: pytest.MonkeyPatch
+    system: object, other_keywords: MemorySystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Memories waiting for a re-analysis that keeps failing stay out of the index, while the user's
     other writes are seen at once (a new memory found, a deleted one gone, by the same question asked
@@ -497,7 +540,7 @@ async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_back
     and once it works the waiting memories come back, the deleted one not."""
     from agent_memory.search import _engine
 
-    old, new, search = words_system.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
+    old, new, search = other_keywords.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
     for key, text in (("cat", "我家的猫咪叫咪咪"), ("cat2", "猫咪最近胃口很好"), ("tea", "喜欢喝乌龙茶")):
         await old.add(user_id="u1", memory_key=key, content=text)
     real, tries = new.store_analysis, []
@@ -519,16 +562,16 @@ async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_back
 
 
 async def test_memories_analysed_by_other_settings_are_named_once_in_the_log(
-    system: object, words_system: object, caplog: pytest.LogCaptureFixture
+    system: object, other_keywords: MemorySystem, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Two processes with different embedders on one database re-analyse each other's memories on every
-    search: the log names both analyzers (once each), and what to do."""
-    old, search = words_system.layer.memory, system.search  # type: ignore[attr-defined]
+    """Two processes with different keyword settings on one database re-analyse each other's memories on
+    every search: the log names both analyzers (once each), and what to do."""
+    old, search = other_keywords.layer.memory, system.search  # type: ignore[attr-defined]
     with caplog.at_level("WARNING"):
         for i in range(2):
             await old.add(user_id="u1", memory_key=f"k{i}", content=f"周末看了一部科幻电影 第{i}次")
             assert len(await search.search("科幻电影", user_id="u1")) == i + 1
     said = [r.getMessage() for r in caplog.records if "are re-analysed with" in r.getMessage()]
     assert len(said) == 1
-    assert words_system.search.analyzer.name in said[0] and search.analyzer.name in said[0]  # type: ignore[attr-defined]
-    assert "MEMORY_SEARCH_EMBEDDER" in said[0]
+    assert other_keywords.search.analyzer.name in said[0] and search.analyzer.name in said[0]  # type: ignore[attr-defined]
+    assert "keyword settings" in said[0]

@@ -3,7 +3,7 @@
 Run from the repository root (one sqlite run, about 10 s)::
 
     .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.3]
-                                                       [--embedder hashing|wordvec-zh|minilm]
+                                                       [--embedder hashing|wordvec-zh|use-m3|minilm]
                                                        [--no-word-neighbours]
 
 It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,
@@ -43,6 +43,8 @@ async def other_users(
         layer.memory.set_analyzer(engine.analyzer)
         await load_dataset_into(layer, ds)
         users = sorted({d.user_id for d in ds.docs})
+        for user in users:
+            await engine.settle(user_id=user)
         listed = []
         for q in ds.queries:
             other = users[(users.index(q.user_id) + 1) % len(users)]

@@ -158,6 +158,27 @@ class IndexOpsMixin(KeywordOpsMixin):
             )
             return [record_of(r) for r in rows]
 
+    async def pending_embedding(self, *, user_id: str | int, embedder: str, limit: int = 256) -> list[MemoryRecord]:
+        """Active, analysed memories of the user with no vector of ``embedder`` (none stored, as when the
+        embedding endpoint failed at the write, or another embedder's): what a re-embedding pass embeds."""
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=10_000)
+        name = v.stored_text(embedder, name="embedder")
+        m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
+        async with self._db.read() as session:
+            rows = await session.scalars(
+                select(m)
+                .join(ix, ix.memory_id == m.id)
+                .where(
+                    m.user_id == uid,
+                    m.is_active.is_(True),
+                    or_(ix.embedder.is_(None), ix.embedder != name),
+                )
+                .order_by(m.created_at, m.id)
+                .limit(size)
+            )
+            return [record_of(r) for r in rows]
+
     async def pending_keyword_extraction(self, *, user_id: str | int, limit: int = 500) -> list[MemoryRecord]:
         """Active memories of the user still marked ``needs_keyword_extraction``."""
         uid = v.user_id(user_id)
@@ -245,11 +266,14 @@ class IndexOpsMixin(KeywordOpsMixin):
         if not all(isinstance(a, MemoryAnalysis) for _, a in analyses):
             raise InvalidInputError("analyses must pair memory ids with MemoryAnalysis values")
         done: list[uuid.UUID] = []
-        stmt = insert_updating(
-            self._db.backend,
-            AgentMemorySearchIndexTable,
-            conflict=["memory_id"],
-            update=["analyzer", "tokens", "embedder", "embedding", "updated_at"],
+        # an analysis without a vector (the embedding is left to a background pass) keeps the memory's
+        # stored one: its content did not change
+        with_vectors, words_only = (
+            insert_updating(self._db.backend, AgentMemorySearchIndexTable, conflict=["memory_id"], update=columns)
+            for columns in (
+                ["analyzer", "tokens", "embedder", "embedding", "updated_at"],
+                ["analyzer", "tokens", "updated_at"],
+            )
         )
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in analyses])
@@ -273,8 +297,13 @@ class IndexOpsMixin(KeywordOpsMixin):
                     }
                 )
                 done.append(memory_id)
+            for stmt, part in (
+                (with_vectors, [r for r in rows if r["embedding"] is not None]),
+                (words_only, [r for r in rows if r["embedding"] is None]),
+            ):
+                if part:
+                    await session.execute(stmt, part)
             if rows:
-                await session.execute(stmt, rows)
                 await _revision.stamp(session, done, revision)
         if done:
             self._changed(uid)
@@ -291,14 +320,20 @@ class IndexOpsMixin(KeywordOpsMixin):
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
             revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
-            for memory_id, blob in vectors:
-                if memory_id in owned and isinstance(blob, bytes):
-                    await session.execute(
-                        update(AgentMemorySearchIndexTable)
-                        .where(AgentMemorySearchIndexTable.memory_id == memory_id)
-                        .values(embedder=name, embedding=blob, updated_at=utcnow())
-                    )
-                    done.append(memory_id)
+            rows = [
+                {"mid": memory_id, "blob": blob}
+                for memory_id, blob in vectors
+                if memory_id in owned and isinstance(blob, bytes)
+            ]
+            if rows:  # one statement, executed for every row (a batch of a background pass: hundreds)
+                table = AgentMemorySearchIndexTable.__table__
+                await session.execute(
+                    update(table)
+                    .where(table.c.memory_id == bindparam("mid"))
+                    .values(embedder=name, embedding=bindparam("blob"), updated_at=utcnow()),
+                    rows,
+                )
+                done.extend(r["mid"] for r in rows)
             if done:
                 await _revision.stamp(session, done, revision)
         if done:

@@ -47,7 +47,7 @@ async def run_recall(
         layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, _ = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
-            await engine.refresh(user_id=user)
+            await engine.settle(user_id=user)
         users = sorted({d.user_id for d in dataset.docs})
         recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs = [], [], [], [], 0
         blocks, stranger_blocks = [], []
@@ -79,7 +79,7 @@ async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict
         layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         for i in range(0, len(items), 500):
             await layer.memory.add_many(user_id="bench-user", memories=items[i : i + 500])
-        await engine.refresh(user_id="bench-user")
+        await engine.settle(user_id="bench-user")
         texts = list(dict.fromkeys(synthetic_queries(queries * 3)))[:queries]
         agent = MemRecallAgent(engine, scope=Scope.of("bench-user"))
         await agent.recall([("user", texts[0] + " warm")])

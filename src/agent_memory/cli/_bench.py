@@ -36,19 +36,30 @@ async def ingest_cmd(
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+    embedder: str | None = typer.Option(
+        None,
+        "--embedder",
+        help="Also analyse and embed as the library does with this embedder (e.g. use-m3), "
+        "timing the background pass and a query's embedding; unset: raw writes, no analysis",
+    ),
 ) -> None:
     """Write N synthetic zh+en memories into fresh databases and print rows/s per backend."""
     from ..bench import bench_ingest, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
+    model = _embedder(embedder, None)[0] if embedder is not None else None
+    if embedder is not None and model is None:
+        raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
+            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
+            results["sqlite"] = dataclasses.asdict(figures)
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, memories=memories, batch=batch))
+            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
+            results["postgresql"] = dataclasses.asdict(figures)
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
@@ -78,8 +89,11 @@ def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
     """The embedder ``--embedder`` names (``None`` for hashing; ``embedder_named`` refuses another name),
     the semantic share in effect and the name the report shows."""
     from ..search import embedder_named, semantic_share_for
+    from ..settings import load_settings
 
-    model = embedder_named(name)
+    # openai: the endpoint of the MEMORY_SEARCH_EMBEDDING_* settings, as the library reads them
+    model = embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
+                           if name == "openai" else None)  # fmt: skip
     return model, semantic_share_for(model, share), model.name if model is not None else "hashing"
 
 

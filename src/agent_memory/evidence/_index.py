@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from data_layer import AgentFusionDataLayer, MessageRecord, Scope
 
-from ..search import Embedder, HashingEmbedder
+from ..search import Embedder, HashingEmbedder, above_floor, similarity_floor
 from ..search._scoring import bm25_idf, bm25_tf
 from ..text import Tokenizer, fold
 from ._query import ParsedQuery as ParsedQuery
@@ -255,8 +255,10 @@ class MessageIndex:
         limit: int = 10,
         min_score: float = 0.0,
     ) -> list[Hit]:
-        """Messages of ``scope`` most similar to ``query_text`` (cosine of the embedder's vectors),
-        at least ``min_score`` and above 0. Only the candidates are embedded, once each."""
+        """Messages of ``scope`` most similar to ``query_text``: the cosine of the embedder's vectors over
+        its ``similarity_floor`` rescaled to 0-1 (the search's rule, so ``min_score`` means the same with
+        every embedder; the n-grams' floor is 0), at least ``min_score`` and above 0. Only the
+        candidates are embedded, once each."""
         async with (u := self._user(scope.user_id)).lock:
             await self._refresh(u)
             _, cand = u.mask(scope, role, since, until)
@@ -271,7 +273,7 @@ class MessageIndex:
             query = (await self.embedder.embed([query_text]))[0]
             idx = np.flatnonzero(cand)
             scores = np.zeros(len(u.records))
-            scores[idx] = np.clip(u.vectors[idx] @ query, 0.0, 1.0)
+            scores[idx] = above_floor(np.clip(u.vectors[idx] @ query, 0.0, 1.0), similarity_floor(self.embedder))
             keep = idx[(scores[idx] > 0) & (scores[idx] >= min_score)]
             return self._ranked(u, keep, scores, limit=limit, after=None)
 

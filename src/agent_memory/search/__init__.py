@@ -14,8 +14,10 @@ from ._embeddings import (
     HashingEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
+    above_floor,
     embedder_named,
     semantic_share_for,
+    similarity_floor,
 )
 from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
@@ -24,6 +26,7 @@ from ._pipeline import Pipeline, SearchHit, SearchResults
 from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
+from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
 from ._word_neighbours import WordNeighbours, packaged_neighbours
 from ._word_vectors import WordVectorEmbedder, WordVectors, packaged_word_vectors
@@ -49,6 +52,7 @@ __all__ = [
     "SearchQuery",
     "SearchResultRanker",
     "SearchResults",
+    "SentenceEncoderEmbedder",
     "SentenceTransformerEmbedder",
     "SnapshotError",
     "SnapshotStore",
@@ -56,10 +60,13 @@ __all__ = [
     "WordNeighbours",
     "WordVectorEmbedder",
     "WordVectors",
+    "above_floor",
     "embedder_named",
     "memory_text",
     "packaged_neighbours",
     "packaged_word_vectors",
     "semantic_share_for",
+    "sentence_encoder_installed",
+    "similarity_floor",
     "snapshot_folder",
 ]

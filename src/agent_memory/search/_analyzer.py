@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Callable, Sequence
 
 from data_layer import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
 
 from ..text import KeywordExtractor, Tokenizer
-from ._embeddings import Embedder, to_bytes
+from ._embeddings import Embedder, Vectors, to_bytes
+
+logger = logging.getLogger(__name__)
 
 #: Texts longer than this are tokenised in a worker thread, so a huge memory does not stall every other
 #: request of the process (tokenising 100 KB of Chinese takes 0.1 s, of rare characters up to 2 s).
 OFF_LOOP_CHARS = 8_000
+#: Most memories of one write embedded with it. A chat's archiving run writes a few gists, embedded at
+#: once; a bulk write (``add_many``, an import) stores the words and leaves the vectors to the engine's
+#: background pass, so a sentence encoder's cost (milliseconds a text) does not bound how fast memories
+#: can be written. Until the pass is done, those memories are found by their words.
+INLINE_VECTORS = 64
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -47,6 +55,10 @@ class SearchAnalyzer:
     :attr:`name` is stored with every analysis. The search engine re-analyses (and re-indexes) every
     memory whose stored name differs from the running analyzer's, on the user's next search; so a
     change of the folding rule (``FOLD_VERSION``, part of the tokenizer's name) re-folds old memories.
+    The vector is stored with its embedder's name instead, apart from the name: a write whose embedding
+    fails (an endpoint down or past its time-out) stores the words without it, with a warning, and a
+    change of embedder re-embeds memories in the background (``HybridMemorySearch``) without analysing
+    their words again.
     """
 
     def __init__(
@@ -66,9 +78,8 @@ class SearchAnalyzer:
 
     @property
     def name(self) -> str:
-        """Tokenizer, keyword extractor and embedder names: a change of any of them re-analyses memories."""
-        embedder = self.embedder.name if self.embedder is not None else "none"
-        full = f"{self.tokenizer.name}|{self.extractor.name}|{embedder}" + ("|topics" if self.topics else "")
+        """Tokenizer and keyword extractor names: a change of either re-analyses memories."""
+        full = f"{self.tokenizer.name}|{self.extractor.name}" + ("|topics" if self.topics else "")
         if len(full) <= 64:  # the stored column's size
             return full
         return f"{full[:47]}~{hashlib.sha1(full.encode()).hexdigest()[:16]}"
@@ -84,7 +95,7 @@ class SearchAnalyzer:
     async def analyze_texts(self, items: Sequence[tuple[str, str, str]]) -> list[MemoryAnalysis]:
         """Analyses of ``(summary, content, memory_type)`` triples."""
         texts = [memory_text(summary, content) for summary, content, _ in items]
-        vectors = await self.embedder.embed(texts) if self.embedder is not None and texts else None
+        vectors = await self.vectors(texts) if len(texts) <= INLINE_VECTORS else None
         analyses = []
         for i, (summary, content, memory_type) in enumerate(items):
             keywords = await self.keywords(summary=summary, content=content, memory_type=memory_type)
@@ -103,6 +114,23 @@ class SearchAnalyzer:
                 )
             )
         return analyses
+
+    async def vectors(self, texts: Sequence[str]) -> Vectors | None:
+        """The embedder's vectors of ``texts``, or ``None`` with no embedder or when embedding fails (logged
+        as a warning: the memories are stored with their words, and re-embedded later)."""
+        if self.embedder is None or not texts:
+            return None
+        try:
+            return await self.embedder.embed(texts)
+        except Exception as exc:  # an endpoint down, a time-out: the write goes on without vectors
+            logger.warning(
+                "embedding %d memories with %s failed (%s); they are stored without vectors and re-embedded "
+                "by a later search",
+                len(texts),
+                self.embedder.name,
+                exc,
+            )
+            return None
 
     async def keywords(self, *, summary: str, content: str, memory_type: str | None) -> list[KeywordInput]:
         """Keywords of one memory: the LLM's when the extractor has a model client, else offline; then,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,9 @@ import numpy.typing as npt
 from data_layer import MissingPackageError
 
 from ..text import fold
+
+if TYPE_CHECKING:
+    from ..settings import EmbeddingEndpoint
 
 Vectors = npt.NDArray[np.float32]
 
@@ -47,6 +50,28 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, L2-normalised (a zero row for a text with no features)."""
         ...
+
+
+#: An embedding cosine under this says nothing (``Pipeline.semantic``, the evidence tools' scores),
+#: unless the embedder states its own (:func:`similarity_floor`).
+SEMANTIC_FLOOR = 0.3
+
+
+def similarity_floor(embedder: object) -> float:
+    """The cosine under which the embedder's likeness says nothing: its ``similarity_floor`` when it
+    states one (a model's cosines have a scale of their own), else :data:`SEMANTIC_FLOOR`.
+
+    >>> similarity_floor(HashingEmbedder()), similarity_floor(object())
+    (0.0, 0.3)
+    """
+    floor = getattr(embedder, "similarity_floor", SEMANTIC_FLOOR)
+    return float(floor) if isinstance(floor, int | float) and 0.0 <= floor < 1.0 else SEMANTIC_FLOOR
+
+
+def above_floor(cosines: npt.ArrayLike, floor: float) -> npt.NDArray[np.float64]:
+    """Cosines rescaled so the floor is 0 and 1 stays 1 (what is under the floor is 0)."""
+    c = np.asarray(cosines, dtype=np.float64)
+    return np.maximum(c - floor, 0.0) / (1.0 - floor)
 
 
 def l2_normalise(matrix: npt.ArrayLike) -> Vectors:
@@ -79,6 +104,9 @@ class HashingEmbedder:
     and MCP start paid, although with the word vectors installed (the default) this embedder only
     serves the evidence tools' ``semantic_search``.
     """
+
+    #: Texts that share no word piece score 0: any cosine above it says something.
+    similarity_floor = 0.0
 
     def __init__(self, *, dim: int = 256, ngram_range: tuple[int, int] = (2, 4)) -> None:
         if not 16 <= dim <= 8192:
@@ -175,7 +203,9 @@ class SentenceTransformerEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama's OpenAI API, ...)."""
+    """An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, llama.cpp, Ollama's OpenAI API, ...),
+    asked ``batch_size`` texts a request, each request bounded by ``timeout_s`` (``MEMORY_SEARCH_EMBEDDER=
+    openai`` and the ``MEMORY_SEARCH_EMBEDDING_*`` settings)."""
 
     def __init__(
         self,
@@ -185,14 +215,20 @@ class OpenAIEmbedder:
         base_url: str | None = None,
         api_key: str = "not-needed",
         batch_size: int = 128,
+        timeout_s: float = 10.0,
         client: Any = None,
     ) -> None:
         from openai import AsyncOpenAI
 
+        if not timeout_s > 0:
+            raise ValueError("timeout_s must be positive")
         self._model_name = model
         self._dim_value = dim
         self._batch = batch_size
-        self._client = client or AsyncOpenAI(base_url=base_url, api_key=api_key)
+        # no retries of its own: a failed write's vectors come from the engine's background pass
+        self._client = client or AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
+        )
 
     @property
     def name(self) -> str:
@@ -217,7 +253,7 @@ class OpenAIEmbedder:
 
 
 #: The names ``MEMORY_SEARCH_EMBEDDER`` and ``--embedder`` take.
-EMBEDDERS = ("auto", "hashing", "wordvec-zh", "minilm")
+EMBEDDERS = ("auto", "hashing", "wordvec-zh", "use-m3", "openai", "minilm")
 #: The most of the hybrid text score that embedding similarity gives a memory (where its words give
 #: less) when a stored embedder is in use and no share is set (``Pipeline.semantic``). Chosen with the
 #: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, same data,
@@ -227,25 +263,32 @@ EMBEDDERS = ("auto", "hashing", "wordvec-zh", "minilm")
 DEFAULT_SEMANTIC_SHARE = 0.3
 
 
-def embedder_named(name: str) -> Embedder | None:
+def embedder_named(name: str, *, endpoint: EmbeddingEndpoint | None = None) -> Embedder | None:
     """The embedder a setting names (``MEMORY_SEARCH_EMBEDDER``): ``hashing`` is ``None`` (the engine's
     own :class:`HashingEmbedder`, computed when needed, never stored), ``wordvec-zh`` the packaged
-    Chinese word vectors, ``minilm`` the packaged all-MiniLM-L6-v2, and ``auto`` (the default) the word
-    vectors when their package is installed and ``None`` otherwise. Raises ``ValueError`` for another
+    Chinese word vectors, ``use-m3`` the packaged multilingual sentence encoder, ``openai`` the
+    ``endpoint`` (an OpenAI-compatible ``/v1/embeddings``), ``minilm`` the packaged all-MiniLM-L6-v2,
+    and ``auto`` (the default) the sentence encoder when its package is installed (a dependency of the
+    library), else the word vectors when theirs is, else ``None``. Raises ``ValueError`` for another
     name; ``wordvec-zh`` and ``minilm`` raise ``data_layer.MissingPackageError`` with the install command
-    when missing. Nothing loads here: the word vectors load on first use or at a server's warm-up.
+    when missing. Nothing loads here: a model loads on first use or at a server's warm-up.
 
-    Why the word vectors by default: they find what is told in other words (``agent-memory bench
-    retrieval``, against words only: the Chinese allusion set's recall@5 / @10 0.435 / 0.613 -> 0.571 /
-    0.792, recall@3 0.316 -> 0.304; MemDaily recall@3 0.774 -> 0.780; LoCoMo recall@10 0.744 -> 0.746),
-    and a memory alike in meaning alone scores under the recall's 0.5 threshold while the words'
-    scores stay as they were (``Pipeline.semantic``), so the recall block gets nothing from them alone.
+    Why the sentence encoder by default: it reads a sentence, not single words, and across languages,
+    so it finds what was told in other words or in the other language; the word vectors stay in use as
+    the query words' neighbours (``WordNeighbours``). The figures behind the choice are in the README
+    ("Meaning beyond shared words"). A memory alike in meaning alone scores under the recall's 0.5
+    threshold in its own language (``Pipeline.semantic``): meaning finds and orders, the words decide.
 
     >>> embedder_named("hashing") is None
     True
     """
     if name == "hashing":
         return None
+    if name == "auto":
+        from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
+
+        if sentence_encoder_installed():
+            return SentenceEncoderEmbedder()
     if name in ("wordvec-zh", "auto"):
         from ._word_vectors import WordVectorEmbedder, packaged_vectors_installed
 
@@ -255,6 +298,20 @@ def embedder_named(name: str) -> Embedder | None:
         if name == "wordvec-zh":
             embedder.prepare()  # named on purpose: a missing or damaged package is said now
         return embedder
+    if name == "use-m3":
+        from ._sentence_encoder import INSTALL_HINT, SentenceEncoderEmbedder, sentence_encoder_installed
+
+        if not sentence_encoder_installed():  # named on purpose: said now, not at the first write
+            raise MissingPackageError(f"the sentence encoder is not installed: {INSTALL_HINT}")
+        return SentenceEncoderEmbedder()
+    if name == "openai":
+        if endpoint is None:
+            raise ValueError(
+                "the openai embedder needs its endpoint: set MEMORY_SEARCH_EMBEDDING_URL, "
+                "MEMORY_SEARCH_EMBEDDING_MODEL and MEMORY_SEARCH_EMBEDDING_DIM"
+            )
+        return OpenAIEmbedder(model=endpoint.model, dim=endpoint.dim, base_url=endpoint.base_url,
+                              api_key=endpoint.api_key, timeout_s=endpoint.timeout_s)  # fmt: skip
     if name == "minilm":
         try:
             return SentenceTransformerEmbedder.minilm()

@@ -52,8 +52,9 @@ from data_layer import MemoryRecord
 
 from ..history import lapsed
 from ..telemetry import SEARCH_SPAN, note
-from ..text import TimeRange, content_word, informativeness, unheld_weight
+from ..text import TimeRange, content_word, informativeness, script_of, unheld_weight
 from . import _components as c
+from ._embeddings import above_floor, similarity_floor
 from ._index import UserIndex
 from ._parts import sentence_parts
 from ._query import SearchQuery
@@ -70,8 +71,35 @@ FloatArray = npt.NDArray[np.float64]
 RERANK_DEPTH = 30
 #: How many of the candidates nearest in meaning keep their embedding similarity (see ``semantic``).
 SEMANTIC_DEPTH = 1000
-#: In hybrid search, an embedding cosine under this says nothing (see ``Pipeline.semantic``).
-SEMANTIC_FLOOR = 0.3
+
+
+#: The calibrated score at which the words support a memory (the recall's default similarity threshold:
+#: see ``calibrate``). Under it, the memories nearest in meaning take an equal part in the order
+#: (:func:`fuse_ranks`): a message that alludes to something in other words is ordered by meaning as
+#: much as by its few shared words; over it, the words decide, as a question that names its subject is
+#: answered by the memories that name it (a sentence encoder ranks "what did Caroline research?" with
+#: every memory of Caroline alike). The scores themselves never change: the recall still takes what the
+#: words support.
+WORDS_DECIDE = 0.5
+#: The constant of reciprocal rank fusion: a place ``r`` (from 0) in a list counts ``1 / (RRF_K + r + 1)``.
+#: 60 is the value of its authors (Cormack, Clarke and Buettcher, 2009), used as is, not fitted here.
+RRF_K = 60
+
+
+def fuse_ranks(words: Sequence[int], meaning: Sequence[int]) -> list[int]:
+    """``words`` (the ranker's order) re-ordered by reciprocal rank fusion with ``meaning`` (the same
+    candidates nearest in meaning first, or some of them): the words and the meaning each place a memory,
+    and the one both place high comes first. Ties keep the words' order.
+
+    >>> fuse_ranks([1, 2, 3], [3])
+    [3, 1, 2]
+    """
+    place = {slot: r for r, slot in enumerate(meaning)}
+    value = {
+        slot: 1.0 / (RRF_K + r + 1) + (1.0 / (RRF_K + place[slot] + 1) if slot in place else 0.0)
+        for r, slot in enumerate(words)
+    }
+    return sorted(words, key=lambda slot: -value[slot])
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,13 +216,20 @@ class Pipeline:
             rel = c.lift_replies(self.index, rel, mask)
             rel = self.speaker(query, rel, mask)
         scores = self.threshold(query, self.time(query, rel))
-        ordered = top_k(scores, max(query.limit, RERANK_DEPTH), tie_key=self.index.tie_key)
-        if not ordered:
+        depth = max(query.limit, RERANK_DEPTH)
+        ordered = top_k(scores, depth, tie_key=self.index.tie_key)
+        nearest = self.nearest(scores, depth) if lexical and query.mode == "hybrid" else []
+        if ordered and float(scores[ordered[0]]) >= WORDS_DECIDE:
+            nearest = []  # the words support a memory: their order stands
+        pool = ordered + [s for s in nearest if s not in set(ordered)]
+        if not pool:
             return []
-        records = await self.engine._records(query.scope.user_id, self.index, ordered)
-        rank, ordered = self.rank(query, scores, records, ordered)
+        records = await self.engine._records(query.scope.user_id, self.index, pool)
+        rank, ordered = self.rank(query, scores, records, pool)
         if lexical:
             ordered = self.coverage(rank, weights, ordered, picks=query.limit)
+        if nearest:
+            ordered = fuse_ranks(ordered, [s for s in nearest if s in rank])
         at = query.as_of or query.at
         return [self._hit(s, records[s], scores, rank, at) for s in ordered[: query.limit]]
 
@@ -296,7 +331,7 @@ class Pipeline:
 
         In hybrid mode a memory's text score is the stronger of two kinds of evidence: its words, or its
         likeness in meaning, ``share * above``, where ``above`` is the cosine over
-        :data:`SEMANTIC_FLOOR` rescaled to 0-1. So the words' score is never lowered (taken as a share
+        the embedder's :func:`similarity_floor` rescaled to 0-1. So the words' score is never lowered (taken as a share
         of it, the vectors put "下周要做季度项目汇报" under the recall threshold for "汇报越来越近了") nor
         raised (added to it, they lifted weak word matches over the threshold: searched in another
         user's memories, where nothing is about them, 16 of the 84 allusion questions listed a memory at
@@ -320,11 +355,35 @@ class Pipeline:
                 raise
             logger.warning("embedding the query failed; this search matches words only", exc_info=True)
             return
-        floor = SEMANTIC_FLOOR if query.mode == "hybrid" else 0.0
+        floor = similarity_floor(engine.embedder) if query.mode == "hybrid" else 0.0
         self.semantic_ = c.semantic(self.index, vector, among=mask, depth=SEMANTIC_DEPTH, floor=floor)
         if query.mode == "hybrid" and self.semantic_.any():
-            above = np.maximum(self.semantic_ - SEMANTIC_FLOOR, 0.0) / (1.0 - SEMANTIC_FLOOR)
-            self.text = np.maximum(self.text, engine.semantic_share * above)
+            above = above_floor(self.semantic_, floor)
+            share = np.full(self.index.capacity, engine.semantic_share)
+            share[self.other_script(query.text)] = 1.0
+            self.text = np.maximum(self.text, share * above)
+
+    def other_script(self, text: str) -> list[int]:
+        """The memories near in meaning written in a script the query does not use (a Chinese memory for
+        an English question, and the other way round): no word can relate them, so the likeness of a
+        multilingual embedder counts whole there, and a strong one (a cosine of about 0.5 with the
+        sentence encoder) reaches the recall's threshold. An unrelated memory in the other language
+        stays near 0 (the sentence encoder's cosines of unrelated texts are mostly under its floor)."""
+        asked = script_of(text)
+        if asked is None:
+            return []
+        memory = self.index.memory
+        return [
+            int(s)
+            for s in np.flatnonzero(self.semantic_ > 0)
+            if (told := script_of(" ".join(memory(int(s)).terms))) is not None and told != asked
+        ]
+
+    def nearest(self, scores: FloatArray, depth: int) -> list[int]:
+        """The ``depth`` listed memories nearest the query in meaning (by cosine, over the embedder's
+        :func:`similarity_floor`), nearest first; none without vectors."""
+        likeness = np.where(scores > 0, self.semantic_, 0.0)
+        return top_k(likeness, depth, tie_key=self.index.tie_key)
 
     def speaker(self, query: SearchQuery, rel: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
         """``rel`` with the other speakers' memories weighed less when the query names exactly one person

@@ -9,6 +9,7 @@ from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
 from ._settings import (
     AgentMemorySettings,
+    EmbeddingEndpoint,
     SearchMode,
     SettingsError,
     default_database_url,
@@ -18,6 +19,7 @@ from ._settings import (
 __all__ = [
     "AgentMemorySettings",
     "ChatSettings",
+    "EmbeddingEndpoint",
     "MemoryRecallSettings",
     "SearchMode",
     "SettingsError",

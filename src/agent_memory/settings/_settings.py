@@ -13,6 +13,7 @@ import math
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-EmbedderName = Literal["auto", "hashing", "wordvec-zh", "minilm"]
+EmbedderName = Literal["auto", "hashing", "wordvec-zh", "use-m3", "openai", "minilm"]
 
 APP_NAME = "agent-fusion-memory"
 
@@ -35,6 +36,17 @@ _log = logging.getLogger(__name__)
 def default_database_url() -> str:
     """A SQLite file in the per-user data directory (e.g. ``~/.local/share/agent-fusion-memory``)."""
     return f"sqlite+aiosqlite:///{Path(user_data_dir(APP_NAME)) / 'memory.db'}"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingEndpoint:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint (``MEMORY_SEARCH_EMBEDDING_*``)."""
+
+    base_url: str
+    model: str
+    dim: int
+    api_key: str = ""
+    timeout_s: float = 10.0
 
 
 class SettingsError(ValueError):
@@ -64,8 +76,17 @@ class AgentMemorySettings(BaseSettings):
     memory_search_half_life_days: int = Field(30, ge=1, le=3650)
     #: What turns memories and queries into vectors: auto (wordvec-zh when its package is installed, as
     #: ``make install`` does, else hashing), hashing (character n-grams, no model), wordvec-zh (packaged
-    #: Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2, an optional extra).
+    #: Chinese word vectors), use-m3 (the packaged multilingual sentence encoder), openai (an
+    #: OpenAI-compatible ``/v1/embeddings`` endpoint, the ``MEMORY_SEARCH_EMBEDDING_*`` settings below)
+    #: or minilm (packaged all-MiniLM-L6-v2, an optional extra).
     memory_search_embedder: EmbedderName = "auto"
+    #: The endpoint of ``MEMORY_SEARCH_EMBEDDER=openai``: its base URL (vLLM, llama.cpp, Ollama, OpenAI:
+    #: "http://127.0.0.1:8000/v1"), model, key (empty for none), vector dimension and time-out per request.
+    memory_search_embedding_url: str = ""
+    memory_search_embedding_model: str = ""
+    memory_search_embedding_api_key: str = ""
+    memory_search_embedding_dim: int | None = Field(None, ge=8, le=16_384)
+    memory_search_embedding_timeout_s: float = Field(10.0, gt=0.0, le=600.0)
     #: The most of the hybrid text score that likeness in meaning gives a memory whose words give less
     #: (0: words only; unset: 0.3 with a stored embedder, 0 with hashing).
     memory_search_semantic_share: float | None = Field(None, ge=0.0, le=1.0)
@@ -167,6 +188,31 @@ class AgentMemorySettings(BaseSettings):
                              "header carries: remove it")  # fmt: skip
         return value
 
+    @field_validator("memory_search_embedding_dim", mode="before")
+    @classmethod
+    def _blank_dim_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _endpoint_is_complete(self) -> AgentMemorySettings:
+        """``MEMORY_SEARCH_EMBEDDER=openai`` needs the endpoint's URL, model and dimension."""
+        if self.memory_search_embedder == "openai":
+            missing = [
+                name
+                for name, value in (
+                    ("MEMORY_SEARCH_EMBEDDING_URL", self.memory_search_embedding_url.strip()),
+                    ("MEMORY_SEARCH_EMBEDDING_MODEL", self.memory_search_embedding_model.strip()),
+                    ("MEMORY_SEARCH_EMBEDDING_DIM", self.memory_search_embedding_dim),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(
+                    f"MEMORY_SEARCH_EMBEDDER=openai needs {', '.join(missing)} (e.g. "
+                    "MEMORY_SEARCH_EMBEDDING_URL=http://127.0.0.1:8000/v1, the model's name and its vector size)"
+                )
+        return self
+
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> AgentMemorySettings:
         total = (
@@ -181,6 +227,18 @@ class AgentMemorySettings(BaseSettings):
                 "so that relevance scores stay in 0-1"
             )
         return self
+
+    def embedding_endpoint(self) -> EmbeddingEndpoint | None:
+        """The endpoint ``MEMORY_SEARCH_EMBEDDER=openai`` names (``None`` for another embedder)."""
+        if self.memory_search_embedder != "openai" or self.memory_search_embedding_dim is None:
+            return None
+        return EmbeddingEndpoint(
+            base_url=self.memory_search_embedding_url.strip(),
+            model=self.memory_search_embedding_model.strip(),
+            api_key=self.memory_search_embedding_api_key,
+            dim=self.memory_search_embedding_dim,
+            timeout_s=self.memory_search_embedding_timeout_s,
+        )
 
     def recall_model_client(self) -> Any:
         """The configured recall model client (``MEMORY_RECALL_MODEL_CLIENT``), or ``None`` for the

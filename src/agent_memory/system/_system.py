@@ -55,6 +55,7 @@ from ..search import (
     HybridMemorySearch,
     SearchAnalyzer,
     SnapshotStore,
+    WordVectorEmbedder,
     embedder_named,
     semantic_share_for,
     snapshot_folder,
@@ -97,7 +98,7 @@ class MemorySystem:
         )
         embedder_given = embedder is not None
         if embedder is None:
-            embedder = embedder_named(s.memory_search_embedder)
+            embedder = embedder_named(s.memory_search_embedder, endpoint=s.embedding_endpoint())
         self.search = HybridMemorySearch(
             layer.memory,
             analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder, topics=statement_topics),
@@ -126,13 +127,14 @@ class MemorySystem:
             injection=s.memory_recall_injection,
         )
         #: The chat messages as evidence (seed 003): BM25 with quoted phrases and embeddings, per user.
-        #: Its ``semantic_search`` reports raw cosines, and the evidence skill's ``min_score`` (0.2) is on
-        #: the character n-gram scale, where unrelated texts score near 0; the word vectors put unrelated
-        #: Chinese texts at 0.3-0.5 and cited last week's messages for "我们上周聊了什么". So the default
-        #: embedder (``auto``) keeps n-grams here; one named in the settings or passed in serves both.
-        named = s.memory_search_embedder != "auto" or embedder_given
+        #: Its ``semantic_search`` scores likeness over the embedder's floor, as the search does. The
+        #: search's embedder serves it too, except the word vectors chosen by ``auto`` (when the sentence
+        #: encoder is missing): averaged word vectors put unrelated Chinese sentences at 0.3-0.5 and cited
+        #: last week's messages for "我们上周聊了什么", so character n-grams serve it then.
+        words_only = isinstance(self.search.embedder, WordVectorEmbedder) and not embedder_given and (
+            s.memory_search_embedder == "auto")  # fmt: skip
         self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
-                                           embedder=self.search.embedder if named else None)  # fmt: skip
+                                           embedder=None if words_only else self.search.embedder)  # fmt: skip
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
         #: One turn and one archiving run per chat at a time (shared with the other worker processes of
         #: a web server when built with their lock file).
@@ -227,6 +229,7 @@ class MemorySystem:
     async def close(self) -> None:
         """Finish background archiving, then release the database connections."""
         await self.session_archiver.drain()
+        await self.search.close()
         await self.layer.close()
 
     async def __aenter__(self) -> MemorySystem:

