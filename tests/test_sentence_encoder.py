@@ -14,7 +14,7 @@ import pytest
 from agent_memory.search import SentenceEncoderEmbedder, embedder_named
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
-from data_layer import NewMemory
+from data_layer import NewMemory, NewMessage
 
 ZH_OTHERS = ("周末去超市买了很多水果", "最近在学弹吉他", "明天要去银行办卡", "我老公做饭很好吃")
 EN_OTHERS = (
@@ -94,3 +94,21 @@ async def test_memories_of_a_bulk_write_are_found_by_words_first_and_embedded_in
     assert await memory.pending_embedding(user_id="u1", embedder=name) == []
     hits = await system.search.search("What's my cat called?", user_id="u1", limit=3)
     assert hits[0].memory_key == "cat"
+
+
+async def test_evidence_recall_finds_the_message_in_the_other_language(system: MemorySystem) -> None:
+    """The messages' ``semantic_search`` uses the same encoder: an English question finds the Chinese
+    message that answers it, and the other user's message is never listed."""
+    said = ["周末去超市买了很多水果", "我喜欢科幻电影，不喜欢恐怖片", "最近在学弹吉他"]
+    await system.layer.messages.append_many(
+        user_id="u1", messages=[NewMessage(role="user", content=text) for text in said]
+    )
+    (theirs,) = await system.layer.messages.append_many(
+        user_id="u2", messages=[NewMessage(role="user", content=said[1])]
+    )
+    box = system.evidence_toolbox(system.scope("u1"))
+    out = await box.semantic_search("What kind of movies do I dislike?", top_k=3, min_score=0.0)
+    assert out.success and out.messages and out.messages[0].content == said[1]
+    assert theirs.id not in {m.message_id for m in out.messages}
+    unrelated = await box.semantic_search("How do I renew my passport?", top_k=3, min_score=0.2)
+    assert unrelated.messages == []

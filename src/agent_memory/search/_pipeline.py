@@ -349,7 +349,7 @@ class Pipeline:
         engine = self.engine
         try:
             await engine._ensure_vectors(self.index)
-            vector = (await engine.embedder.embed([query.text]))[0]
+            vector = await engine.query_vector(query.text)
         except Exception:
             if query.mode != "hybrid":
                 raise
