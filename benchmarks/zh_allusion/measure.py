@@ -3,7 +3,7 @@
 Run from the repository root (one sqlite run, about 10 s)::
 
     .venv/bin/python benchmarks/zh_allusion/measure.py [--mode hybrid|keyword|semantic] [--semantic-share 0.3]
-                                                       [--embedder hashing|wordvec-zh|use-m3|minilm]
+                                                       [--embedder hashing|wordvec-zh|use-m3|openai|minilm]
                                                        [--no-word-neighbours]
 
 It uses the same pieces as ``agent-memory bench retrieval --dataset generic`` (reader, engine run,

@@ -74,8 +74,9 @@ SEMANTIC_SHARE_OPTION = typer.Option(
 EMBEDDER_OPTION = typer.Option(
     "auto",
     "--embedder",
-    help="auto (default, as the library: wordvec-zh when installed, else hashing), hashing (no model), "
-    "wordvec-zh (packaged Chinese word vectors) or minilm (packaged all-MiniLM-L6-v2; the "
+    help="auto (default, as the library: use-m3, else wordvec-zh when installed, else hashing), hashing "
+    "(no model), wordvec-zh (packaged Chinese word vectors), use-m3 (packaged multilingual sentence encoder), "
+    "openai (the MEMORY_SEARCH_EMBEDDING_* endpoint) or minilm (packaged all-MiniLM-L6-v2; the "
     "sentence-transformers extra)",
 )
 WORD_NEIGHBOURS_OPTION = typer.Option(

@@ -16,6 +16,7 @@ from ._embeddings import (
     SentenceTransformerEmbedder,
     above_floor,
     embedder_named,
+    reads_sentences,
     semantic_share_for,
     similarity_floor,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "memory_text",
     "packaged_neighbours",
     "packaged_word_vectors",
+    "reads_sentences",
     "semantic_share_for",
     "sentence_encoder_installed",
     "similarity_floor",

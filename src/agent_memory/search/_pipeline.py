@@ -54,7 +54,7 @@ from ..history import lapsed
 from ..telemetry import SEARCH_SPAN, note
 from ..text import TimeRange, content_word, informativeness, script_of, unheld_weight
 from . import _components as c
-from ._embeddings import above_floor, similarity_floor
+from ._embeddings import above_floor, reads_sentences, similarity_floor
 from ._index import UserIndex
 from ._parts import sentence_parts
 from ._query import SearchQuery
@@ -73,6 +73,8 @@ RERANK_DEPTH = 30
 SEMANTIC_DEPTH = 1000
 
 
+#: How many of the memories nearest in meaning :meth:`Pipeline.other_script` looks at.
+OTHER_SCRIPT_DEPTH = 50
 #: The calibrated score at which the words support a memory (the recall's default similarity threshold:
 #: see ``calibrate``). Under it, the memories nearest in meaning take an equal part in the order
 #: (:func:`fuse_ranks`): a message that alludes to something in other words is ordered by meaning as
@@ -218,7 +220,8 @@ class Pipeline:
         scores = self.threshold(query, self.time(query, rel))
         depth = max(query.limit, RERANK_DEPTH)
         ordered = top_k(scores, depth, tie_key=self.index.tie_key)
-        nearest = self.nearest(scores, depth) if lexical and query.mode == "hybrid" else []
+        finds = lexical and query.mode == "hybrid" and reads_sentences(self.engine.embedder)
+        nearest = self.nearest(scores, depth) if finds else []
         if ordered and float(scores[ordered[0]]) >= WORDS_DECIDE:
             nearest = []  # the words support a memory: their order stands
         pool = ordered + [s for s in nearest if s not in set(ordered)]
@@ -373,10 +376,10 @@ class Pipeline:
         if asked is None:
             return []
         memory = self.index.memory
-        return [
-            int(s)
-            for s in np.flatnonzero(self.semantic_ > 0)
-            if (told := script_of(" ".join(memory(int(s)).terms))) is not None and told != asked
+        return [  # the nearest only: a memory further away could not reach the threshold anyway
+            s
+            for s in top_k(self.semantic_, OTHER_SCRIPT_DEPTH)
+            if (told := script_of(" ".join(memory(s).terms))) is not None and told != asked
         ]
 
     def nearest(self, scores: FloatArray, depth: int) -> list[int]:

@@ -76,6 +76,8 @@ class SentenceEncoderEmbedder:
     #: a 90th percentile of 0.15; Chinese messages of different users of the allusion set a median of
     #: 0.13 (the word vectors put everyday sentences at 0.3-0.46, hence their floor of 0.3).
     similarity_floor = 0.15
+    #: it reads the sentence, not an average of its words (see ``reads_sentences``)
+    reads_sentences = True
 
     @property
     def name(self) -> str:

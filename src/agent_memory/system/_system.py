@@ -55,8 +55,8 @@ from ..search import (
     HybridMemorySearch,
     SearchAnalyzer,
     SnapshotStore,
-    WordVectorEmbedder,
     embedder_named,
+    reads_sentences,
     semantic_share_for,
     snapshot_folder,
 )
@@ -128,11 +128,12 @@ class MemorySystem:
         )
         #: The chat messages as evidence (seed 003): BM25 with quoted phrases and embeddings, per user.
         #: Its ``semantic_search`` scores likeness over the embedder's floor, as the search does. The
-        #: search's embedder serves it too, except the word vectors chosen by ``auto`` (when the sentence
-        #: encoder is missing): averaged word vectors put unrelated Chinese sentences at 0.3-0.5 and cited
-        #: last week's messages for "我们上周聊了什么", so character n-grams serve it then.
-        words_only = isinstance(self.search.embedder, WordVectorEmbedder) and not embedder_given and (
-            s.memory_search_embedder == "auto")  # fmt: skip
+        #: search's embedder serves it when it reads sentences (``reads_sentences``: the default encoder,
+        #: an endpoint) or is named; the word vectors ``auto`` falls back to (without the encoder) put
+        #: unrelated Chinese sentences at 0.3-0.5 and cited last week's messages for "我们上周聊了什么",
+        #: so character n-grams serve it then.
+        named = s.memory_search_embedder != "auto" or embedder_given
+        words_only = not (named or reads_sentences(self.search.embedder))
         self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
                                            embedder=None if words_only else self.search.embedder)  # fmt: skip
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
