@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 
+from agent_memory.forgetting import undo_request
+from agent_memory.recall import MemoryForgottenEvent, MemoryUnforgottenEvent
 from agent_memory.system import MemorySystem
 from data_layer import NewMessage
-from scripted import replay
+from scripted import call, replay
 
 EX = "我前任叫林小美，我们去年分手了"
 
@@ -66,3 +68,67 @@ async def test_a_forgetting_that_fails_midway_leaves_no_record_and_nothing_forgo
     [record] = [r for r in await _general(system, "u1") if r.memory_key == done.key]
     assert not record.is_active
     assert await layer.memory.retrieve_memory(memory_key="ex", user_id="u1", touch=False) is None
+
+
+# -- the recall's window -------------------------------------------------------------------------------
+
+FILM = "我喜欢看科幻电影"
+
+
+def _expand_then_handoff(n: int) -> list[Any]:
+    """A recall model's answers for one turn: a larger window, then the handoff."""
+    handoff = {"reason": "够了", "search_summary": "无", "relevant_memory_keys": [], "confidence": 0.2}
+    return [call("expand_context_window", {"reason": "需要更早的对话", "current_size": 5, "requested_size": 20}, n),
+            call("handoff", handoff, n + 1)]  # fmt: skip
+
+
+def _windows(client: Any, start: int) -> list[str]:
+    """The tasks (the window over the conversation) the recall model was given from call ``start`` on."""
+    return [str(m.content) for c in client.create_calls[start:] for m in c["messages"]
+            if getattr(m, "source", "") == "user"]  # fmt: skip
+
+
+async def test_the_recall_window_and_its_expansion_leave_out_what_was_forgotten(system: MemorySystem) -> None:
+    system.background_archiving = False  # the stored chat stays chat: only the window is under test
+    earlier = datetime.now(UTC) - timedelta(days=3)
+    said = [EX, "听起来你们经历了很多", "我今天去爬山了", "真不错", FILM, "推荐你看星际穿越", "周末想去海边", "好主意"]
+    await system.layer.messages.append_many(user_id="u1", messages=[
+        NewMessage(role="user" if i % 2 == 0 else "assistant", content=text, friend_id="xiaozhu",
+                   created_at=earlier + timedelta(seconds=i))
+        for i, text in enumerate(said)
+    ])  # fmt: skip
+    recall = replay([*_expand_then_handoff(1), *_expand_then_handoff(3), *_expand_then_handoff(5), "unused"])
+    system.recall_client = recall
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    agent = AssistantAgent("main", model_client=replay(["记得。", "好的。", "好呀。"]),
+                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    await agent.run(task="你还记得我之前说的事吗？")
+    first = _windows(recall, 0)
+    assert len(first) == 2 and "林小美" in first[1] and "林小美" not in first[0]  # only the larger window holds it
+
+    await agent.run(task="别再记着我前任的事了")
+    assert [e for e in _drain(queue) if isinstance(e, MemoryForgottenEvent)]
+    seen = len(recall.create_calls)
+    await agent.run(task="我们聊点别的吧")
+    later = _windows(recall, seen)
+    assert len(later) == 2 and "爬山" in later[1] and "爬山" not in later[0]  # the larger window reached back
+    assert not any("林小美" in w or "别再记着我前任" in w for w in later)
+
+    # a new context (the next session) resumes the stored chat: neither model is shown it
+    fresh = replay([*_expand_then_handoff(7), "unused"])
+    system.recall_client = fresh
+    context = system.context(user_id="u1", friend_id="xiaozhu")
+    await context.resume(limit=40)
+    shown = " ".join(str(m.content) for m in await context.get_messages())
+    assert FILM in shown and "林小美" not in shown
+    main = replay(["好的。"])
+    await AssistantAgent("main", model_client=main, model_context=context).run(task="周末干点什么好？")
+    assert not any("林小美" in w for w in _windows(fresh, 0)) and "爬山" in _windows(fresh, 0)[1]
+    assert "林小美" not in " ".join(str(m.content) for m in main.create_calls[0]["messages"])
+
+    await system.unforget("u1")  # undone, the window holds it again
+    again = replay([*_expand_then_handoff(9), "unused"])
+    system.recall_client = again
+    await AssistantAgent("main", model_client=replay(["嗯。"]),
+                         model_context=system.context(user_id="u1", friend_id="xiaozhu")).run(task="还记得吗")  # fmt: skip
+    assert "林小美" in _windows(again, 0)[1]

@@ -7,6 +7,7 @@ and the recall events.
 from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
 from ._events import (
     MemoryForgottenEvent,
+    MemoryUnforgottenEvent,
     RecallErrorEvent,
     RecallFinishedEvent,
     RecallStartedEvent,
@@ -55,6 +56,7 @@ __all__ = [
     "Limits",
     "MemRecallAgent",
     "MemoryForgottenEvent",
+    "MemoryUnforgottenEvent",
     "MemoryView",
     "OfflineClient",
     "OfflineRecallPlanner",
