@@ -132,3 +132,72 @@ async def test_the_recall_window_and_its_expansion_leave_out_what_was_forgotten(
     await AssistantAgent("main", model_client=replay(["嗯。"]),
                          model_context=system.context(user_id="u1", friend_id="xiaozhu")).run(task="还记得吗")  # fmt: skip
     assert "林小美" in _windows(again, 0)[1]
+
+
+# -- undo in the chat -------------------------------------------------------------------------------
+
+NAMING = ["撤销刚才的遗忘", "取消遗忘", "恢复刚才忘掉的", "undo the forgetting", "Please unforget it."]
+POINTING = ["别忘了刚才那个", "还是记着吧", "等等，别删", "undo that", "actually, remember it", "Wait, don't forget that!"]
+NO_UNDO = ["别忘了提醒我明天开会", "别忘了带伞", "remember that I am vegetarian", "undo that commit",
+           "do you remember it?", "撤销刚才的遗忘？", "I can't undo that", "记住了", "don't forget my birthday"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", NAMING + POINTING)
+def test_an_undo_is_heard(text: str) -> None:
+    found = undo_request(text)
+    assert found is not None and found.names_forgetting == (text in NAMING)
+
+
+@pytest.mark.parametrize("text", NO_UNDO)
+def test_what_is_no_undo(text: str) -> None:
+    assert undo_request(text) is None
+
+
+async def _chat_context(system: MemorySystem, replies: list[str]) -> tuple[AssistantAgent, Any, asyncio.Queue[Any]]:
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    context = system.context(user_id="u1", friend_id="xiaozhu", events=queue)
+    return AssistantAgent("main", model_client=replay(replies), model_context=context), context, queue
+
+
+async def _active(system: MemorySystem, key: str) -> bool:
+    return await system.layer.memory.retrieve_memory(memory_key=key, user_id="u1", touch=False) is not None
+
+
+@pytest.mark.parametrize("undo", ["别忘了刚才那个", "actually, remember it"])
+async def test_undo_right_after_the_forgetting_brings_it_back(system: MemorySystem, undo: str) -> None:
+    system.background_archiving = False
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    agent, context, queue = await _chat_context(system, ["好的。", "好，我记着。"])
+    await agent.run(task="别再记着我前任的事了")
+    assert not await _active(system, "ex")
+    await agent.run(task=undo)
+    undone = [e for e in _drain(queue) if isinstance(e, MemoryUnforgottenEvent)]
+    assert len(undone) == 1 and undone[0].forgetting_key == context.forgotten[-1].key
+    assert context.forgotten[-1].undone_at is not None and await _active(system, "ex")
+    [record] = await system.forgettings("u1")
+    assert record.undone_at is not None
+
+
+async def test_a_pointing_undo_counts_only_right_after_and_a_naming_one_later(system: MemorySystem) -> None:
+    system.background_archiving = False
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    await system.layer.memory.add(user_id="u1", memory_key="job", memory_type="profile", content="我的旧工作在腾讯")
+    agent, context, queue = await _chat_context(system, ["好的。", "周末愉快。", "嗯。", "好的。", "好，我记着。"])
+    await agent.run(task="别再记着我前任的事了")
+    await agent.run(task="周末去哪玩好呢")
+    await agent.run(task="undo that")  # not right after: "that" is no longer the forgetting
+    assert not await _active(system, "ex") and not [e for e in _drain(queue) if isinstance(e, MemoryUnforgottenEvent)]
+    await agent.run(task="别再记着我旧工作的事了")
+    assert not await _active(system, "job")
+    await agent.run(task="撤销刚才的遗忘")  # names it: the newest forgetting of this context comes back
+    assert await _active(system, "job") and not await _active(system, "ex")
+    assert [f.undone_at is not None for f in context.forgotten] == [False, True]
+
+
+async def test_an_undo_without_a_forgetting_in_this_context_does_nothing(system: MemorySystem) -> None:
+    system.background_archiving = False
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    await system.forget(system.scope("u1", "xiaozhu"), "前任")  # elsewhere: the CLI, another session
+    agent, _, queue = await _chat_context(system, ["好的。"])
+    await agent.run(task="撤销刚才的遗忘")
+    assert not await _active(system, "ex") and not [e for e in _drain(queue) if isinstance(e, MemoryUnforgottenEvent)]
