@@ -129,17 +129,19 @@ async def test_the_recall_window_and_its_expansion_leave_out_what_was_forgotten(
     await system.unforget("u1")  # undone, the window holds it again
     again = replay([*_expand_then_handoff(9), "unused"])
     system.recall_client = again
-    await AssistantAgent("main", model_client=replay(["嗯。"]),
-                         model_context=system.context(user_id="u1", friend_id="xiaozhu")).run(task="还记得吗")  # fmt: skip
+    context = system.context(user_id="u1", friend_id="xiaozhu")
+    await AssistantAgent("main", model_client=replay(["嗯。"]), model_context=context).run(task="还记得吗")
     assert "林小美" in _windows(again, 0)[1]
 
 
 # -- undo in the chat -------------------------------------------------------------------------------
 
 NAMING = ["撤销刚才的遗忘", "取消遗忘", "恢复刚才忘掉的", "undo the forgetting", "Please unforget it."]
-POINTING = ["别忘了刚才那个", "还是记着吧", "等等，别删", "undo that", "actually, remember it", "Wait, don't forget that!"]
+POINTING = ["别忘了刚才那个", "还是记着吧", "等等，别删", "undo that", "actually, remember it",
+            "Wait, don't forget that!"]  # fmt: skip
 NO_UNDO = ["别忘了提醒我明天开会", "别忘了带伞", "remember that I am vegetarian", "undo that commit",
-           "do you remember it?", "撤销刚才的遗忘？", "I can't undo that", "记住了", "don't forget my birthday"]  # fmt: skip
+           "do you remember it?", "撤销刚才的遗忘？", "I can't undo that", "记住了",
+           "don't forget my birthday"]  # fmt: skip
 
 
 @pytest.mark.parametrize("text", NAMING + POINTING)
