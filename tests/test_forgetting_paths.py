@@ -11,6 +11,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 
 from agent_memory.forgetting import undo_request
+from agent_memory.mcp import McpToolError, MemoryMcpTools
 from agent_memory.recall import MemoryForgottenEvent, MemoryUnforgottenEvent
 from agent_memory.system import MemorySystem
 from data_layer import NewMessage
@@ -203,3 +204,48 @@ async def test_an_undo_without_a_forgetting_in_this_context_does_nothing(system:
     agent, _, queue = await _chat_context(system, ["好的。"])
     await agent.run(task="撤销刚才的遗忘")
     assert not await _active(system, "ex") and not [e for e in _drain(queue) if isinstance(e, MemoryUnforgottenEvent)]
+
+
+# -- MCP ---------------------------------------------------------------------------------------------
+
+
+async def _refused(tools: MemoryMcpTools, name: str, args: dict[str, Any]) -> str:
+    with pytest.raises(McpToolError) as caught:
+        await tools.call(name, args)
+    return str(caught.value)
+
+
+async def test_mcp_forget_list_and_unforget_with_the_scope_rules(system: MemorySystem) -> None:
+    memory = system.layer.memory
+    await memory.add(user_id="alice", memory_key="ex", memory_type="profile", content=EX)
+    await memory.add(user_id="alice", memory_key="mentor-ex", memory_type="event", friend_id="mentor",
+                     content="用户说前任林小美也在腾讯工作")  # fmt: skip
+    await memory.add(user_id="bob", memory_key="bob-ex", memory_type="profile", content=EX)
+    tools = MemoryMcpTools(system, user_id="alice")
+    done = await tools.call("forget_memories", {"subject": "前任", "friend_id": "buddy"})
+    keys = {m["memory_key"] for m in done["memories"]}
+    assert done["friend_id"] == "buddy" and "ex" in keys and "mentor-ex" not in keys  # another friend's event stays
+    assert await memory.retrieve_memory(user_id="alice", memory_key="ex", touch=False) is None
+    assert await memory.retrieve_memory(user_id="bob", memory_key="bob-ex", touch=False) is not None
+    assert "ex" not in [r["memory_key"] for r in (await tools.call("list_memories", {}))["items"]]
+
+    assert [f["key"] for f in (await tools.call("list_forgotten", {}))["items"]] == [done["key"]]
+    assert (await tools.call("list_forgotten", {"friend_id": "mentor"}))["items"] == []  # asked of another friend
+    assert (await MemoryMcpTools(system, user_id="bob").call("list_forgotten", {}))["items"] == []
+    assert "user_id" in await _refused(tools, "list_forgotten", {"user_id": "bob"})
+    assert "subject" in await _refused(tools, "forget_memories", {"subject": ""})
+
+    # asked of buddy: undone only in buddy's scope; without a key, another scope finds nothing to undo
+    assert "friend_id 'buddy'" in await _refused(tools, "unforget", {"key": done["key"]})
+    assert "another AI friend" in await _refused(tools, "unforget", {"key": done["key"], "friend_id": "mentor"})
+    assert "nothing forgotten" in await _refused(tools, "unforget", {"friend_id": "mentor"})
+    assert "no forgetting" in await _refused(tools, "unforget", {"key": "forgetting-nope", "friend_id": "buddy"})
+    assert await memory.retrieve_memory(user_id="alice", memory_key="ex", touch=False) is None
+    undone = await tools.call("unforget", {"friend_id": "buddy"})
+    assert undone["key"] == done["key"] and undone["undone_at"] is not None
+    assert await memory.retrieve_memory(user_id="alice", memory_key="ex", touch=False) is not None
+    assert "undone already" in await _refused(tools, "unforget", {"key": done["key"], "friend_id": "buddy"})
+
+    shared = await tools.call("forget_memories", {"subject": "前任"})  # asked of no friend: undone in any scope
+    assert shared["friend_id"] is None
+    assert (await tools.call("unforget", {"key": shared["key"], "friend_id": "mentor"}))["undone_at"] is not None
