@@ -570,9 +570,8 @@ def test_the_memory_page_marks_an_event_whose_time_has_passed(base: str, db_url:
     import asyncio
     from datetime import UTC, datetime, timedelta
 
-    from data_layer import AgentFusionDataLayer, NewMemory
-
     from agent_memory.history import PAST_MARK, with_lapse
+    from data_layer import AgentFusionDataLayer, NewMemory
 
     me = user()
     ended = datetime.now(UTC) - timedelta(days=2)

@@ -21,6 +21,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -36,7 +37,7 @@ from data_layer import (
 )
 
 from ..evidence import EVIDENCE_TOOLS
-from ..history import base_key, memory_history, with_expiry
+from ..history import base_key, marked, memory_history, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
 from ..telemetry import MCP_SPAN, span
@@ -487,12 +488,13 @@ class MemoryMcpTools:
             limit=args.limit,
             cursor=args.cursor,
         )
+        now = datetime.now(UTC)
         items = [
             MemoryListItem(
                 memory_key=r.memory_key,
                 memory_type=r.memory_type,
                 friend_id=r.friend_id,
-                summary=neutralize(r.summary),
+                summary=neutralize(marked(r.summary, r, now)),  # a past event says so, as in search_memories
                 content_preview=content_preview(r.content),
                 created_at=r.created_at.isoformat(),
                 updated_at=r.updated_at.isoformat(),
