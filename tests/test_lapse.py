@@ -220,3 +220,46 @@ async def test_a_past_event_ranks_below_a_current_one_of_equal_relevance(system:
     then = await system.search.search("杭州项目评审会", user_id="u1", as_of=NEXT_FRIDAY - timedelta(days=1),
                                       now=NEXT_FRIDAY + timedelta(days=2))  # fmt: skip
     assert [h.memory_key for h in then] == ["a-plan", "b-plan"] and not any(h.past for h in then)
+
+
+def test_the_cli_and_mcp_listings_show_the_past_mark(db_url: str) -> None:
+    """`memory list`, `memory get`, `memory search` and MCP list_memories say a memory's time has passed."""
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.mcp import MemoryMcpTools
+    from agent_memory.settings import load_settings
+
+    ended = datetime.now(UTC) - timedelta(days=3)
+    mark = PAST_MARK.format(day=(ended - timedelta(microseconds=1)).date().isoformat())
+
+    async def write_and_list() -> list[dict[str, object]]:
+        async with MemorySystem.from_settings(load_settings(memory_database_url=db_url)) as system:
+            await system.layer.memory.add_many(user_id="u1", memories=[
+                NewMemory("trip", "下周去北京出差", memory_type="event", friend_id="mentor",
+                          metadata=with_lapse({}, ended)),
+                NewMemory("plan", "下个月去成都出差", memory_type="event", friend_id="mentor",
+                          metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20))),
+            ])  # fmt: skip
+            listed = await MemoryMcpTools(system, user_id="u1").call("list_memories", {"friend_id": "mentor"})
+            return listed["items"]  # type: ignore[no-any-return]
+
+    items = {i["memory_key"]: i["summary"] for i in asyncio.run(write_and_list())}
+    assert str(items["trip"]).startswith(mark) and "已过去" not in str(items["plan"])
+
+    runner = CliRunner()
+    page = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", db_url, "--json"])
+    assert page.exit_code == 0, page.output
+    rows = {r["memory_key"]: r for r in json.loads(page.stdout)["items"]}
+    assert rows["trip"]["past"] == mark and rows["plan"]["past"] == ""
+    table = runner.invoke(app, ["memory", "list", "--user", "u1", "--db", db_url])
+    assert "已过去" in table.stdout
+    got = runner.invoke(app, ["memory", "get", "trip", "--user", "u1", "--db", db_url])
+    assert got.exit_code == 0 and mark in got.stdout
+    current = runner.invoke(app, ["memory", "get", "plan", "--user", "u1", "--db", db_url, "--json"])
+    assert json.loads(current.stdout)["past"] == ""
+    found = runner.invoke(app, ["memory", "search", "出差", "--user", "u1", "--db", db_url, "--json"])
+    assert {h["memory_key"]: h["past"] for h in json.loads(found.stdout)} == {"trip": mark, "plan": ""}

@@ -539,3 +539,57 @@ def test_the_memory_page_shows_a_profile_items_history(base: str) -> None:
         assert client.get("/api/memories/profile-nothing/history").status_code == 404
     with signed_in(base, user()) as other:  # another user's item is not found
         assert other.get("/api/memories/profile-residence/history").status_code == 404
+
+
+def test_the_memory_page_lists_forgettings_and_undoes_one(base: str) -> None:
+    me = user()
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+        chat(client, friend, "我前任叫林小美，我们去年分手了")
+        assert client.post(f"/api/friends/{friend}/archive", json={}).status_code == 200
+        assert "林小美" in json.dumps(client.get("/api/memories").json(), ensure_ascii=False)
+        chat(client, friend, "别再记着我前任的事了")
+        [done] = client.get("/api/forgettings").json()["forgettings"]
+        assert "前任" in done["subject"] and done["friend_id"] == friend and done["undone_at"] is None
+        assert done["memories"] and "林小美" not in json.dumps(client.get("/api/memories").json(), ensure_ascii=False)
+        with signed_in(base, user()) as other:  # another user's forgetting is neither listed nor undone
+            assert other.get("/api/forgettings").json() == {"forgettings": []}
+            assert other.post(f"/api/forgettings/{done['key']}/undo", json={}).status_code == 404
+        form = client.post(f"/api/forgettings/{done['key']}/undo", content=b"x=1",
+                           headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+        assert form.status_code == 415
+        undone = client.post(f"/api/forgettings/{done['key']}/undo", json={})
+        assert undone.status_code == 200 and undone.json()["undone_at"]
+        assert "林小美" in json.dumps(client.get("/api/memories").json(), ensure_ascii=False)
+        assert client.get("/api/forgettings").json()["forgettings"][0]["undone_at"] == undone.json()["undone_at"]
+        again = client.post(f"/api/forgettings/{done['key']}/undo", json={})
+        assert again.status_code == 404 and "GET /api/forgettings" in again.json()["error"]
+
+
+def test_the_memory_page_marks_an_event_whose_time_has_passed(base: str, db_url: str) -> None:
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from agent_memory.history import PAST_MARK, with_lapse
+    from data_layer import AgentFusionDataLayer, NewMemory
+
+    me = user()
+    ended = datetime.now(UTC) - timedelta(days=2)
+    with signed_in(base, me) as client:
+        friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
+
+        async def write() -> None:
+            async with AgentFusionDataLayer(db_url) as layer:
+                await layer.memory.add_many(user_id=me, memories=[
+                    NewMemory("trip", "下周去北京出差", memory_type="event", friend_id=friend,
+                              metadata=with_lapse({}, ended)),
+                    NewMemory("plan", "下个月去成都", memory_type="event", friend_id=friend,
+                              metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20))),
+                ])  # fmt: skip
+
+        asyncio.run(write())
+        events = {e["key"]: e for e in client.get("/api/memories").json()["friends"][0]["events"]}
+        day = (ended - timedelta(microseconds=1)).date().isoformat()
+        assert events["trip"]["past"] == PAST_MARK.format(day=day) and events["plan"]["past"] == ""
+        found = client.get("/api/memories", params={"q": "北京 出差"}).json()["friends"][0]["events"]
+        assert found[0]["past"].startswith("（已过去")

@@ -357,11 +357,16 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         *,
         user_id: str | int,
         changes: dict[str, tuple[bool, dict[str, Any]]],
+        add: NewMemory | None = None,
     ) -> list[str]:
         """Switch the user's memories on or off in one transaction, keeping their keywords and search
         rows: ``changes`` maps a key to ``(is_active, metadata updates)``, where an update to ``None``
         removes that metadata field. Keys the user does not have are left out of the result (the keys
         changed). At most :data:`~data_layer.MAX_GET_MANY` keys.
+
+        ``add`` is a new memory written in the same transaction, before the changes (which may name it):
+        the record of what was set aside commits with the setting aside, or neither does. A key the
+        user already has raises :class:`DuplicateMemoryKeyError` and changes nothing.
 
         This is how a memory is set aside and brought back unchanged (a user's request to forget, and
         its undo); :meth:`delete` and :meth:`upsert` are the edits.
@@ -380,10 +385,15 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                     and isinstance(change[1], dict)):  # fmt: skip
                 raise InvalidInputError(f"changes[{key!r}] must be (is_active, metadata updates), e.g. (False, {{}})")
             wanted[v.memory_key(key)] = change
-        if not wanted:
+        if add is not None and not isinstance(add, NewMemory):
+            raise InvalidInputError(f"add must be a NewMemory, got {type(add).__name__}")
+        if not wanted and add is None:
             return []
+        prepared = await self._prepare([self._draft(uid, add, on_oversize="error")]) if add is not None else []
         done: list[str] = []
         async with self._db.write() as session:
+            if prepared:  # bumps the revision too: the same transaction's second bump is the one stamped
+                await self._store(session, uid, prepared, on_conflict="error")
             revision = await _revision.bump(session, self._db.backend, uid)
             existing = await self._existing(session, uid, list(wanted))
             now = utcnow()
@@ -401,7 +411,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                     .values(is_active=active, content_metadata=metadata, updated_at=now, revision=revision)
                 )
                 done.append(key)
-        if done:
+        if done or prepared:
             self._changed(uid)
         return done
 

@@ -92,6 +92,7 @@ async def get_cmd(
             Text(f"user {user!r} has no memory {key!r}; `agent-memory memory list --user {user}` lists the keys")
         )
         raise typer.Exit(code=1)
+    past = _past(record)
     if as_json:
         data = {
             "memory_key": record.memory_key,
@@ -102,12 +103,13 @@ async def get_cmd(
             "metadata": record.metadata,
             "keywords": keywords,
             "created_at": record.created_at.isoformat(),
+            "past": past,
         }
         emit_json(data)
         return
     friend = record.friend_id or "shared"
     console.print(f"[bold]{esc(record.memory_key)}[/] ({esc(record.memory_type)}, friend: {esc(friend)})")
-    console.print(Text(f"summary:  {record.summary}"))
+    console.print(Text(f"summary:  {past}{record.summary}"))
     console.print(Text(f"created:  {fmt_time(record.created_at)}   keywords: {', '.join(keywords) or '-'}"))
     console.print(Text(record.content))
 
@@ -138,7 +140,7 @@ async def list_cmd(
         sources = ",".join(str(i) for i in (r.metadata.get("source_message_ids") or [])[:6])
         state = "" if r.is_active else f" (until {str(r.metadata.get('valid_to') or '')[:10]})"
         table.add_row(*map(Text, (r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at),
-                                  short(r.summary) + state, sources or "-")))  # fmt: skip
+                                  _past(r) + short(r.summary) + state, sources or "-")))  # fmt: skip
     console.print(table)
     if page.next_cursor:
         console.print(Text(f"more: --cursor {page.next_cursor}"))
@@ -244,6 +246,7 @@ async def search_cmd(
                     "friend_id": h.record.friend_id,
                     "summary": h.summary,
                     "keywords": list(h.keywords),
+                    "past": _past(h.record),
                 }
                 for h in hits
             ]
@@ -254,7 +257,8 @@ async def search_cmd(
         return
     table = Table("key", "score", "type", "friend", "summary")
     for h in hits:
-        row = (h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", short(h.summary))
+        summary = _past(h.record) + short(h.summary)
+        row = (h.memory_key, f"{h.score:.3f}", h.record.memory_type, h.record.friend_id or "(shared)", summary)
         table.add_row(*map(Text, row))
     console.print(table)
 
@@ -323,8 +327,17 @@ def _print_forgetting(done: Any, *, as_json: bool) -> None:
         console.print(Text(f"  {m.memory_key} ({m.memory_type}): {short(m.summary)}"))
 
 
+def _past(record: Any) -> str:
+    """The mark of an event whose time has passed ("（已过去：2026-03-20）"), else ""."""
+    from datetime import UTC
+
+    from ..history import past_mark  # the data layer loads with the command, not with the CLI
+
+    return past_mark(record, datetime.now(UTC))
+
+
 def _row(r: Any) -> dict[str, Any]:
     return {"memory_key": r.memory_key, "memory_type": r.memory_type, "friend_id": r.friend_id,
             "summary": r.summary, "content": r.content, "created_at": r.created_at.isoformat(),
             "is_active": r.is_active, "source_message_ids": r.metadata.get("source_message_ids") or [],
-            "metadata": r.metadata}  # fmt: skip
+            "metadata": r.metadata, "past": _past(r)}  # fmt: skip

@@ -42,13 +42,14 @@ from autogen_core.models import (
 )
 from pydantic import BaseModel
 
-from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, Scope
+from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, NotFoundError, Scope
 
 from ..archive import ToolResultManager
 from ..clients import with_text_on_tool_calls
-from ..forgetting import Forgetting, forget_request
+from ..forgetting import Forgetting, forget_request, forgotten_message_ids, undo_request
 from ..recall import (
     MemoryForgottenEvent,
+    MemoryUnforgottenEvent,
     MemRecallAgent,
     RecallErrorEvent,
     RecallFinishedEvent,
@@ -62,6 +63,7 @@ from ..recall import (
 from ..text import neutralize
 from ..tools import RecallLedger
 from ._archiving import archive_results
+from ._aside import kept_messages, without_set_aside
 from ._block import RecallBlock, reachable, recall_block
 from ._options import RecallOptions
 from ._turns import (
@@ -146,6 +148,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         self._settings: MemoryRecallSettings | None = None
         #: What the user asked to forget in this context, oldest first (see :meth:`add_message`).
         self.forgotten: list[Forgetting] = []
+        #: The messages forgettings set aside, read once for a turn (by :meth:`resume` or the recall).
+        self._aside: frozenset[int] | None = None
+        #: The stored id of the user's last message in this context (a pointing undo must follow the request).
+        self._last_user_id: int | None = None
 
     # -- storage -------------------------------------------------------------------------------------
 
@@ -180,7 +186,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                               error_type=type(exc).__name__))  # fmt: skip
             return
         if role == "user":
-            await self._forget_if_asked(stored.content, stored.id)
+            previous, self._last_user_id = self._last_user_id, stored.id
+            if not await self._undo_if_asked(stored.content, previous):
+                await self._forget_if_asked(stored.content, stored.id)
         if role == "user" and self.system.background_archiving:
             # earlier sessions that are over become memories; the reply does not wait for it
             self.system.session_archiver.schedule(self.scope)
@@ -201,9 +209,45 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                                               error_type=type(exc).__name__))  # fmt: skip
             return
         self.forgotten.append(done)
+        self._aside = None  # this turn's recall reads what is set aside now
         await self._emit(MemoryForgottenEvent(source="memory_context", content=done.describe(), subject=done.subject,
                                               forgetting_key=done.key, memory_keys=list(done.memory_keys),
                                               message_ids=list(done.message_ids)))  # fmt: skip
+
+    async def _undo_if_asked(self, text: str, previous_id: int | None) -> bool:
+        """Undo this context's newest forgetting when the message takes it back (see
+        :func:`~agent_memory.forgetting.undo_request`): one that names the forgetting at any later turn,
+        one that only points at it ("undo that") as the user's next message after the request. Returns
+        whether the message was such an undo (then it is no request to forget)."""
+        request = undo_request(text)
+        open_ones = [i for i, f in enumerate(self.forgotten) if f.undone_at is None]
+        if request is None or not open_ones:
+            return False
+        index = open_ones[-1]
+        target = self.forgotten[index]
+        if not request.names_forgetting and (previous_id is None or previous_id != target.request_message_id):
+            return False
+        try:
+            done = await self.system.unforget(self.scope.user_id, key=target.key)
+        except NotFoundError:  # undone meanwhile (the memory page, the CLI): nothing left to take back
+            return True
+        except Exception as exc:  # the conversation goes on; the UI hears about it
+            logger.warning("undoing a forgetting failed", exc_info=True)
+            await self._emit(RecallErrorEvent(source="memory_context", content=f"undo failed: {exc}"[:500],
+                                              error_type=type(exc).__name__))  # fmt: skip
+            return True
+        self.forgotten[index] = done
+        self._aside = None
+        await self._emit(MemoryUnforgottenEvent(source="memory_context", content=f"已撤销遗忘「{done.subject}」",
+                                                subject=done.subject, forgetting_key=done.key,
+                                                memory_keys=list(done.memory_keys)))  # fmt: skip
+        return True
+
+    async def _set_aside(self) -> frozenset[int]:
+        """The ids of the user's messages that forgettings set aside (read once a turn)."""
+        if self._aside is None:
+            self._aside = await forgotten_message_ids(self.system.layer.memory, user_id=self.scope.user_id)
+        return self._aside
 
     async def resume(
         self, *, limit: int, assistant_text: Callable[[str], str] | None = None, assistant_source: str = "assistant"
@@ -224,7 +268,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             raise InvalidInputError(f"limit must be a whole number of messages from 0 to {MAX_RESUME}, not {limit!r}")
         stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
                                                          limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
-        self._stored = chat_pairs(stored)
+        self._stored = chat_pairs(kept_messages(stored, await self._set_aside()))  # none a forgetting set aside
         shown = alternating(self._stored[-limit:]) if limit > 0 else []
         if assistant_text is not None:
             shown = [(role, assistant_text(text) if role == "assistant" else text) for role, text in shown]
@@ -362,7 +406,23 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         agent = self.system.recall_agent(self.scope, settings=settings, options=self.options,
                                          on_event=self._on_agent_event)  # fmt: skip
         agent_out.append(agent)
-        return await agent.recall(await self._with_stored_history(conversation))
+        return await agent.recall(await self._recall_conversation(conversation))
+
+    async def _recall_conversation(self, conversation: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """What the recall model reads, in its window and each larger one: the conversation after the
+        stored chat, without the messages a forgetting set aside (the current message stays)."""
+        full = await self._with_stored_history(conversation)
+        try:
+            aside = await self._set_aside()
+            stored = (await self.system.layer.messages.latest(user_id=self.scope.user_id,
+                                                              friend_id=self.scope.friend_id,
+                                                              limit=MAX_RECALL_HISTORY) if aside else [])  # fmt: skip
+        except Exception:  # unknown what is set aside: the recall reads the current message alone
+            logger.warning("reading what the user asked to forget failed", exc_info=True)
+            return full[-1:]
+        finally:
+            self._aside = None  # the next turn reads it anew
+        return without_set_aside(full, stored, aside)
 
     async def _with_stored_history(self, conversation: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The conversation with the stored chat of this (user, friend) before it, so a window

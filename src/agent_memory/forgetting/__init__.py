@@ -4,6 +4,8 @@
 '前任'
 >>> done = await system.forget(Scope.of("u1", "xiaozhu"), "前任")  # doctest: +SKIP
 >>> await system.unforget("u1", key=done.key)  # doctest: +SKIP
+>>> undo_request("撤销刚才的遗忘").names_forgetting
+True
 """
 
 from ._forget import (
@@ -20,6 +22,7 @@ from ._forget import (
     unforget,
 )
 from ._request import MAX_SUBJECT_CHARS, ForgetRequest, forget_request
+from ._undo import UndoRequest, undo_request
 
 __all__ = [
     "FORGETTING_FIELD",
@@ -29,11 +32,13 @@ __all__ = [
     "ForgetRequest",
     "Forgetting",
     "ForgottenMemory",
+    "UndoRequest",
     "forget",
     "forget_request",
     "forgettings",
     "forgotten_message_ids",
     "is_forgotten",
     "set_aside",
+    "undo_request",
     "unforget",
 ]

@@ -33,6 +33,7 @@ from data_layer import (
     MemoryRecord,
     MemoryRepository,
     MessageRecord,
+    NewMemory,
     NotFoundError,
     Scope,
 )
@@ -124,7 +125,9 @@ class Forgetting:
 
 def _of_record(record: MemoryRecord) -> Forgetting | None:
     data = record.metadata.get(FORGETTING_FIELD)
-    if not record.memory_key.startswith(FORGETTING_PREFIX) or not isinstance(data, dict):
+    # a record is written inactive with its memories set aside, in one transaction: an active one is no
+    # forgetting that was carried out
+    if not record.memory_key.startswith(FORGETTING_PREFIX) or not isinstance(data, dict) or record.is_active:
         return None
     memories = tuple(
         ForgottenMemory(str(m.get("memory_key")), str(m.get("memory_type", "")), str(m.get("summary", "")),
@@ -227,15 +230,15 @@ async def forget(
         "at": when.isoformat(),
         "undone_at": None,
     }
-    # the record first, then one transaction sets it and the memories aside: a failure in between
-    # leaves a record of a request, never memories forgotten without one
-    await layer.memory.add(user_id=uid, memory_key=key, memory_type="general", friend_id=scope.friend_id,
-                           content=f"forgetting: {subject}", summary=f"forgetting: {subject}",
-                           metadata={FORGETTING_FIELD: data}, shared=scope.friend_id is None)  # fmt: skip
     mark = {"by": key, "at": when.isoformat(), "message_id": request_message_id}
     changes: dict[str, tuple[bool, dict[str, Any]]] = {k: (False, {FORGOTTEN_FIELD: mark}) for k in chosen}
     changes[key] = (False, {})
-    await layer.memory.set_active(user_id=uid, changes=changes)
+    # one transaction writes the record and sets it and the memories aside: a failure leaves neither (a
+    # record without the memories set aside would list a forgetting that never happened)
+    record = NewMemory(memory_key=key, memory_type="general", friend_id=scope.friend_id,
+                       content=f"forgetting: {subject}", summary=f"forgetting: {subject}",
+                       metadata={FORGETTING_FIELD: data}, shared=scope.friend_id is None)  # fmt: skip
+    await layer.memory.set_active(user_id=uid, changes=changes, add=record)
     return Forgetting(key=key, user_id=uid, friend_id=scope.friend_id, subject=subject,
                       request_message_id=request_message_id, memories=tuple(memories), message_ids=tuple(hidden),
                       at=when, undone_at=None)  # fmt: skip

@@ -5,7 +5,8 @@ The seed models are reused where the seeds define a tool (seed 001's ``recall_me
 unknown keys (a ``user_id`` a client sends must be refused, not ignored: the server's configuration
 binds the user) and add an optional ``friend_id`` that narrows a read to what one AI friend may see.
 ``add_memory``, ``update_memory``, ``delete_memory`` and ``list_memories`` have their own models,
-shaped like the data layer's arguments.
+shaped like the data layer's arguments; so have ``forget_memories``, ``list_forgotten`` and ``unforget``,
+shaped like :class:`agent_memory.forgetting.Forgetting`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from data_layer import MAX_CONTENT_BYTES, MemoryType
 
 from ..evidence import LexicalSearchInput, MessagesListInput, NeighborsInput, SemanticSearchInput
+from ..forgetting import MAX_SUBJECT_CHARS
 from ..history import AwareTime
 from ..search import MAX_QUERY_CHARS
 from ..tools import GetMemoryDetailInput, SearchMemoriesInput
@@ -249,3 +251,62 @@ class NeighborsArgs(NeighborsInput):
     """neighbors 输入 (seed 003) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
+
+
+class ForgetMemoriesArgs(_Forbid):
+    """forget_memories: forget what the user told about a subject, as if the user asked in the chat."""
+
+    subject: str = Field(..., min_length=1, max_length=MAX_SUBJECT_CHARS,
+                         description="What to forget, in the user's words, e.g. '前任' or 'my ex'")  # fmt: skip
+    friend_id: FriendId | None = Field(
+        None,
+        description="The AI friend the user asked (its events and the shared profile items are forgotten); omit: "
+        "what any of the user's memories hold about it, every friend's events too",
+    )
+
+
+class ListForgottenArgs(_Forbid):
+    """list_forgotten: what the user asked to forget, newest first."""
+
+    friend_id: FriendId | None = Field(
+        None, description="Only what was forgotten in this AI friend's scope or in none; omit: all"
+    )
+
+
+class UnforgetArgs(_Forbid):
+    """unforget: undo one forgetting."""
+
+    key: KeyText | None = Field(None, description="The forgetting to undo (from list_forgotten); omit: the newest "
+                                "one not undone that this scope may undo")  # fmt: skip
+    friend_id: FriendId | None = Field(
+        None,
+        description="The AI friend whose scope the undo is made in: a forgetting asked of a friend is undone only in "
+        "that friend's scope; one asked of none in any",
+    )
+
+
+class ForgottenItem(BaseModel):
+    """A memory a forgetting set aside."""
+
+    memory_key: str
+    memory_type: str
+    summary: str
+    was_active: bool = Field(..., description="false: it was an earlier version (history) already")
+
+
+class ForgettingItem(BaseModel):
+    """One forgetting: what it was about, what it set aside, when, whether it was undone."""
+
+    key: str = Field(..., description="Pass to unforget to undo it")
+    friend_id: str | None = Field(None, description="The AI friend it was asked of; null: none")
+    subject: str
+    memories: list[ForgottenItem]
+    message_ids: list[int] = Field(..., description="Chat messages kept out of evidence recall")
+    at: str
+    undone_at: str | None = Field(None, description="null: still forgotten")
+
+
+class ListForgottenResult(BaseModel):
+    """The user's forgettings, newest first."""
+
+    items: list[ForgettingItem] = Field(default_factory=list)

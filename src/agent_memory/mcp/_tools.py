@@ -21,6 +21,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -36,7 +37,7 @@ from data_layer import (
 )
 
 from ..evidence import EVIDENCE_TOOLS
-from ..history import base_key, memory_history, revise, with_expiry
+from ..history import base_key, marked, memory_history, revise, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
 from ..slots import reaches
 from ..telemetry import MCP_SPAN, span
@@ -49,8 +50,13 @@ from ._models import (
     AddMemoryResult,
     DeleteMemoryArgs,
     DeleteMemoryResult,
+    ForgetMemoriesArgs,
+    ForgettingItem,
+    ForgottenItem,
     GetMemoryDetailArgs,
     LexicalSearchArgs,
+    ListForgottenArgs,
+    ListForgottenResult,
     ListMemoriesArgs,
     ListMemoriesResult,
     MemoryHistoryArgs,
@@ -61,11 +67,13 @@ from ._models import (
     NeighborsArgs,
     SearchMemoriesArgs,
     SemanticSearchArgs,
+    UnforgetArgs,
     UpdateMemoryArgs,
     UpdateMemoryResult,
 )
 
 if TYPE_CHECKING:
+    from ..forgetting import Forgetting
     from ..system import MemorySystem
 
 logger = logging.getLogger(__name__)
@@ -194,6 +202,32 @@ MCP_TOOLS: dict[str, McpTool] = {
         ListMemoriesArgs,
         ListMemoriesResult,
     ),
+    "forget_memories": McpTool(
+        "forget_memories",
+        'Forget what the user told about a subject, as when the user asks in the chat ("forget what I told you '
+        "about my ex\"): the memories about it in friend_id's scope (its events, the shared profile items) are set "
+        "aside and the messages about it no longer serve as evidence. Nothing is deleted: unforget undoes it.",
+        ForgetMemoriesArgs,
+        ForgettingItem,
+        read_only=False,
+        destructive=True,
+    ),
+    "list_forgotten": McpTool(
+        "list_forgotten",
+        "What the user asked to forget, newest first: each forgetting's subject, the memories and messages it set "
+        "aside, and whether it was undone (undone_at). With friend_id: those asked of that friend or of none.",
+        ListForgottenArgs,
+        ListForgottenResult,
+    ),
+    "unforget": McpTool(
+        "unforget",
+        "Undo a forgetting (key from list_forgotten; omitted: the newest one not undone): its memories come back as "
+        "they were and its messages serve as evidence again. One asked of an AI friend is undone only with that "
+        "friend's friend_id; one asked of none in any scope.",
+        UnforgetArgs,
+        ForgettingItem,
+        read_only=False,
+    ),
     **{
         name: McpTool(name, EVIDENCE_TOOLS[name].description + _FRIEND_NOTE, args, EVIDENCE_TOOLS[name].output_model)
         for name, args in (
@@ -251,6 +285,9 @@ class MemoryMcpTools:
             "delete_memory": self._delete_memory,
             "list_memories": self._list_memories,
             "memory_history": self._memory_history,
+            "forget_memories": self._forget_memories,
+            "list_forgotten": self._list_forgotten,
+            "unforget": self._unforget,
             **dict.fromkeys(("messages_list", "lexical_search", "semantic_search", "neighbors"), self._evidence),
         }
         self._warming: asyncio.Task[None] | None = None
@@ -452,12 +489,13 @@ class MemoryMcpTools:
             limit=args.limit,
             cursor=args.cursor,
         )
+        now = datetime.now(UTC)
         items = [
             MemoryListItem(
                 memory_key=r.memory_key,
                 memory_type=r.memory_type,
                 friend_id=r.friend_id,
-                summary=neutralize(r.summary),
+                summary=neutralize(marked(r.summary, r, now)),  # a past event says so, as in search_memories
                 content_preview=content_preview(r.content),
                 created_at=r.created_at.isoformat(),
                 updated_at=r.updated_at.isoformat(),
@@ -470,6 +508,43 @@ class MemoryMcpTools:
         ]
         return ListMemoriesResult(items=items, next_cursor=page.next_cursor)
 
+    # -- forgetting ----------------------------------------------------------------------------------
+
+    async def _forget_memories(self, args: ForgetMemoriesArgs) -> ForgettingItem:
+        return _forgetting_item(await self.system.forget(self._scope(args.friend_id), args.subject))
+
+    async def _seen_forgettings(self, friend_id: str | int | None) -> list[Forgetting]:
+        """The user's forgettings a scope sees: all without a friend, else those asked of it or of none."""
+        scope = self._scope(friend_id)
+        found = await self.system.forgettings(self.user_id)
+        return found if scope.friend_id is None else [f for f in found if f.friend_id in (None, scope.friend_id)]
+
+    async def _list_forgotten(self, args: ListForgottenArgs) -> ListForgottenResult:
+        return ListForgottenResult(items=[_forgetting_item(f) for f in await self._seen_forgettings(args.friend_id)])
+
+    async def _unforget(self, args: UnforgetArgs) -> ForgettingItem:
+        scope = self._scope(args.friend_id)
+        found = await self.system.forgettings(self.user_id)
+        if args.key is not None:
+            target = next((f for f in found if f.key == args.key), None)
+            if target is None:
+                raise McpToolError(f"not found: the user has no forgetting {args.key!r}; list_forgotten shows the keys")
+            if target.undone_at is not None:
+                raise McpToolError(f"forgetting {args.key!r} was undone already ({target.undone_at.isoformat()})")
+            if target.friend_id is not None and target.friend_id != scope.friend_id:
+                where = "a friend undoes only what was asked of it or of none"
+                if scope.friend_id is None:
+                    where = f"pass friend_id {target.friend_id!r} to undo it in that friend's scope"
+                raise McpToolError(f"forgetting {args.key!r} was asked of another AI friend: {where}")
+        else:
+            seen = [f for f in await self._seen_forgettings(args.friend_id) if f.undone_at is None]
+            if scope.friend_id is None:  # no friend named: only what was asked of none
+                seen = [f for f in seen if f.friend_id is None]
+            if not seen:
+                raise McpToolError("not found: nothing forgotten to undo in this scope; list_forgotten shows the keys")
+            target = seen[0]
+        return _forgetting_item(await self.system.unforget(self.user_id, key=target.key))
+
     # -- seed 003 ------------------------------------------------------------------------------------
 
     async def _evidence(self, args: MessagesListArgs | LexicalSearchArgs | SemanticSearchArgs | NeighborsArgs) -> Any:
@@ -479,6 +554,27 @@ class MemoryMcpTools:
         if not out.success:
             raise McpToolError(out.message or f"{name} failed; change the arguments and try again")
         return out
+
+
+def _forgetting_item(done: Forgetting) -> ForgettingItem:
+    """A forgetting as the client reads it (memory summaries neutralised: they reach a model)."""
+    return ForgettingItem(
+        key=done.key,
+        friend_id=done.friend_id,
+        subject=neutralize(done.subject),
+        memories=[
+            ForgottenItem(
+                memory_key=m.memory_key,
+                memory_type=m.memory_type,
+                summary=neutralize(m.summary),
+                was_active=m.was_active,
+            )
+            for m in done.memories
+        ],
+        message_ids=list(done.message_ids),
+        at=done.at.isoformat(),
+        undone_at=done.undone_at.isoformat() if done.undone_at else None,
+    )
 
 
 def _check_size(content: str | None, metadata: dict[str, Any] | None) -> None:

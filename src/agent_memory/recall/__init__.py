@@ -8,6 +8,7 @@ from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
 from ._days import STATE_TOPICS, describes_state, told_days_filter
 from ._events import (
     MemoryForgottenEvent,
+    MemoryUnforgottenEvent,
     RecallErrorEvent,
     RecallFinishedEvent,
     RecallStartedEvent,
@@ -57,6 +58,7 @@ __all__ = [
     "Limits",
     "MemRecallAgent",
     "MemoryForgottenEvent",
+    "MemoryUnforgottenEvent",
     "MemoryView",
     "OfflineClient",
     "OfflineRecallPlanner",

@@ -93,6 +93,19 @@ class MemoryForgottenEvent(BaseAgentEvent):
         return self.content
 
 
+class MemoryUnforgottenEvent(BaseAgentEvent):
+    """The user took back a request to forget (in the chat, right after it): what it set aside is back."""
+
+    content: str
+    subject: str
+    forgetting_key: str
+    memory_keys: list[str]
+    type: Literal["MemoryUnforgottenEvent"] = "MemoryUnforgottenEvent"
+
+    def to_text(self) -> str:
+        return self.content
+
+
 async def merge_streams(main: AsyncIterator[Any], queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
     """Yield the recall events from ``queue`` and the items of ``main`` (an agent's ``run_stream``) in
     the order they arrive; ends when ``main`` ends and the queue is drained.

@@ -11,6 +11,7 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -20,7 +21,7 @@ from starlette.routing import Route
 from data_layer import FriendRecord, MemoryRecord, MemoryType, NotFoundError, scope_id
 
 from ..context import PROFILE_TYPES
-from ..history import base_key, memory_history, revise
+from ..history import base_key, memory_history, past_mark, revise
 from ..system import MemorySystem
 from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
 from ._http import (
@@ -89,6 +90,7 @@ def memory_json(record: MemoryRecord) -> dict[str, Any]:
         "date": str(meta.get("date") or meta.get("valid_from") or record.created_at.isoformat())[:10],
         "topic": str(meta.get("topic_label") or meta.get("topic") or ""),
         "sources": len(sources),
+        "past": past_mark(record, datetime.now(UTC)),  # an event whose time has passed: "（已过去：day）"
     }
 
 
@@ -474,6 +476,26 @@ async def memory_versions(request: Request) -> Response:
     return JSONResponse({"key": base_key(request.path_params["key"]), "versions": [v.as_dict() for v in versions]})
 
 
+@guarded
+async def list_forgettings(request: Request) -> Response:
+    """What the user asked to forget, newest first (undone ones too, with ``undone_at``)."""
+    user = current_user(request)
+    return JSONResponse({"forgettings": [f.as_dict() for f in await system_of(request).forgettings(user)]})
+
+
+@guarded
+async def undo_forgetting(request: Request) -> Response:
+    """Undo one forgetting: its memories come back as they were, its messages serve as evidence again."""
+    user = current_user(request)
+    only_fields(await json_body(request, max_bytes=1024), set())  # a JSON body: no cross-site form post
+    key = request.path_params["key"]
+    try:
+        done = await system_of(request).unforget(user, key=key)
+    except NotFoundError:
+        raise HTTPProblem(404, f"no forgetting {key[:80]!r} to undo: list them with GET /api/forgettings") from None
+    return JSONResponse(done.as_dict())
+
+
 ROUTES = [
     Route("/healthz", healthz, methods=["GET"]),
     Route("/api/session", sign_in, methods=["POST"]),
@@ -493,4 +515,6 @@ ROUTES = [
     Route("/api/memories/{key}", delete_memory, methods=["DELETE"]),
     Route("/api/memories/{key}/sources", memory_sources, methods=["GET"]),
     Route("/api/memories/{key}/history", memory_versions, methods=["GET"]),
+    Route("/api/forgettings", list_forgettings, methods=["GET"]),
+    Route("/api/forgettings/{key}/undo", undo_forgetting, methods=["POST"]),
 ]

@@ -390,7 +390,7 @@ $("settings-save").addEventListener("click", async () => {
 // -- memories -------------------------------------------------------------------------------------
 
 function memoryItem(m) {
-  const text = el("div", { class: "content", text: withoutDate(m.content, m.date) });
+  const text = el("div", { class: "content", text: (m.past || "") + withoutDate(m.content, m.date) });
   const meta = el("div", { class: "meta", text: `${m.date}${m.topic ? " · " + m.topic : ""} · ${m.key}` });
   const item = el("li", { "data-key": m.key }, text, meta);
   const edit = el("button", { type: "button", class: "edit", text: "编辑", onclick: async () => {
@@ -459,7 +459,36 @@ async function loadMemories() {
       el("h2", { text: `与「${f.name}」的事件` }), list));
   }
   fill($("memory-other"), data.other || [], data.other_more, "（没有其他记忆）");
+  await loadForgettings();
   $("memory-page").dataset.loaded = "yes";
+}
+
+// what the user asked to forget, each with its undo
+function forgettingItem(f) {
+  const when = f.at.slice(0, 10);
+  const state = f.undone_at ? `已于 ${f.undone_at.slice(0, 10)} 撤销` : `${f.memories.length} 条记忆，${f.message_ids.length} 条消息`;
+  const item = el("li", { "data-key": f.key, class: f.undone_at ? "undone" : "" },
+    el("div", { class: "content", text: `「${f.subject}」` }),
+    el("div", { class: "meta", text: `${when} · ${state}` }));
+  if (!f.undone_at) {
+    item.append(el("div", { class: "row" }, el("button", { type: "button", class: "undo-forgetting", text: "撤销遗忘",
+      onclick: async () => {
+        try {
+          await api("POST", `/api/forgettings/${encodeURIComponent(f.key)}/undo`, {});
+          await loadMemories();
+        } catch (e) { $("memory-error").textContent = e.message; }
+      } })));
+  }
+  return item;
+}
+
+async function loadForgettings() {
+  const list = $("memory-forgotten");
+  try {
+    const data = await api("GET", "/api/forgettings");
+    list.replaceChildren(...data.forgettings.map(forgettingItem));
+    if (!data.forgettings.length) list.append(el("li", { class: "muted", text: "（没有忘记的事）" }));
+  } catch (e) { $("memory-error").textContent = e.message; }
 }
 
 $("memory-search-form").addEventListener("submit", (ev) => { ev.preventDefault(); loadMemories(); });
