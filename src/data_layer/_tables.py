@@ -4,7 +4,7 @@ The keyword tables follow seed 002 section 3.2.2, except that a keyword row carr
 ``user_id`` and is keyed by ``(user_id, memory_id, keyword)`` instead of a serial id;
 ``tool_result_archive`` follows seed 004 section 3.3 plus the ``user_id`` scope.
 
-Every table but the shared synonym vocabulary (:data:`REFERENCE_TABLES`) holds one user's rows: it has
+Every table but the shared synonym vocabulary (:data:`GLOBAL_TABLES`) holds one user's rows: it has
 a ``user_id`` column, its primary key, unique keys and indexes lead with it, and its foreign keys carry
 it. So PostgreSQL can be distributed by user (Citus ``create_distributed_table(table, 'user_id')``, the
 synonyms a reference table) without a schema change, and every statement of a user's rows names one
@@ -56,8 +56,9 @@ EXTERNAL_ID_LENGTH = 255
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 BigIntId = BigInteger().with_variant(Integer(), "sqlite")
 
-#: Tables shared by every user (no ``user_id``): copied whole to every node when distributed.
-REFERENCE_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
+#: Tables shared by every user: nothing in them belongs to one user (the synonym vocabulary). They have
+#: no ``user_id``; distributed, they are reference tables (a whole copy on every node).
+GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
 
 
 class Base(DeclarativeBase):
