@@ -11,6 +11,10 @@ dropped. Primary keys, unique keys, indexes and the foreign keys to ``agent_memo
 
 On SQLite ``chat_messages`` keeps ``id INTEGER PRIMARY KEY``: SQLite numbers only such a column
 itself, and a SQLite file is never distributed.
+
+The downgrade renumbers the keywords' ``id``. It fails where two users hold an archived tool result of
+the same ``uuid`` (an import of one user's export as another, allowed from this revision on), since
+0007's key is the ``uuid`` alone.
 """
 
 from __future__ import annotations
