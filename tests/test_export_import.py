@@ -183,7 +183,10 @@ async def test_a_round_trip_keeps_every_column_the_export_writes(
     async with _system(back) as again:
         await import_user(again.layer, lines=lines)
         assert await _rows(again, "alice") == expected
-        await import_user(again.layer, lines=lines, user_id="alice2")  # the tool result's id is alice's here
-        (kept,) = expected["tool_result_archive"]
+        await import_user(again.layer, lines=lines, user_id="alice2")  # alice holds the tool result's id here
+        (kept,) = (await again.layer.user_rows("alice"))["tool_result_archive"]
         (copy,) = (await again.layer.user_rows("alice2"))["tool_result_archive"]
-        assert copy["uuid"] not in kept and copy["result_full"] == "x" * 20_000
+        # ids are per user: the copy keeps the id its chat's placeholders name, alice's stays hers
+        assert copy["uuid"] == kept["uuid"] and copy["result_full"] == "x" * 20_000
+        placeholder = await again.layer.archive.get(user_id="alice2", archive_uuid=kept["uuid"])
+        assert placeholder is not None and placeholder.user_id == "alice2"

@@ -135,3 +135,111 @@ async def test_archived_mark_revision_marks_what_the_old_progress_covered(blank_
         assert "archived_at" not in columns and kept == 5
     finally:
         await engine.dispose()
+
+
+INDEX = "agent_memory_search_index"
+
+
+async def test_user_leading_keys_revision_keeps_the_rows_and_fills_their_users(blank_url: str, backend: str) -> None:
+    from datetime import UTC, datetime
+
+    from data_layer import AgentFusionDataLayer
+
+    await upgrade(blank_url, "0007_message_archived_mark")
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    memories = {uuid.uuid4(): ("u1", "k1"), uuid.uuid4(): ("u1", "k2"), uuid.uuid4(): ("u2", "k1")}
+    keywords = [(mid, word) for mid in memories for word in ("猫", "cat")]
+    gone = uuid.uuid4()  # a keyword row whose memory is gone (a SQLite connection without foreign keys)
+    engine = create_async_engine(normalize_url(blank_url))
+    try:
+        async with engine.begin() as conn:
+            for mid, (user, key) in memories.items():
+                await conn.execute(
+                    text(
+                        "INSERT INTO agent_memories (id, memory_key, user_id, memory_type, summary, content,"
+                        " content_metadata, created_at, updated_at, access_count, is_active)"
+                        " VALUES (:id, :key, :user, 'general', 's', 'c', '{}', :now, :now, 0, true)"
+                    ),
+                    {"id": mid.hex if backend == "sqlite" else mid, "key": key, "user": user, "now": now},
+                )
+                await conn.execute(
+                    text(
+                        "INSERT INTO agent_memory_search_index (memory_id, analyzer, tokens, updated_at)"
+                        " VALUES (:id, 'a1', :tokens, :now)"
+                    ),
+                    {"id": mid.hex if backend == "sqlite" else mid, "tokens": f"{user} {key}", "now": now},
+                )
+            orphans = [(gone, "孤")] if backend == "sqlite" else []
+            for mid, word in keywords + orphans:
+                await conn.execute(
+                    text("INSERT INTO agent_memory_keywords (memory_id, keyword, weight) VALUES (:id, :word, 0.5)"),
+                    {"id": mid.hex if backend == "sqlite" else mid, "word": word},
+                )
+            for mid, user in ((1, "u1"), (2, "u2"), (3, "u1")):
+                await conn.execute(
+                    text(
+                        "INSERT INTO chat_messages (id, user_id, role, content, created_at)"
+                        " VALUES (:id, :user, 'user', 'hi', :now)"
+                    ),
+                    {"id": mid, "user": user, "now": now},
+                )
+            await conn.execute(
+                text(
+                    "INSERT INTO tool_result_archive (uuid, user_id, conversation_id, tool_name, query_summary,"
+                    " result_summary, result_full, result_length, created_at)"
+                    " VALUES ('t-1', 'u2', 'u2/f', 'search', '', '', 'x', 1, :now)"
+                ),
+                {"now": now},
+            )
+
+        assert await upgrade(blank_url) == head_revision()
+        async with engine.connect() as conn:
+            kw_rows = (await conn.execute(text("SELECT user_id, memory_id, keyword FROM agent_memory_keywords"))).all()
+            ix_rows = (await conn.execute(text(f"SELECT user_id, memory_id, tokens FROM {INDEX}"))).all()
+            messages = (await conn.execute(text("SELECT user_id, id FROM chat_messages ORDER BY id"))).all()
+            results = (await conn.execute(text("SELECT user_id, uuid FROM tool_result_archive"))).all()
+
+        def _id(value: object) -> uuid.UUID:
+            return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+        assert sorted((u, _id(m), w) for u, m, w in kw_rows) == sorted(
+            (memories[mid][0], mid, word) for mid, word in keywords
+        )
+        assert sorted((u, _id(m), t) for u, m, t in ix_rows) == sorted(
+            (user, mid, f"{user} {key}") for mid, (user, key) in memories.items()
+        )
+        assert [tuple(r) for r in messages] == [("u1", 1), ("u2", 2), ("u1", 3)]
+        assert [tuple(r) for r in results] == [("u2", "t-1")]
+        assert await schema_differences(blank_url) == []
+
+        # the library reads and writes the migrated rows through the new keys
+        (u1_k1,) = [mid for mid, owner in memories.items() if owner == ("u1", "k1")]
+        async with AgentFusionDataLayer(blank_url) as layer:
+            found = await layer.memory.get_keywords(user_id="u1", memory_key="k1")
+            assert sorted(k.keyword for k in found) == ["cat", "猫"] and {k.memory_id for k in found} == {u1_k1}
+            assert await layer.memory.add_keywords(user_id="u1", memory_key="k1", keywords=["狗"]) == 1
+            assert [r.memory_key for r in await layer.memory.get_by_ids(user_id="u2", ids=[u1_k1])] == []
+
+        assert await downgrade(blank_url, "0007_message_archived_mark") == "0007_message_archived_mark"
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(
+                lambda c: {
+                    t: {col["name"] for col in inspect(c).get_columns(t)} for t in ("agent_memory_keywords", INDEX)
+                }
+            )
+            ids = (await conn.execute(text("SELECT id, memory_id, keyword FROM agent_memory_keywords"))).all()
+            index_count = (await conn.execute(text("SELECT count(*) FROM agent_memory_search_index"))).scalar_one()
+        async with engine.begin() as conn:  # 0007's writers leave the id to the database
+            await conn.execute(
+                text("INSERT INTO agent_memory_keywords (memory_id, keyword) VALUES (:id, '新')"),
+                {"id": u1_k1.hex if backend == "sqlite" else u1_k1},
+            )
+            numbered = (await conn.execute(text("SELECT id FROM agent_memory_keywords WHERE keyword = '新'"))).scalar()
+        assert numbered is not None and numbered not in {r[0] for r in ids}
+        assert "user_id" not in columns["agent_memory_keywords"] | columns["agent_memory_search_index"]
+        numbers = {r[0] for r in ids}
+        assert len(ids) == len(keywords) + 1 and len(numbers) == len(ids) and None not in numbers
+        assert index_count == len(memories)
+        assert await upgrade(blank_url) == head_revision()
+    finally:
+        await engine.dispose()

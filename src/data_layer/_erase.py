@@ -2,8 +2,9 @@
 setting the columns an import keeps as exported (:func:`restore_columns`).
 
 The tables come from the schema itself, so a table added later is covered or refused, never missed:
-a table with a ``user_id`` column loses the user's rows; a table keyed by a memory id (a foreign key to
-``agent_memories.id``: keywords, the search index) loses the rows of the user's memories; a table in
+a table with a ``user_id`` column loses the user's rows (every table of the user's data has one, the
+rows of a memory's keywords and search index too); a table keyed by a memory id alone (a foreign key to
+``agent_memories.id``) would lose the rows of the user's memories; a table in
 :data:`GLOBAL_TABLES` holds no user's data. Any other table makes :func:`erase_user` refuse to run,
 so a new table must be given its rule before a user can be erased.
 """
@@ -18,10 +19,7 @@ from sqlalchemy import Table, delete, select, update
 
 from . import _validation as v
 from ._engine import Database
-from ._tables import AgentMemoryTable, Base
-
-#: Tables shared by every user: nothing in them belongs to one user (the synonym vocabulary).
-GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
+from ._tables import GLOBAL_TABLES, AgentMemoryTable, Base
 
 _MEMORIES = AgentMemoryTable.__table__
 

@@ -200,13 +200,10 @@ class FriendRepository:
                 for start in range(0, len(ids), 500):
                     chunk = ids[start : start + 500]
                     # explicit, not only ON DELETE CASCADE: a SQLite connection may run without foreign keys
-                    await session.execute(
-                        delete(AgentMemoryKeywordsTable).where(AgentMemoryKeywordsTable.memory_id.in_(chunk))
-                    )
-                    await session.execute(
-                        delete(AgentMemorySearchIndexTable).where(AgentMemorySearchIndexTable.memory_id.in_(chunk))
-                    )
-                    await session.execute(delete(m).where(m.id.in_(chunk)))
+                    kw, ix = AgentMemoryKeywordsTable, AgentMemorySearchIndexTable
+                    await session.execute(delete(kw).where(kw.user_id == uid, kw.memory_id.in_(chunk)))
+                    await session.execute(delete(ix).where(ix.user_id == uid, ix.memory_id.in_(chunk)))
+                    await session.execute(delete(m).where(m.user_id == uid, m.id.in_(chunk)))
             await session.execute(
                 delete(ToolResultArchiveTable).where(
                     ToolResultArchiveTable.user_id == uid, ToolResultArchiveTable.conversation_id == f"{uid}/{fid}"

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _revision
@@ -92,14 +92,14 @@ class IndexOpsMixin(KeywordOpsMixin):
                 m.content_metadata[SPEAKER_FIELD],
                 _asks(m.content),
             )
-            .outerjoin(ix, ix.memory_id == m.id)
+            .outerjoin(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
             .where(*conditions)
             .order_by(m.created_at, m.memory_key)
         )
         kw_stmt = (
             select(kw.memory_id, kw.keyword, kw.weight)
-            .join(m, m.id == kw.memory_id)
-            .where(*conditions)
+            .join(m, and_(m.user_id == kw.user_id, m.id == kw.memory_id))
+            .where(kw.user_id == uid, *conditions)
             .order_by(kw.memory_id, kw.keyword)
         )
         async with self._db.read(bulk=True) as session:
@@ -147,7 +147,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         async with self._db.read() as session:
             rows = await session.scalars(
                 select(m)
-                .outerjoin(ix, ix.memory_id == m.id)
+                .outerjoin(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
                 .where(
                     m.user_id == uid,
                     m.is_active.is_(True),
@@ -168,7 +168,7 @@ class IndexOpsMixin(KeywordOpsMixin):
         async with self._db.read() as session:
             rows = await session.scalars(
                 select(m)
-                .join(ix, ix.memory_id == m.id)
+                .join(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
                 .where(
                     m.user_id == uid,
                     m.is_active.is_(True),
@@ -246,11 +246,11 @@ class IndexOpsMixin(KeywordOpsMixin):
             for memory_id, kws in extracted:
                 if memory_id in owned:
                     await self._replace_keyword_rows(
-                        session, memory_id, v.analysis_keywords(v.keyword_list(kws)), keep_user_tags=True
+                        session, uid, memory_id, v.analysis_keywords(v.keyword_list(kws)), keep_user_tags=True
                     )
                     done.append(memory_id)
             if done:
-                await _revision.stamp(session, done, revision)
+                await _revision.stamp(session, uid, done, revision)
         if done:
             self._changed(uid)
         return len(done)
@@ -269,7 +269,9 @@ class IndexOpsMixin(KeywordOpsMixin):
         # an analysis without a vector (the embedding is left to a background pass) keeps the memory's
         # stored one: its content did not change
         with_vectors, words_only = (
-            insert_updating(self._db.backend, AgentMemorySearchIndexTable, conflict=["memory_id"], update=columns)
+            insert_updating(
+                self._db.backend, AgentMemorySearchIndexTable, conflict=["user_id", "memory_id"], update=columns
+            )
             for columns in (
                 ["analyzer", "tokens", "embedder", "embedding", "updated_at"],
                 ["analyzer", "tokens", "updated_at"],
@@ -284,10 +286,11 @@ class IndexOpsMixin(KeywordOpsMixin):
                     continue
                 v.stored_text(analysis.tokens, name="the analyzer's tokens")
                 await self._replace_keyword_rows(
-                    session, memory_id, v.analysis_keywords(analysis.keywords), keep_user_tags=True
+                    session, uid, memory_id, v.analysis_keywords(analysis.keywords), keep_user_tags=True
                 )
                 rows.append(
                     {
+                        "user_id": uid,
                         "memory_id": memory_id,
                         "analyzer": analysis.analyzer,
                         "tokens": analysis.tokens,
@@ -304,7 +307,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 if part:
                     await session.execute(stmt, part)
             if rows:
-                await _revision.stamp(session, done, revision)
+                await _revision.stamp(session, uid, done, revision)
         if done:
             self._changed(uid)
         return len(done)
@@ -329,13 +332,13 @@ class IndexOpsMixin(KeywordOpsMixin):
                 table = AgentMemorySearchIndexTable.__table__
                 await session.execute(
                     update(table)
-                    .where(table.c.memory_id == bindparam("mid"))
+                    .where(table.c.user_id == uid, table.c.memory_id == bindparam("mid"))
                     .values(embedder=name, embedding=bindparam("blob"), updated_at=utcnow()),
                     rows,
                 )
                 done.extend(r["mid"] for r in rows)
             if done:
-                await _revision.stamp(session, done, revision)
+                await _revision.stamp(session, uid, done, revision)
         if done:
             self._changed(uid)
         return len(done)

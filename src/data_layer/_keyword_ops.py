@@ -50,7 +50,7 @@ class KeywordOpsMixin:
             memory_id = await self._memory_id(session, uid, key)
             rows = await session.scalars(
                 select(AgentMemoryKeywordsTable)
-                .where(AgentMemoryKeywordsTable.memory_id == memory_id)
+                .where(AgentMemoryKeywordsTable.user_id == uid, AgentMemoryKeywordsTable.memory_id == memory_id)
                 .order_by(AgentMemoryKeywordsTable.weight.desc(), AgentMemoryKeywordsTable.keyword)
             )
             return [
@@ -79,11 +79,11 @@ class KeywordOpsMixin:
                 stmt = insert_updating(
                     self._db.backend,
                     AgentMemoryKeywordsTable,
-                    conflict=["memory_id", "keyword"],
+                    conflict=["user_id", "memory_id", "keyword"],
                     update=["weight", "extraction_source"],
                 )
-                await session.execute(stmt, keyword_rows(memory_id, kws))
-                await _revision.stamp(session, [memory_id], revision)
+                await session.execute(stmt, keyword_rows(uid, memory_id, kws))
+                await _revision.stamp(session, uid, [memory_id], revision)
         self._changed(uid)
         return len(kws)
 
@@ -100,30 +100,34 @@ class KeywordOpsMixin:
         async with self._db.write() as session:
             memory_id = await self._memory_id(session, uid, key)
             revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
-            await self._replace_keyword_rows(session, memory_id, kws, keep_user_tags=keep_user_tags)
-            await _revision.stamp(session, [memory_id], revision)
-            total = await session.scalar(select(func.count()).where(AgentMemoryKeywordsTable.memory_id == memory_id))
+            await self._replace_keyword_rows(session, uid, memory_id, kws, keep_user_tags=keep_user_tags)
+            await _revision.stamp(session, uid, [memory_id], revision)
+            kw = AgentMemoryKeywordsTable
+            total = await session.scalar(select(func.count()).where(kw.user_id == uid, kw.memory_id == memory_id))
         self._changed(uid)
         return int(total or 0)
 
     async def _replace_keyword_rows(
-        self, session: AsyncSession, memory_id: uuid.UUID, kws: Sequence[KeywordInput], *, keep_user_tags: bool
+        self,
+        session: AsyncSession,
+        uid: str,
+        memory_id: uuid.UUID,
+        kws: Sequence[KeywordInput],
+        *,
+        keep_user_tags: bool,
     ) -> None:
-        wipe = delete(AgentMemoryKeywordsTable).where(AgentMemoryKeywordsTable.memory_id == memory_id)
+        kw, m = AgentMemoryKeywordsTable, AgentMemoryTable
+        wipe = delete(kw).where(kw.user_id == uid, kw.memory_id == memory_id)
         if keep_user_tags:
-            wipe = wipe.where(AgentMemoryKeywordsTable.extraction_source != "user_tag")
+            wipe = wipe.where(kw.extraction_source != "user_tag")
         await session.execute(wipe)
         if kws:
-            kept = set(
-                await session.scalars(
-                    select(AgentMemoryKeywordsTable.keyword).where(AgentMemoryKeywordsTable.memory_id == memory_id)
-                )
-            )
+            kept = set(await session.scalars(select(kw.keyword).where(kw.user_id == uid, kw.memory_id == memory_id)))
             fresh = [k for k in kws if k.keyword not in kept]
             if fresh:
-                await session.execute(AgentMemoryKeywordsTable.__table__.insert(), keyword_rows(memory_id, fresh))
+                await session.execute(kw.__table__.insert(), keyword_rows(uid, memory_id, fresh))
         await session.execute(
-            update(AgentMemoryTable).where(AgentMemoryTable.id == memory_id).values(needs_keyword_extraction=False)
+            update(m).where(m.user_id == uid, m.id == memory_id).values(needs_keyword_extraction=False)
         )
 
     async def remove_keywords(self, *, user_id: str | int, memory_key: str, keywords: Sequence[str]) -> int:
@@ -136,12 +140,14 @@ class KeywordOpsMixin:
             revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
             result = await session.execute(
                 delete(AgentMemoryKeywordsTable).where(
-                    AgentMemoryKeywordsTable.memory_id == memory_id, AgentMemoryKeywordsTable.keyword.in_(words)
+                    AgentMemoryKeywordsTable.user_id == uid,
+                    AgentMemoryKeywordsTable.memory_id == memory_id,
+                    AgentMemoryKeywordsTable.keyword.in_(words),
                 )
             )
             removed = int(result.rowcount or 0)  # type: ignore[attr-defined]
             if removed:
-                await _revision.stamp(session, [memory_id], revision)
+                await _revision.stamp(session, uid, [memory_id], revision)
         self._changed(uid)
         return removed
 

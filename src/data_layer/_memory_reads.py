@@ -108,18 +108,18 @@ class MemoryReadsMixin:
         wanted = v.uuid_list(ids, name="ids")
         table = AgentMemoryTable.__table__
 
-        # the quick path (search fetches its results here); by primary key only: with the user in
-        # the WHERE clause SQLite picks the per-user index and scans all of the user's rows, so
-        # ownership is checked on the rows instead
+        # the quick path (search fetches its results here): by the primary key (user_id, id)
         def read(conn: Connection) -> list[Any]:
             return [
                 row
                 for start in range(0, len(wanted), 500)
-                for row in conn.execute(select(table).where(table.c.id.in_(wanted[start : start + 500])))
+                for row in conn.execute(
+                    select(table).where(table.c.user_id == uid, table.c.id.in_(wanted[start : start + 500]))
+                )
             ]
 
         rows = await self._db.quick_read(read)
-        by_id = {r.id: record_of(r) for r in rows if r.user_id == uid and r.is_active}
+        by_id = {r.id: record_of(r) for r in rows if r.is_active}
         return [by_id[i] for i in wanted if i in by_id]
 
     def _filtered(

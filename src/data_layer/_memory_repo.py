@@ -228,9 +228,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
             else:
                 values = self._row_values(item, memory_id=uuid.uuid4(), revision=revision)
                 memory_rows.append(values)
-                kw_rows.extend(keyword_rows(values["id"], item.keywords))
+                kw_rows.extend(keyword_rows(uid, values["id"], item.keywords))
                 if item.analysis is not None:
-                    index_rows.append(self._index_row(values["id"], item.analysis))
+                    index_rows.append(self._index_row(uid, values["id"], item.analysis))
             results.append(_from_values(values))
         if memory_rows:
             try:
@@ -310,12 +310,12 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                         if prepared.keywords:
                             await session.execute(
                                 AgentMemoryKeywordsTable.__table__.insert(),
-                                keyword_rows(values["id"], prepared.keywords),
+                                keyword_rows(uid, values["id"], prepared.keywords),
                             )
                         if prepared.analysis is not None:
                             await session.execute(
                                 AgentMemorySearchIndexTable.__table__.insert(),
-                                [self._index_row(values["id"], prepared.analysis)],
+                                [self._index_row(uid, values["id"], prepared.analysis)],
                             )
                 break
             except StorageError as exc:  # another writer inserted the key between our look-up and insert
@@ -338,7 +338,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                 if target is None:
                     return False
                 await _revision.bump(session, self._db.backend, uid, hard_delete=True)
-                await session.execute(delete(AgentMemoryTable).where(AgentMemoryTable.id == target))
+                await session.execute(
+                    delete(AgentMemoryTable).where(AgentMemoryTable.user_id == uid, AgentMemoryTable.id == target)
+                )
             else:
                 target = await session.scalar(select(AgentMemoryTable.id).where(where, AgentMemoryTable.is_active))
                 if target is None:
@@ -346,7 +348,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                 revision = await _revision.bump(session, self._db.backend, uid)
                 await session.execute(
                     update(AgentMemoryTable)
-                    .where(AgentMemoryTable.id == target)
+                    .where(AgentMemoryTable.user_id == uid, AgentMemoryTable.id == target)
                     .values(is_active=False, updated_at=utcnow(), revision=revision)
                 )
         self._changed(uid)
@@ -407,7 +409,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                         metadata[name] = value
                 await session.execute(
                     update(AgentMemoryTable)
-                    .where(AgentMemoryTable.id == row.id)
+                    .where(AgentMemoryTable.user_id == uid, AgentMemoryTable.id == row.id)
                     .values(is_active=active, content_metadata=metadata, updated_at=now, revision=revision)
                 )
                 done.append(key)

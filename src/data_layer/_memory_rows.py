@@ -148,8 +148,9 @@ class MemoryRowsMixin:
         }
 
     @staticmethod
-    def _index_row(memory_id: uuid.UUID, analysis: MemoryAnalysis) -> dict[str, Any]:
+    def _index_row(user_id: str, memory_id: uuid.UUID, analysis: MemoryAnalysis) -> dict[str, Any]:
         return {
+            "user_id": user_id,
             "memory_id": memory_id,
             "analyzer": analysis.analyzer,
             "tokens": analysis.tokens,
@@ -168,22 +169,20 @@ class MemoryRowsMixin:
         keep_created: bool = False,
     ) -> dict[str, Any]:
         """Overwrite ``old`` with ``item``; returns the row's new values."""
+        uid = old.user_id
         values = self._row_values(item, memory_id=old.id, revision=revision)
         if keep_created:
             values["created_at"] = old.created_at
         await session.execute(
             update(AgentMemoryTable)
-            .where(AgentMemoryTable.id == old.id)
-            .values(**{k: val for k, val in values.items() if k != "id"})
+            .where(AgentMemoryTable.user_id == uid, AgentMemoryTable.id == old.id)
+            .values(**{k: val for k, val in values.items() if k not in ("id", "user_id")})
         )
-        await session.execute(delete(AgentMemoryKeywordsTable).where(AgentMemoryKeywordsTable.memory_id == old.id))
-        await session.execute(
-            delete(AgentMemorySearchIndexTable).where(AgentMemorySearchIndexTable.memory_id == old.id)
-        )
+        kw, ix = AgentMemoryKeywordsTable, AgentMemorySearchIndexTable
+        await session.execute(delete(kw).where(kw.user_id == uid, kw.memory_id == old.id))
+        await session.execute(delete(ix).where(ix.user_id == uid, ix.memory_id == old.id))
         if item.keywords:
-            await session.execute(AgentMemoryKeywordsTable.__table__.insert(), keyword_rows(old.id, item.keywords))
+            await session.execute(kw.__table__.insert(), keyword_rows(uid, old.id, item.keywords))
         if item.analysis is not None:
-            await session.execute(
-                AgentMemorySearchIndexTable.__table__.insert(), [self._index_row(old.id, item.analysis)]
-            )
+            await session.execute(ix.__table__.insert(), [self._index_row(uid, old.id, item.analysis)])
         return values

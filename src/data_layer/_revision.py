@@ -39,10 +39,11 @@ async def bump(session: AsyncSession, backend: Backend, user_id: str, *, hard_de
     return int((await session.execute(stmt)).scalar_one())
 
 
-async def stamp(session: AsyncSession, memory_ids: Sequence[uuid.UUID], revision: int) -> None:
-    """Record ``revision`` on the given memory rows."""
+async def stamp(session: AsyncSession, user_id: str, memory_ids: Sequence[uuid.UUID], revision: int) -> None:
+    """Record ``revision`` on the given memory rows of ``user_id``."""
     ids = list(memory_ids)
+    m = AgentMemoryTable
     for start in range(0, len(ids), 500):
         await session.execute(
-            update(AgentMemoryTable).where(AgentMemoryTable.id.in_(ids[start : start + 500])).values(revision=revision)
+            update(m).where(m.user_id == user_id, m.id.in_(ids[start : start + 500])).values(revision=revision)
         )

@@ -31,11 +31,12 @@ def record_of(row: AgentMemoryTable) -> MemoryRecord:
     )
 
 
-def keyword_rows(memory_id: uuid.UUID, keywords: Sequence[KeywordInput]) -> list[dict[str, Any]]:
-    """Rows of ``agent_memory_keywords`` for one memory."""
+def keyword_rows(user_id: str, memory_id: uuid.UUID, keywords: Sequence[KeywordInput]) -> list[dict[str, Any]]:
+    """Rows of ``agent_memory_keywords`` for one memory of ``user_id``."""
     now = utcnow()
     return [
         {
+            "user_id": user_id,
             "memory_id": memory_id,
             "keyword": k.keyword,
             "weight": k.weight,

@@ -1,7 +1,14 @@
 """SQLAlchemy 2 table models. Schema changes go through the Alembic migrations in ``migrations/``.
 
-The keyword tables follow seed 002 section 3.2.2 column for column; ``tool_result_archive`` follows
-seed 004 section 3.3 plus the ``user_id`` scope.
+The keyword tables follow seed 002 section 3.2.2, except that a keyword row carries its memory's
+``user_id`` and is keyed by ``(user_id, memory_id, keyword)`` instead of a serial id;
+``tool_result_archive`` follows seed 004 section 3.3 plus the ``user_id`` scope.
+
+Every table but the shared synonym vocabulary (:data:`GLOBAL_TABLES`) holds one user's rows: it has
+a ``user_id`` column, its primary key, unique keys and indexes lead with it, and its foreign keys carry
+it. So PostgreSQL can be distributed by user (Citus ``create_distributed_table(table, 'user_id')``, the
+synonyms a reference table) without a schema change, and every statement of a user's rows names one
+``user_id``.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Float,
-    ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -49,6 +56,10 @@ EXTERNAL_ID_LENGTH = 255
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 BigIntId = BigInteger().with_variant(Integer(), "sqlite")
 
+#: Tables shared by every user: nothing in them belongs to one user (the synonym vocabulary). They have
+#: no ``user_id``; distributed, they are reference tables (a whole copy on every node).
+GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
+
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
@@ -63,9 +74,10 @@ class AgentMemoryTable(Base):
         Index("ix_agent_memories_user_revision", "user_id", "revision"),
     )
 
+    # the key is (user_id, id); the id alone is unique as well (a random UUID)
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
     id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True, default=uuid.uuid4)
     memory_key: Mapped[str] = mapped_column(String(MEMORY_KEY_LENGTH), nullable=False)
-    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
     friend_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
     memory_type: Mapped[str] = mapped_column(String(50), nullable=False)
     summary: Mapped[str] = mapped_column(Text, nullable=False)
@@ -86,16 +98,19 @@ class AgentMemoryTable(Base):
 class AgentMemoryKeywordsTable(Base):
     __tablename__ = "agent_memory_keywords"
     __table_args__ = (
-        UniqueConstraint("memory_id", "keyword", name="unique_memory_keyword"),
-        Index("idx_memory_keywords_memory", "memory_id"),
-        Index("idx_memory_keywords_keyword", "keyword"),
+        ForeignKeyConstraint(
+            ["user_id", "memory_id"],
+            ["agent_memories.user_id", "agent_memories.id"],
+            name="fk_agent_memory_keywords_user_id_agent_memories",
+            ondelete="CASCADE",
+        ),
+        Index("idx_memory_keywords_user_keyword", "user_id", "keyword"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid(), ForeignKey("agent_memories.id", ondelete="CASCADE"), nullable=False
-    )
-    keyword: Mapped[str] = mapped_column(String(100), nullable=False)
+    #: The memory's user (the same as ``agent_memories.user_id`` of ``memory_id``).
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True)
+    keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
     # Nullable with defaults, as in seed 002's DDL; readers treat NULL as the default.
     weight: Mapped[float | None] = mapped_column(Float, default=1.0, server_default=text("1.0"))
     extraction_source: Mapped[str | None] = mapped_column(String(20), default="llm", server_default="llm")
@@ -136,8 +151,10 @@ class ChatMessageTable(Base):
         ),
     )
 
+    # The key is (user_id, id) on PostgreSQL, with ``id`` from the table's sequence (unique alone). A
+    # SQLite file keeps ``id INTEGER PRIMARY KEY``: SQLite numbers rows only in such a column.
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
-    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
     friend_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
     thread_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), nullable=True)
     role: Mapped[str] = mapped_column(String(20), nullable=False)
@@ -153,12 +170,16 @@ class ChatMessageTable(Base):
 
 class ToolResultArchiveTable(Base):
     __tablename__ = "tool_result_archive"
-    __table_args__ = (Index("ix_tool_result_archive_user_created", "user_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_tool_result_archive_user_created", "user_id", "created_at"),
+        Index("ix_tool_result_archive_user_conversation", "user_id", "conversation_id"),
+        Index("ix_tool_result_archive_user_thread", "user_id", "thread_id"),
+    )
 
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
-    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), nullable=False)
-    conversation_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), index=True)
-    thread_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH), index=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH))
+    thread_id: Mapped[str | None] = mapped_column(String(SCOPE_ID_LENGTH))
     tool_name: Mapped[str] = mapped_column(String(100), nullable=False)
     tool_input: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     query_summary: Mapped[str] = mapped_column(String(500), nullable=False, default="")
@@ -196,10 +217,18 @@ class AgentMemorySearchIndexTable(Base):
     """What the search layer computed for a memory (analysed tokens, an embedding), stored for reuse."""
 
     __tablename__ = "agent_memory_search_index"
-
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid(), ForeignKey("agent_memories.id", ondelete="CASCADE"), primary_key=True
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["user_id", "memory_id"],
+            ["agent_memories.user_id", "agent_memories.id"],
+            name="fk_agent_memory_search_index_user_id_agent_memories",
+            ondelete="CASCADE",
+        ),
     )
+
+    #: The memory's user (the same as ``agent_memories.user_id`` of ``memory_id``).
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True)
     analyzer: Mapped[str] = mapped_column(String(64), nullable=False)
     tokens: Mapped[str] = mapped_column(Text, nullable=False)
     embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)

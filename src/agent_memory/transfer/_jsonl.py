@@ -25,7 +25,6 @@ from data_layer import (
     KeywordInput,
     NewMemory,
     NewMessage,
-    StorageError,
     UserSettings,
 )
 from data_layer._types import utcnow
@@ -214,12 +213,8 @@ async def import_user(
             conversation = f"{uid}/{conversation.split('/', 1)[1]}"
         if t.get("uuid") and await layer.archive.get(user_id=uid, archive_uuid=t["uuid"]) is not None:
             continue  # imported before: the same id is the same result
-        try:
-            await _save_result(layer, uid, t, conversation, archive_uuid=t.get("uuid"))
-        except StorageError as exc:  # another user of this database holds the id: the result gets a new one
-            if exc.reason != "conflict":
-                raise
-            await _save_result(layer, uid, t, conversation, archive_uuid=None)
+        # ids are the user's (the key is user_id, uuid): a copy for another user keeps them as well
+        await _save_result(layer, uid, t, conversation, archive_uuid=t.get("uuid"))
         counts["tool_result"] = counts.get("tool_result", 0) + 1
     return counts
 

@@ -1,0 +1,93 @@
+"""The migrated schema can be distributed by user: every table of a user's rows has ``user_id``, and its
+primary key, unique keys, indexes and foreign keys lead with (or carry) it. Read from the database
+itself on both backends, so a migration that forgets the rule fails here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from data_layer import GLOBAL_TABLES, normalize_url
+from data_layer._tables import Base
+
+#: Shared by every user, no ``user_id``: reference tables when distributed (a copy on every node).
+REFERENCE_TABLES = {"keyword_synonyms": "the synonym vocabulary is shared by all users"}
+#: SQLite numbers rows only in an ``id INTEGER PRIMARY KEY`` column, and a SQLite file is never
+#: distributed: there the messages keep that key (PostgreSQL's is ``(user_id, id)``).
+SQLITE_ROWID_KEYS = {"chat_messages": ["id"]}
+
+
+def _schema(conn: Connection) -> dict[str, dict[str, Any]]:
+    found = inspect(conn)
+    return {
+        name: {
+            "columns": {c["name"]: c for c in found.get_columns(name)},
+            "pk": found.get_pk_constraint(name)["constrained_columns"],
+            "unique": [u["column_names"] for u in found.get_unique_constraints(name)],
+            "indexes": [(i["name"], i["column_names"]) for i in found.get_indexes(name)],
+            "fks": [
+                (f["referred_table"], f["constrained_columns"], f["referred_columns"])
+                for f in found.get_foreign_keys(name)
+            ],
+        }
+        for name in found.get_table_names()
+        if name != "alembic_version"
+    }
+
+
+@pytest.fixture
+async def schema(db_url: str) -> dict[str, dict[str, Any]]:
+    engine = create_async_engine(normalize_url(db_url))
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(_schema)
+    finally:
+        await engine.dispose()
+
+
+def test_the_reference_tables_are_the_global_ones() -> None:
+    assert set(REFERENCE_TABLES) == set(GLOBAL_TABLES)
+
+
+async def test_every_table_is_reached_through_user_id(schema: dict[str, dict[str, Any]], backend: str) -> None:
+    assert set(schema) == set(Base.metadata.tables), "the models and the migrated schema hold other tables"
+    per_user = sorted(set(schema) - set(REFERENCE_TABLES))
+    assert len(per_user) >= 9
+    for name in per_user:
+        table = schema[name]
+        assert "user_id" in table["columns"], f"{name} has no user_id"
+        assert not table["columns"]["user_id"]["nullable"], f"{name}.user_id may be NULL"
+        if backend == "sqlite" and name in SQLITE_ROWID_KEYS:
+            assert table["pk"] == SQLITE_ROWID_KEYS[name]
+        else:
+            assert table["pk"][:1] == ["user_id"], f"the primary key of {name} is {table['pk']}"
+        for columns in table["unique"]:
+            assert columns[:1] == ["user_id"], f"a unique key of {name} is {columns}"
+        for index, columns in table["indexes"]:
+            assert columns[:1] == ["user_id"], f"index {index} of {name} is on {columns}"
+        for referred, columns, targets in table["fks"]:
+            assert referred not in REFERENCE_TABLES
+            assert ("user_id", "user_id") in zip(columns, targets, strict=True), (
+                f"{name}'s foreign key {columns} -> {referred}{targets} does not carry user_id"
+            )
+
+
+async def test_reference_tables_hold_no_user(schema: dict[str, dict[str, Any]]) -> None:
+    for name in REFERENCE_TABLES:
+        assert "user_id" not in schema[name]["columns"]
+    referring = [(name, fk[0]) for name, table in schema.items() for fk in table["fks"] if fk[0] in REFERENCE_TABLES]
+    assert referring == []
+
+
+async def test_the_models_name_the_migrated_primary_keys(schema: dict[str, dict[str, Any]], backend: str) -> None:
+    """Alembic's comparison of models and database leaves primary keys out: compared here."""
+    for name, table in Base.metadata.tables.items():
+        model_pk = [c.name for c in table.primary_key.columns]
+        if backend == "sqlite" and name in SQLITE_ROWID_KEYS:
+            assert model_pk == ["user_id", *SQLITE_ROWID_KEYS[name]]
+            continue
+        assert schema[name]["pk"] == model_pk, name
