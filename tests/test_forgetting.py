@@ -222,3 +222,31 @@ async def test_an_export_carries_what_was_forgotten_with_the_new_message_ids(sys
     ex_now = [m.id for m in await layer.messages.latest(user_id="u9", friend_id="xiaozhu", limit=5) if m.content == EX]
     assert moved.subject == "前任" and list(moved.message_ids) == ex_now
     assert ex_now[0] not in await _cited(system, "u9", "xiaozhu", "我前任叫什么名字？")
+
+
+@pytest.mark.parametrize("subject", ["所有", "一切", "everything", "  It  ", "这些"])
+async def test_a_subject_that_names_nothing_is_refused_and_nothing_is_recorded(
+    system: MemorySystem, subject: str
+) -> None:
+    from data_layer import InvalidInputError
+
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    with pytest.raises(InvalidInputError, match=r"names no thing to forget.*user delete"):
+        await system.forget(system.scope("u1", "xiaozhu"), subject)
+    assert await system.forgettings("u1") == []
+    assert await system.layer.memory.retrieve_memory(memory_key="ex", user_id="u1", touch=False) is not None
+
+
+@pytest.mark.parametrize("subject", ["前任\x00", "前\x07任", "\x1b[31m前任"])
+async def test_a_subject_with_a_control_character_is_refused_in_plain_words(system: MemorySystem, subject: str) -> None:
+    from data_layer import InvalidInputError
+
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    with pytest.raises(InvalidInputError, match=r"^subject holds a control character; give the thing to forget"):
+        await system.forget(system.scope("u1", "xiaozhu"), subject)
+    assert await system.forgettings("u1") == []
+
+
+def test_a_request_in_the_chat_drops_control_characters_from_its_subject() -> None:
+    found = forget_request("忘掉关于前\x07任的事")
+    assert found is not None and found.subject == "前任"

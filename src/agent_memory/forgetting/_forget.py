@@ -20,6 +20,7 @@ the keys with their summaries, the messages, when. :func:`unforget` brings it al
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from data_layer import (
 )
 
 from ..history import base_key, kept_versions, parse_time
-from ._request import MAX_SUBJECT_CHARS, forget_request
+from ._request import MAX_SUBJECT_CHARS, forget_request, names_nothing
 
 if TYPE_CHECKING:
     from ..evidence import MessageIndex
@@ -198,6 +199,13 @@ async def forget(
     if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT_CHARS:
         raise InvalidInputError(f"subject must be the thing to forget, 1-{MAX_SUBJECT_CHARS} characters, e.g. '前任'")
     subject = subject.strip()
+    if any(unicodedata.category(c) == "Cc" for c in subject):
+        raise InvalidInputError("subject holds a control character; give the thing to forget as plain text, e.g. 前任")
+    if names_nothing(subject):  # "everything" forgets nothing by search; a user's whole memory is erased
+        raise InvalidInputError(
+            f"subject {subject!r} names no thing to forget; name it (e.g. '前任'), "
+            "or erase everything of the user with `agent-memory user delete U`"
+        )
     when = now or datetime.now(UTC)
     uid = scope.user_id
     hits = await search.search(subject, user_id=uid, friend_id=scope.friend_id, mode="hybrid", limit=MAX_FOUND)
