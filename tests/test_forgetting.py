@@ -250,3 +250,65 @@ async def test_a_subject_with_a_control_character_is_refused_in_plain_words(syst
 def test_a_request_in_the_chat_drops_control_characters_from_its_subject() -> None:
     found = forget_request("忘掉关于前\x07任的事")
     assert found is not None and found.subject == "前任"
+
+
+# -- a subject that matches most memories ------------------------------------------------------------
+
+BROAD_EVENTS = ["用户说周末去爬了香山", "用户提到最近在学吉他", "用户说下周要去上海出差", "用户抱怨公司食堂太难吃",
+                "用户养了一只叫团子的猫", "用户说前任叫林小美"]  # fmt: skip
+
+
+async def _broad_memories(system: MemorySystem) -> list[str]:
+    from data_layer import NewMemory
+
+    items = [NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="xiaozhu", content=text)
+             for i, text in enumerate(BROAD_EVENTS)]  # fmt: skip
+    items.append(NewMemory(memory_key="p-job", memory_type="profile", content="职业: 程序员"))
+    await system.layer.memory.add_many(user_id="u1", memories=items)
+    return [m.memory_key for m in items]
+
+
+async def test_a_subject_matching_most_memories_is_refused_unless_broad(system: MemorySystem) -> None:
+    from agent_memory.forgetting import BroadSubjectError
+
+    keys = await _broad_memories(system)
+    with pytest.raises(BroadSubjectError, match=r"^subject '用户' matches \d+ of the 7 active memories.*broad=True"):
+        await system.forget(system.scope("u1", "xiaozhu"), "用户")
+    assert await system.forgettings("u1") == []
+    assert set(await system.layer.memory.get_many(user_id="u1", memory_keys=keys)) == set(keys)
+    # a precise subject in the same memories is no broad one
+    done = await system.forget(system.scope("u1", "xiaozhu"), "前任")
+    assert done.memory_keys == ("e5",)
+    await system.unforget("u1")
+    done = await system.forget(system.scope("u1", "xiaozhu"), "用户", broad=True)
+    assert len(done.memory_keys) >= 5 and "p-job" not in done.memory_keys
+
+
+async def test_a_broad_request_in_the_chat_forgets_nothing_and_says_so(system: MemorySystem) -> None:
+    from agent_memory.recall import MemoryNotForgottenEvent
+
+    keys = await _broad_memories(system)
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    client = replay(["好的。"])
+    agent = AssistantAgent("main", model_client=client,
+                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    await agent.run(task="忘掉关于用户的事")
+    events = _drain(queue)
+    assert not [e for e in events if isinstance(e, MemoryForgottenEvent)]
+    [notice] = [e for e in events if isinstance(e, MemoryNotForgottenEvent)]
+    assert notice.subject == "用户" and notice.matches >= 5 and notice.total == 7 and "没有忘记" in notice.content
+    assert await system.forgettings("u1") == []
+    assert set(await system.layer.memory.get_many(user_id="u1", memory_keys=keys)) == set(keys)
+
+
+def test_cli_forget_refuses_a_broad_subject_unless_all_matching(tmp_path: Any) -> None:
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    for i, text in enumerate(BROAD_EVENTS):
+        added = runner.invoke(app, ["memory", "add", f"e{i}", text, "--user", "u1", "--db", db])
+        assert added.exit_code == 0, added.output
+    refused = runner.invoke(app, ["memory", "forget", "用户", "--user", "u1", "--db", db])
+    assert refused.exit_code == 2 and "--all-matching" in refused.output, refused.output
+    done = runner.invoke(app, ["memory", "forget", "用户", "--user", "u1", "--db", db, "--all-matching", "--json"])
+    assert done.exit_code == 0, done.output
+    assert len(json.loads(done.stdout)["memories"]) >= 5

@@ -336,17 +336,24 @@ class MemorySystem:
     # -- forgetting --------------------------------------------------------------------------------
 
     async def forget(
-        self, scope: Scope, subject: str, *, request_message_id: int | None = None, now: datetime | None = None
+        self,
+        scope: Scope,
+        subject: str,
+        *,
+        request_message_id: int | None = None,
+        now: datetime | None = None,
+        broad: bool = False,
     ) -> Forgetting:
         """Forget ``subject`` for ``scope``: the matching memories are set aside and the messages about it
         kept out of evidence recall and archiving (see :mod:`agent_memory.forgetting`); a
-        :class:`MemoryContext` calls it when the user asks to forget.
+        :class:`MemoryContext` calls it when the user asks to forget. A subject that matches most of the
+        scope's memories raises ``BroadSubjectError`` unless ``broad`` says to forget them all.
 
         >>> done = await system.forget(system.scope("u1", "xiaozhu"), "前任")  # doctest: +SKIP
         >>> done.memory_keys, done.describe()  # doctest: +SKIP
         """
         return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
-                            request_message_id=request_message_id, now=now)  # fmt: skip
+                            request_message_id=request_message_id, now=now, broad=broad)  # fmt: skip
 
     async def unforget(self, user_id: str | int, *, key: str | None = None) -> Forgetting:
         """Undo the user's forgetting ``key`` (default: the newest one not undone)."""
