@@ -312,3 +312,63 @@ def test_cli_forget_refuses_a_broad_subject_unless_all_matching(tmp_path: Any) -
     done = runner.invoke(app, ["memory", "forget", "用户", "--user", "u1", "--db", db, "--all-matching", "--json"])
     assert done.exit_code == 0, done.output
     assert len(json.loads(done.stdout)["memories"]) >= 5
+
+
+# -- forgetting while the archiver writes --------------------------------------------------------------
+
+
+async def test_a_forgetting_waits_for_an_archiving_run_that_checked_before_it(db_url: str) -> None:
+    """The archiver pauses after it checked what is set aside and before it writes; the forgetting comes
+    in between. It must wait for the run (then find the memories formed of the messages it forgets), not
+    search past it."""
+    from contextlib import asynccontextmanager
+
+    from agent_memory.settings import load_settings
+    from data_layer import ChatLocks
+
+    wanted = asyncio.Event()  # the forgetting asked for the archive lock of the chat
+
+    class Observed(ChatLocks):
+        @asynccontextmanager
+        async def hold(self, kind: str, *key: str | None) -> Any:
+            if kind == "archive" and checked.is_set():
+                wanted.set()
+            async with super().hold(kind, *key):
+                yield
+
+    checked, searched = asyncio.Event(), asyncio.Event()
+    async with MemorySystem.from_settings(load_settings(memory_database_url=db_url), locks=Observed()) as system:
+        system.background_archiving = False
+        told = await system.layer.messages.append(user_id="u1", role="user", content=EX, friend_id="xiaozhu",
+                                                  created_at=datetime.now(UTC) - timedelta(days=1))  # fmt: skip
+        check = system.session_archiver.set_aside
+        assert check is not None
+
+        async def paused(user_id: str, messages: Any) -> frozenset[int]:
+            aside = await check(user_id, messages)
+            checked.set()
+            # go on once the forgetting searched (it did not wait) or waits for this run's lock
+            waits = [asyncio.ensure_future(e.wait()) for e in (searched, wanted)]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            return aside
+
+        system.session_archiver.set_aside = paused
+        lexical = system.messages_index.lexical
+
+        async def lexical_seen(*args: Any, **kwargs: Any) -> Any:
+            found = await lexical(*args, **kwargs)
+            searched.set()
+            return found
+
+        system.messages_index.lexical = lexical_seen  # type: ignore[method-assign]
+        run = asyncio.create_task(system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True))
+        await checked.wait()
+        done = await system.forget(system.scope("u1", "xiaozhu"), "前任")
+        report = await run
+        assert report.memory_keys, "the run wrote memories of the message"
+        page = await system.layer.memory.list_memories(user_id="u1", limit=100)
+        citing = [r.memory_key for r in page.items if told.id in (r.metadata.get("source_message_ids") or [])]
+        assert citing == [], f"memories of a forgotten message stayed active: {citing}"
+        assert told.id in done.message_ids and set(report.memory_keys) & set(done.memory_keys)
