@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,23 @@ async def test_an_item_whose_key_holds_the_separator_keeps_a_history_of_its_own(
     ]
     then = await versions_at(memory, user_id="u1", at=before)
     assert {k: r.content for k, r in then.items()} == {"pet--cat": "猫的颜色: 白色"}
+
+
+async def test_the_kept_version_is_written_inactive_in_one_step(system: MemorySystem, monkeypatch: Any) -> None:
+    """No step of keeping a version leaves it active: a delete after the write (the old two steps) would
+    leave it current for search and recall if it failed; here deleting fails and the edit still keeps an
+    inactive version."""
+    from agent_memory.history import memory_history, revise
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
+
+    async def no_delete(**_: Any) -> bool:
+        raise RuntimeError("the second step failed")
+
+    monkeypatch.setattr(memory, "delete", no_delete)
+    await revise(memory, user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile")
+    page = await memory.list_memories(user_id="u1", limit=10)
+    assert [r.content for r in page.items] == ["居住地: 深圳"]  # only the current value is active
+    versions = await memory_history(memory, user_id="u1", memory_key="city")
+    assert [v.content for v in versions] == ["居住地: 杭州", "居住地: 深圳"]
