@@ -190,3 +190,48 @@ async def test_a_round_trip_keeps_every_column_the_export_writes(
         assert copy["uuid"] == kept["uuid"] and copy["result_full"] == "x" * 20_000
         placeholder = await again.layer.archive.get(user_id="alice2", archive_uuid=kept["uuid"])
         assert placeholder is not None and placeholder.user_id == "alice2"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("access_count", "lots", "access_count must be a whole number"),
+        ("access_count", 10**30, "access_count must be a whole number"),
+        ("access_count", -5, "access_count must be a whole number"),
+        ("access_count", True, "access_count must be a whole number"),
+        ("updated_at", 12345, "updated_at must be an ISO-8601 time as text"),
+        ("updated_at", "not a date", "updated_at is no ISO-8601 time"),
+        ("updated_at", None, "updated_at must be an ISO-8601 time"),
+        ("last_accessed_at", ["x"], "last_accessed_at must be an ISO-8601 time as text"),
+    ],
+)
+async def test_a_hostile_file_is_refused_with_its_line_and_nothing_is_imported(
+    system: MemorySystem, field: str, value: Any, said: str
+) -> None:
+    layer = system.layer
+    await layer.friends.create(user_id="alice", friend_id="mentor", name="导师", system_prompt="你是导师。")
+    await layer.messages.append(user_id="alice", role="user", content="你好", friend_id="mentor")
+    await layer.memory.add(user_id="alice", memory_key="k1", content="我住在杭州", memory_type="profile")
+    lines = []
+    for line in await _export(system, "alice"):
+        data = json.loads(line)
+        if data["kind"] == "memory":
+            data[field] = value
+        lines.append(json.dumps(data) + "\n")
+    with pytest.raises(ValueError, match=said) as caught:
+        await import_user(layer, lines=lines, user_id="bob")
+    assert str(caught.value).startswith("line ") and "\n" not in str(caught.value)
+    assert not any((await layer.user_rows("bob")).values())  # no friend, message or memory of the file
+
+
+async def test_a_time_without_a_zone_in_the_file_is_utc(system: MemorySystem) -> None:
+    await system.layer.memory.add(user_id="alice", memory_key="k1", content="我住在杭州", memory_type="profile")
+    lines = []
+    for line in await _export(system, "alice"):
+        data = json.loads(line)
+        if data["kind"] == "memory":
+            data["updated_at"] = "2024-05-01T09:00:00"
+        lines.append(json.dumps(data) + "\n")
+    await import_user(system.layer, lines=lines, user_id="bob")
+    [row] = (await system.layer.user_rows("bob"))["agent_memories"]
+    assert row["updated_at"] == datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

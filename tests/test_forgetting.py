@@ -222,3 +222,153 @@ async def test_an_export_carries_what_was_forgotten_with_the_new_message_ids(sys
     ex_now = [m.id for m in await layer.messages.latest(user_id="u9", friend_id="xiaozhu", limit=5) if m.content == EX]
     assert moved.subject == "前任" and list(moved.message_ids) == ex_now
     assert ex_now[0] not in await _cited(system, "u9", "xiaozhu", "我前任叫什么名字？")
+
+
+@pytest.mark.parametrize("subject", ["所有", "一切", "everything", "  It  ", "这些"])
+async def test_a_subject_that_names_nothing_is_refused_and_nothing_is_recorded(
+    system: MemorySystem, subject: str
+) -> None:
+    from data_layer import InvalidInputError
+
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    with pytest.raises(InvalidInputError, match=r"names no thing to forget.*user delete"):
+        await system.forget(system.scope("u1", "xiaozhu"), subject)
+    assert await system.forgettings("u1") == []
+    assert await system.layer.memory.retrieve_memory(memory_key="ex", user_id="u1", touch=False) is not None
+
+
+@pytest.mark.parametrize("subject", ["前任\x00", "前\x07任", "\x1b[31m前任"])
+async def test_a_subject_with_a_control_character_is_refused_in_plain_words(system: MemorySystem, subject: str) -> None:
+    from data_layer import InvalidInputError
+
+    await system.layer.memory.add(user_id="u1", memory_key="ex", memory_type="profile", content=EX)
+    with pytest.raises(InvalidInputError, match=r"^subject holds a control character; give the thing to forget"):
+        await system.forget(system.scope("u1", "xiaozhu"), subject)
+    assert await system.forgettings("u1") == []
+
+
+def test_a_request_in_the_chat_drops_control_characters_from_its_subject() -> None:
+    found = forget_request("忘掉关于前\x07任的事")
+    assert found is not None and found.subject == "前任"
+
+
+# -- a subject that matches most memories ------------------------------------------------------------
+
+BROAD_EVENTS = ["用户说周末去爬了香山", "用户提到最近在学吉他", "用户说下周要去上海出差", "用户抱怨公司食堂太难吃",
+                "用户养了一只叫团子的猫", "用户说前任叫林小美"]  # fmt: skip
+
+
+async def _broad_memories(system: MemorySystem) -> list[str]:
+    from data_layer import NewMemory
+
+    items = [NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="xiaozhu", content=text)
+             for i, text in enumerate(BROAD_EVENTS)]  # fmt: skip
+    items.append(NewMemory(memory_key="p-job", memory_type="profile", content="职业: 程序员"))
+    await system.layer.memory.add_many(user_id="u1", memories=items)
+    return [m.memory_key for m in items]
+
+
+async def test_a_subject_matching_most_memories_is_refused_unless_broad(system: MemorySystem) -> None:
+    from agent_memory.forgetting import BroadSubjectError
+
+    keys = await _broad_memories(system)
+    with pytest.raises(BroadSubjectError, match=r"^subject '用户' matches \d+ of the 7 active memories.*broad=True"):
+        await system.forget(system.scope("u1", "xiaozhu"), "用户")
+    assert await system.forgettings("u1") == []
+    assert set(await system.layer.memory.get_many(user_id="u1", memory_keys=keys)) == set(keys)
+    # a precise subject in the same memories is no broad one
+    done = await system.forget(system.scope("u1", "xiaozhu"), "前任")
+    assert done.memory_keys == ("e5",)
+    await system.unforget("u1")
+    done = await system.forget(system.scope("u1", "xiaozhu"), "用户", broad=True)
+    assert len(done.memory_keys) >= 5 and "p-job" not in done.memory_keys
+
+
+async def test_a_broad_request_in_the_chat_forgets_nothing_and_says_so(system: MemorySystem) -> None:
+    from agent_memory.recall import MemoryNotForgottenEvent
+
+    keys = await _broad_memories(system)
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    client = replay(["好的。"])
+    agent = AssistantAgent("main", model_client=client,
+                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    await agent.run(task="忘掉关于用户的事")
+    events = _drain(queue)
+    assert not [e for e in events if isinstance(e, MemoryForgottenEvent)]
+    [notice] = [e for e in events if isinstance(e, MemoryNotForgottenEvent)]
+    assert notice.subject == "用户" and notice.matches >= 5 and notice.total == 7 and "没有忘记" in notice.content
+    assert await system.forgettings("u1") == []
+    assert set(await system.layer.memory.get_many(user_id="u1", memory_keys=keys)) == set(keys)
+
+
+def test_cli_forget_refuses_a_broad_subject_unless_all_matching(tmp_path: Any) -> None:
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    for i, text in enumerate(BROAD_EVENTS):
+        added = runner.invoke(app, ["memory", "add", f"e{i}", text, "--user", "u1", "--db", db])
+        assert added.exit_code == 0, added.output
+    refused = runner.invoke(app, ["memory", "forget", "用户", "--user", "u1", "--db", db])
+    assert refused.exit_code == 2 and "--all-matching" in refused.output, refused.output
+    done = runner.invoke(app, ["memory", "forget", "用户", "--user", "u1", "--db", db, "--all-matching", "--json"])
+    assert done.exit_code == 0, done.output
+    assert len(json.loads(done.stdout)["memories"]) >= 5
+
+
+# -- forgetting while the archiver writes --------------------------------------------------------------
+
+
+async def test_a_forgetting_waits_for_an_archiving_run_that_checked_before_it(db_url: str) -> None:
+    """The archiver pauses after it checked what is set aside and before it writes; the forgetting comes
+    in between. It must wait for the run (then find the memories formed of the messages it forgets), not
+    search past it."""
+    from contextlib import asynccontextmanager
+
+    from agent_memory.settings import load_settings
+    from data_layer import ChatLocks
+
+    wanted = asyncio.Event()  # the forgetting asked for the archive lock of the chat
+
+    class Observed(ChatLocks):
+        @asynccontextmanager
+        async def hold(self, kind: str, *key: str | None) -> Any:
+            if kind == "archive" and checked.is_set():
+                wanted.set()
+            async with super().hold(kind, *key):
+                yield
+
+    checked, searched = asyncio.Event(), asyncio.Event()
+    async with MemorySystem.from_settings(load_settings(memory_database_url=db_url), locks=Observed()) as system:
+        system.background_archiving = False
+        told = await system.layer.messages.append(user_id="u1", role="user", content=EX, friend_id="xiaozhu",
+                                                  created_at=datetime.now(UTC) - timedelta(days=1))  # fmt: skip
+        check = system.session_archiver.set_aside
+        assert check is not None
+
+        async def paused(user_id: str, messages: Any) -> frozenset[int]:
+            aside = await check(user_id, messages)
+            checked.set()
+            # go on once the forgetting searched (it did not wait) or waits for this run's lock
+            waits = [asyncio.ensure_future(e.wait()) for e in (searched, wanted)]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            return aside
+
+        system.session_archiver.set_aside = paused
+        lexical = system.messages_index.lexical
+
+        async def lexical_seen(*args: Any, **kwargs: Any) -> Any:
+            found = await lexical(*args, **kwargs)
+            searched.set()
+            return found
+
+        system.messages_index.lexical = lexical_seen  # type: ignore[method-assign]
+        run = asyncio.create_task(system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True))
+        await checked.wait()
+        done = await system.forget(system.scope("u1", "xiaozhu"), "前任")
+        report = await run
+        assert report.memory_keys, "the run wrote memories of the message"
+        page = await system.layer.memory.list_memories(user_id="u1", limit=100)
+        citing = [r.memory_key for r in page.items if told.id in (r.metadata.get("source_message_ids") or [])]
+        assert citing == [], f"memories of a forgotten message stayed active: {citing}"
+        assert told.id in done.message_ids and set(report.memory_keys) & set(done.memory_keys)

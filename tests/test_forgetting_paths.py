@@ -249,3 +249,19 @@ async def test_mcp_forget_list_and_unforget_with_the_scope_rules(system: MemoryS
     shared = await tools.call("forget_memories", {"subject": "前任"})  # asked of no friend: undone in any scope
     assert shared["friend_id"] is None
     assert (await tools.call("unforget", {"key": shared["key"], "friend_id": "mentor"}))["undone_at"] is not None
+
+
+async def test_mcp_forget_refuses_a_broad_subject_unless_all_matching(system: MemorySystem) -> None:
+    from data_layer import NewMemory
+
+    texts = ["用户说周末去爬了香山", "用户提到最近在学吉他", "用户说下周要去上海出差", "用户抱怨公司食堂太难吃",
+             "用户养了一只叫团子的猫"]  # fmt: skip
+    await system.layer.memory.add_many(user_id="alice", memories=[
+        NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="buddy", content=t) for i, t in enumerate(texts)
+    ])  # fmt: skip
+    tools = MemoryMcpTools(system, user_id="alice")
+    message = await _refused(tools, "forget_memories", {"subject": "用户", "friend_id": "buddy"})
+    assert "matches 5 of the 5 active memories" in message and "all_matching" in message
+    assert (await tools.call("list_forgotten", {}))["items"] == []
+    done = await tools.call("forget_memories", {"subject": "用户", "friend_id": "buddy", "all_matching": True})
+    assert len(done["memories"]) == 5

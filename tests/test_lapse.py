@@ -263,3 +263,20 @@ def test_the_cli_and_mcp_listings_show_the_past_mark(db_url: str) -> None:
     assert json.loads(current.stdout)["past"] == ""
     found = runner.invoke(app, ["memory", "search", "出差", "--user", "u1", "--db", db_url, "--json"])
     assert {h["memory_key"]: h["past"] for h in json.loads(found.stdout)} == {"trip": mark, "plan": ""}
+
+
+def test_said_at_none_is_a_clear_error() -> None:
+    with pytest.raises(InvalidInputError, match="said_at must be the time the text was said"):
+        lapse_of("明天要去", said_at=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2月30日要考试", "我13月要去旅行", "下周要在32号开会", "明天" * 5000, "9999年12月31日要去", "\x00\x01明天要去",
+     "我要在" + "，".join(f"{m}月{d}日" for m in range(1, 13) for d in range(1, 29)) + "出差"],
+)  # fmt: skip
+@pytest.mark.parametrize("hours", [-12, 0, 14])
+def test_odd_text_in_any_zone_gives_a_time_or_none(text: str, hours: int) -> None:
+    said = datetime(2026, 3, 9, 10, tzinfo=UTC).astimezone(timezone(timedelta(hours=hours)))
+    end = lapse_of(text, said_at=said)
+    assert end is None or end > said

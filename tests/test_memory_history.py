@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,46 @@ async def test_every_edit_of_a_profile_item_keeps_the_earlier_value(system: Memo
     assert [m.content for m in page.items] == ["饮食: 不吃香菜"]  # the versions are history, not current
     found = await system.search.search("饮食 辣", user_id="u1", as_of=before_edits, min_relevance_score=0.0)
     assert [h.record.content for h in found] == ["饮食: 不吃辣"]
+
+
+async def test_an_item_whose_key_holds_the_separator_keeps_a_history_of_its_own(system: MemorySystem) -> None:
+    """``pet--cat`` is an item of its own, not a version of ``pet``: each lists only its own values, and
+    the answer as of a time before an edit of one is not the other's value."""
+    from agent_memory.history import revise, versions_at
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="pet", memory_type="profile", content="宠物: 猫叫咪咪")
+    await memory.add(user_id="u1", memory_key="pet--cat", memory_type="profile", content="猫的颜色: 白色")
+    before = datetime.now(UTC)
+    await revise(memory, user_id="u1", memory_key="pet--cat", content="猫的颜色: 黑色", memory_type="profile")
+
+    assert [v.content for v in await memory_history(memory, user_id="u1", memory_key="pet")] == ["宠物: 猫叫咪咪"]
+    own = await memory_history(memory, user_id="u1", memory_key="pet--cat")
+    assert [(v.content, v.current) for v in own] == [("猫的颜色: 白色", False), ("猫的颜色: 黑色", True)]
+    # a version's own key still finds its item's history
+    assert [v.content for v in await memory_history(memory, user_id="u1", memory_key=own[0].memory_key)] == [
+        "猫的颜色: 白色",
+        "猫的颜色: 黑色",
+    ]
+    then = await versions_at(memory, user_id="u1", at=before)
+    assert {k: r.content for k, r in then.items()} == {"pet--cat": "猫的颜色: 白色"}
+
+
+async def test_the_kept_version_is_written_inactive_in_one_step(system: MemorySystem, monkeypatch: Any) -> None:
+    """No step of keeping a version leaves it active: a delete after the write (the old two steps) would
+    leave it current for search and recall if it failed; here deleting fails and the edit still keeps an
+    inactive version."""
+    from agent_memory.history import memory_history, revise
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
+
+    async def no_delete(**_: Any) -> bool:
+        raise RuntimeError("the second step failed")
+
+    monkeypatch.setattr(memory, "delete", no_delete)
+    await revise(memory, user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile")
+    page = await memory.list_memories(user_id="u1", limit=10)
+    assert [r.content for r in page.items] == ["居住地: 深圳"]  # only the current value is active
+    versions = await memory_history(memory, user_id="u1", memory_key="city")
+    assert [v.content for v in versions] == ["居住地: 杭州", "居住地: 深圳"]

@@ -271,12 +271,15 @@ async def forget_cmd(
     friend: str | None = typer.Option(
         None, "--friend", "-f", help="As asked in the chat with this AI friend (its events; profiles are shared)"
     ),
+    all_matching: bool = typer.Option(
+        False, "--all-matching", help="Forget even when SUBJECT matches most of the memories (refused otherwise)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Forget what the user told about SUBJECT, as if the user asked in the chat (undo: memory unforget)."""
     async with open_system(url) as system:
-        done = await system.forget(system.scope(user, friend), subject)
+        done = await system.forget(system.scope(user, friend), subject, broad=all_matching)
     _print_forgetting(done, as_json=as_json)
 
 

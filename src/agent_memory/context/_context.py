@@ -46,9 +46,10 @@ from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, No
 
 from ..archive import ToolResultManager
 from ..clients import with_text_on_tool_calls
-from ..forgetting import Forgetting, forget_request, forgotten_message_ids, undo_request
+from ..forgetting import BroadSubjectError, Forgetting, forget_request, forgotten_message_ids, undo_request
 from ..recall import (
     MemoryForgottenEvent,
+    MemoryNotForgottenEvent,
     MemoryUnforgottenEvent,
     MemRecallAgent,
     RecallErrorEvent,
@@ -203,6 +204,13 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return
         try:
             done = await self.system.forget(self.scope, request.subject, request_message_id=message_id)
+        except BroadSubjectError as exc:  # "用户", "the user": nearly everything; the user names it precisely
+            await self._emit(MemoryNotForgottenEvent(
+                source="memory_context", subject=exc.subject, matches=exc.matches, total=exc.total,
+                content=f"没有忘记任何内容：「{exc.subject}」涉及 {exc.matches} 条记忆中的大多数（共 {exc.total} 条），"
+                        "请说得更具体些，例如要忘记的人或事",
+            ))  # fmt: skip
+            return
         except Exception as exc:  # the conversation goes on; the UI hears about it
             logger.warning("forgetting what the user asked failed", exc_info=True)
             await self._emit(RecallErrorEvent(source="memory_context", content=f"forgetting failed: {exc}"[:500],

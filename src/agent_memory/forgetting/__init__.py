@@ -9,9 +9,11 @@ True
 """
 
 from ._forget import (
+    BROAD_MIN_MATCHES,
     FORGETTING_FIELD,
     FORGETTING_PREFIX,
     FORGOTTEN_FIELD,
+    BroadSubjectError,
     Forgetting,
     ForgottenMemory,
     forget,
@@ -19,16 +21,19 @@ from ._forget import (
     forgotten_message_ids,
     is_forgotten,
     set_aside,
+    too_broad,
     unforget,
 )
 from ._request import MAX_SUBJECT_CHARS, ForgetRequest, forget_request
 from ._undo import UndoRequest, undo_request
 
 __all__ = [
+    "BROAD_MIN_MATCHES",
     "FORGETTING_FIELD",
     "FORGETTING_PREFIX",
     "FORGOTTEN_FIELD",
     "MAX_SUBJECT_CHARS",
+    "BroadSubjectError",
     "ForgetRequest",
     "Forgetting",
     "ForgottenMemory",
@@ -39,6 +44,7 @@ __all__ = [
     "forgotten_message_ids",
     "is_forgotten",
     "set_aside",
+    "too_broad",
     "undo_request",
     "unforget",
 ]

@@ -20,6 +20,7 @@ the keys with their summaries, the messages, when. :func:`unforget` brings it al
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from data_layer import (
 )
 
 from ..history import base_key, kept_versions, parse_time
-from ._request import MAX_SUBJECT_CHARS, forget_request
+from ._request import MAX_SUBJECT_CHARS, forget_request, names_nothing
 
 if TYPE_CHECKING:
     from ..evidence import MessageIndex
@@ -62,6 +63,27 @@ MIN_MESSAGE_SCORE = 0.5
 MAX_FOUND = 100
 #: Rows read per page while looking through the user's memories.
 _PAGE = 500
+#: A subject is too broad to forget without saying so when it matches at least this many of the scope's
+#: active memories, and more than half of them ("用户", "the user": the archiver's events all say it).
+BROAD_MIN_MATCHES = 5
+
+
+class BroadSubjectError(InvalidInputError):
+    """The subject matches most of the scope's active memories: ``matches`` of ``total``. Nothing was set
+    aside; name the subject more precisely, or forget with ``broad=True``."""
+
+    def __init__(self, subject: str, *, matches: int, total: int) -> None:
+        self.subject, self.matches, self.total = subject, matches, total
+        super().__init__(
+            f"subject {subject!r} matches {matches} of the {total} active memories in this scope and would set "
+            f"them all aside; name it more precisely (e.g. '前任' rather than '用户'), or forget them all on "
+            "purpose with broad=True (CLI --all-matching, MCP all_matching: true)"
+        )
+
+
+def too_broad(matches: int, total: int) -> bool:
+    """Whether ``matches`` of a scope's ``total`` active memories are too many to set aside unasked."""
+    return matches >= BROAD_MIN_MATCHES and 2 * matches > total
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,14 +212,27 @@ async def forget(
     subject: str,
     request_message_id: int | None = None,
     now: datetime | None = None,
+    broad: bool = False,
 ) -> Forgetting:
     """Forget ``subject`` for ``scope`` (see the module docs); returns the forgetting, also when it
-    found nothing (the request was heard; its record says so)."""
+    found nothing (the request was heard; its record says so).
+
+    Raises :class:`BroadSubjectError` and sets nothing aside when the subject matches most of the scope's
+    active memories (:func:`too_broad`), unless ``broad`` says to forget them all."""
+    if not isinstance(broad, bool):
+        raise InvalidInputError(f"broad must be True or False, got {type(broad).__name__}")
     if not isinstance(scope, Scope):
         raise InvalidInputError(f"scope must be a Scope (Scope.of(user_id, friend_id)), got {type(scope).__name__}")
     if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT_CHARS:
         raise InvalidInputError(f"subject must be the thing to forget, 1-{MAX_SUBJECT_CHARS} characters, e.g. '前任'")
     subject = subject.strip()
+    if any(unicodedata.category(c) == "Cc" for c in subject):
+        raise InvalidInputError("subject holds a control character; give the thing to forget as plain text, e.g. 前任")
+    if names_nothing(subject):  # "everything" forgets nothing by search; a user's whole memory is erased
+        raise InvalidInputError(
+            f"subject {subject!r} names no thing to forget; name it (e.g. '前任'), "
+            "or erase everything of the user with `agent-memory user delete U`"
+        )
     when = now or datetime.now(UTC)
     uid = scope.user_id
     hits = await search.search(subject, user_id=uid, friend_id=scope.friend_id, mode="hybrid", limit=MAX_FOUND)
@@ -216,6 +251,12 @@ async def forget(
         for version in await kept_versions(layer.memory, user_id=uid):
             if base_key(version.memory_key) in items and not is_forgotten(version):
                 chosen[version.memory_key] = version
+    if not broad:
+        active = sum(r.is_active for r in chosen.values())
+        if active >= BROAD_MIN_MATCHES:
+            total = await layer.memory.count(user_id=uid, friend_id=scope.friend_id)
+            if too_broad(active, total):
+                raise BroadSubjectError(subject, matches=active, total=total)
     hidden = sorted(about | cited)
     key = f"{FORGETTING_PREFIX}{uuid.uuid4().hex[:16]}"
     memories = [ForgottenMemory(r.memory_key, r.memory_type, r.summary[:200], r.is_active) for r in chosen.values()]

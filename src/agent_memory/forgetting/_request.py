@@ -24,6 +24,7 @@ so those need a sign that the thing is something the user told or the memory hol
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ..archiving import quotations_removed
@@ -159,7 +160,14 @@ def _en(clause: str) -> ForgetRequest | None:
     return _request(subject, clause, "en")
 
 
+def names_nothing(subject: str) -> bool:
+    """Whether ``subject`` names no thing to forget: empty, or a pronoun or "everything" alone ("it", 这个,
+    所有, 一切)."""
+    return not subject.strip() or subject.strip().lower() in _PRONOUNS
+
+
 def _request(subject: str, clause: str, lang: str) -> ForgetRequest | None:
-    if not subject or subject.lower() in _PRONOUNS or len(subject) > MAX_SUBJECT_CHARS:
+    subject = "".join(c for c in subject if unicodedata.category(c) != "Cc").strip()  # no hidden control
+    if names_nothing(subject) or len(subject) > MAX_SUBJECT_CHARS:
         return None
     return ForgetRequest(subject=subject, clause=clause, lang=lang)

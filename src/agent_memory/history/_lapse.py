@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from data_layer import MemoryRecord
+from data_layer import InvalidInputError, MemoryRecord
 
 from ..text import TimeRange, fold, parse_time_expressions
 from ._validity import aware, parse_time
@@ -99,7 +99,8 @@ def lapse_of(text: str, *, said_at: datetime) -> datetime | None:
     """When what ``text`` says, said at ``said_at``, becomes the past: the end of the latest time to come
     a plan in it names (see the module docs); ``None`` when it names none."""
     at = aware(said_at, "said_at")
-    assert at is not None
+    if at is None:
+        raise InvalidInputError("said_at must be the time the text was said, e.g. 2026-03-01T00:00:00+00:00")
     ends = [end for s in _sentences(text) if (end := _sentence_lapse(s, at)) is not None]
     return max(ends, default=None)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from data_layer import MemoryRecord, MemoryRepository, UpsertResult
+from data_layer import DuplicateMemoryKeyError, MemoryRecord, MemoryRepository, NewMemory, UpsertResult
 
 from ._validity import VERSION_SEPARATOR, aware, valid_from
 
@@ -58,16 +58,20 @@ async def keep_version(
     memory: MemoryRepository, *, user_id: str, record: MemoryRecord, valid_to: datetime, superseded_by: str
 ) -> str:
     """Store ``record`` as an inactive earlier version of its item, held until ``valid_to``; returns its key
-    (``<key>--<milliseconds since the epoch of valid_from>``, the next free one)."""
+    (``<key>--<milliseconds since the epoch of valid_from>``, the next free one).
+
+    The version is written inactive in one transaction (``set_active(add=...)`` switches it off as it is
+    added): a failure leaves no version at all, never one that search and recall take for current."""
     stamp = int(valid_from(record).timestamp() * 1000)
+    meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
     while True:
         key = f"{record.memory_key}{VERSION_SEPARATOR}{stamp}"
-        if await memory.retrieve_memory(memory_key=key, user_id=user_id, touch=False, include_inactive=True) is None:
-            break
-        stamp += 1
-    meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
-    await memory.upsert(user_id=user_id, memory_key=key, content=record.content, summary=record.summary,
-                        memory_type=record.memory_type, friend_id=record.friend_id, metadata=meta,
-                        created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
-    await memory.delete(user_id=user_id, memory_key=key)
-    return key
+        version = NewMemory(memory_key=key, content=record.content, summary=record.summary,
+                            memory_type=record.memory_type, friend_id=record.friend_id, metadata=meta,
+                            created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
+        try:
+            await memory.set_active(user_id=user_id, changes={key: (False, {})}, add=version)
+        except DuplicateMemoryKeyError:  # another version holds this stamp: the next one
+            stamp += 1
+            continue
+        return key

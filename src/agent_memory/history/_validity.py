@@ -68,8 +68,13 @@ def aware(value: datetime | None, name: str) -> datetime | None:
 
 
 def base_key(memory_key: str) -> str:
-    """The key of the item a version belongs to (the key itself for a current item)."""
-    return memory_key.split(VERSION_SEPARATOR, 1)[0]
+    """The key of the item a version belongs to (the key itself for a current item).
+
+    A version's key is its item's key, the separator and a number, so only a last part of digits is
+    taken off: an item's own key may hold the separator too (``pet--cat`` is no version of ``pet``).
+    """
+    item, separator, stamp = memory_key.rpartition(VERSION_SEPARATOR)
+    return item if separator and item and stamp.isdigit() else memory_key
 
 
 def is_version(record: MemoryRecord) -> bool:

@@ -69,8 +69,11 @@ async def memory_history(memory: MemoryRepository, *, user_id: str, memory_key: 
 
     Raises :class:`~data_layer.NotFoundError` when the user has no such item.
     """
-    key = base_key(memory_key)
-    current = await memory.retrieve_memory(memory_key=key, user_id=user_id, touch=False)
+    current = await memory.retrieve_memory(memory_key=memory_key, user_id=user_id, touch=False)
+    key = memory_key  # an item of its own, whatever its key looks like
+    if current is None:
+        key = base_key(memory_key)
+        current = await memory.retrieve_memory(memory_key=key, user_id=user_id, touch=False)
     earlier = [r for r in await kept_versions(memory, user_id=user_id) if base_key(r.memory_key) == key]
     if current is None and not earlier:
         raise NotFoundError(f"no memory {key!r} with a history; `agent-memory memory list` lists the keys")

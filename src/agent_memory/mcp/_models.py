@@ -263,6 +263,11 @@ class ForgetMemoriesArgs(_Forbid):
         description="The AI friend the user asked (its events and the shared profile items are forgotten); omit: "
         "what any of the user's memories hold about it, every friend's events too",
     )
+    all_matching: bool = Field(
+        False,
+        description="Forget even when the subject matches most of the memories in the scope (refused otherwise: "
+        "name the subject more precisely first)",
+    )
 
 
 class ListForgottenArgs(_Forbid):

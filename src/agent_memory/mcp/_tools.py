@@ -511,7 +511,8 @@ class MemoryMcpTools:
     # -- forgetting ----------------------------------------------------------------------------------
 
     async def _forget_memories(self, args: ForgetMemoriesArgs) -> ForgettingItem:
-        return _forgetting_item(await self.system.forget(self._scope(args.friend_id), args.subject))
+        done = await self.system.forget(self._scope(args.friend_id), args.subject, broad=args.all_matching)
+        return _forgetting_item(done)
 
     async def _seen_forgettings(self, friend_id: str | int | None) -> list[Forgetting]:
         """The user's forgettings a scope sees: all without a friend, else those asked of it or of none."""

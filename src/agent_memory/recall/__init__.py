@@ -8,6 +8,7 @@ from ._agent import AGENT_NAME, MemRecallAgent, RecallHandoff, RecallResult
 from ._days import STATE_TOPICS, describes_state, told_days_filter
 from ._events import (
     MemoryForgottenEvent,
+    MemoryNotForgottenEvent,
     MemoryUnforgottenEvent,
     RecallErrorEvent,
     RecallFinishedEvent,
@@ -58,6 +59,7 @@ __all__ = [
     "Limits",
     "MemRecallAgent",
     "MemoryForgottenEvent",
+    "MemoryNotForgottenEvent",
     "MemoryUnforgottenEvent",
     "MemoryView",
     "OfflineClient",

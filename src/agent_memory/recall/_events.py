@@ -93,6 +93,20 @@ class MemoryForgottenEvent(BaseAgentEvent):
         return self.content
 
 
+class MemoryNotForgottenEvent(BaseAgentEvent):
+    """The user asked to forget something so broad that it matched most of the memories (``matches`` of
+    ``total``, "用户", "the user"): nothing was set aside; ``content`` asks the user to name it precisely."""
+
+    content: str
+    subject: str
+    matches: int
+    total: int
+    type: Literal["MemoryNotForgottenEvent"] = "MemoryNotForgottenEvent"
+
+    def to_text(self) -> str:
+        return self.content
+
+
 class MemoryUnforgottenEvent(BaseAgentEvent):
     """The user took back a request to forget (in the chat, right after it): what it set aside is back."""
 

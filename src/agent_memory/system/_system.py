@@ -16,6 +16,7 @@ the database; the ``MEMORY_RECALL_*`` values are the defaults of a user who has 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -336,17 +337,44 @@ class MemorySystem:
     # -- forgetting --------------------------------------------------------------------------------
 
     async def forget(
-        self, scope: Scope, subject: str, *, request_message_id: int | None = None, now: datetime | None = None
+        self,
+        scope: Scope,
+        subject: str,
+        *,
+        request_message_id: int | None = None,
+        now: datetime | None = None,
+        broad: bool = False,
     ) -> Forgetting:
         """Forget ``subject`` for ``scope``: the matching memories are set aside and the messages about it
         kept out of evidence recall and archiving (see :mod:`agent_memory.forgetting`); a
-        :class:`MemoryContext` calls it when the user asks to forget.
+        :class:`MemoryContext` calls it when the user asks to forget. A subject that matches most of the
+        scope's memories raises ``BroadSubjectError`` unless ``broad`` says to forget them all.
 
         >>> done = await system.forget(system.scope("u1", "xiaozhu"), "前任")  # doctest: +SKIP
         >>> done.memory_keys, done.describe()  # doctest: +SKIP
         """
-        return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
-                            request_message_id=request_message_id, now=now)  # fmt: skip
+        async with self._archive_locks(scope):
+            return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
+                                request_message_id=request_message_id, now=now, broad=broad)  # fmt: skip
+
+    @contextlib.asynccontextmanager
+    async def _archive_locks(self, scope: Scope) -> Any:
+        """Hold the archiving lock of every chat ``scope`` sees (one friend's, or all of the user's), so no
+        archiving run writes memories of messages between a forgetting's search and its commit: a run
+        that checked what is set aside before the forgetting finishes first, and its memories are found.
+
+        A chat turn holds its ``"turn"`` lock, never this one, so a turn that forgets does not wait for
+        itself; the locks are taken in the order of their bytes, as anyone who takes several must."""
+        friends = (
+            [scope.friend_id]
+            if scope.friend_id is not None
+            else await self.session_archiver.friends(user_id=scope.user_id)
+        )
+        by_slot = {ChatLocks.slot("archive", scope.user_id, f): f for f in friends}  # two chats may share a byte
+        async with contextlib.AsyncExitStack() as stack:
+            for slot in sorted(by_slot):
+                await stack.enter_async_context(self.locks.hold("archive", scope.user_id, by_slot[slot]))
+            yield
 
     async def unforget(self, user_id: str | int, *, key: str | None = None) -> Forgetting:
         """Undo the user's forgetting ``key`` (default: the newest one not undone)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
 from data_layer import (
@@ -58,8 +58,35 @@ def _json(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to the export")
 
 
+#: The most an ``access_count`` can be (the column is a 32-bit integer).
+MAX_ACCESS_COUNT = 2**31 - 1
+
+
 def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
+    """A time of the file (a time without a zone is UTC, as the export writes every time)."""
+    if not value:
+        return None
+    at = datetime.fromisoformat(value)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _field_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a column value the import sets as the file has it, or ``None``: every time is
+    an ISO-8601 text (``updated_at`` always there), ``access_count`` a whole number in range."""
+    if name.endswith("_at"):
+        if value is None:
+            return "must be an ISO-8601 time, e.g. 2026-03-01T09:00:00+00:00" if name == "updated_at" else None
+        if not isinstance(value, str):
+            return f"must be an ISO-8601 time as text, e.g. 2026-03-01T09:00:00+00:00, not {type(value).__name__}"
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            return f"is no ISO-8601 time ({value[:40]!r}); write e.g. 2026-03-01T09:00:00+00:00"
+    if name == "access_count" and (
+        not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_ACCESS_COUNT
+    ):
+        return f"must be a whole number 0-{MAX_ACCESS_COUNT}, not {str(value)[:40]!r}"
+    return None
 
 
 async def export_user(layer: AgentFusionDataLayer, *, user_id: str, out: TextIO) -> dict[str, int]:
@@ -111,6 +138,11 @@ def _read(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[dict[str
             continue
         if kind not in set(_KINDS.values()) - {None}:
             raise ValueError(f"line {lineno}: unknown kind {kind!r}")
+        # checked before anything is written: a bad value found midway would leave the import half done
+        for name, value in data.items():
+            problem = _field_problem(name, value)
+            if problem is not None:
+                raise ValueError(f"line {lineno}: {kind} {name} {problem}; nothing was imported")
         parsed.setdefault(kind, []).append(data)
     if header is None:
         raise ValueError("the file is empty: export a user with `agent-memory export --user U`")
