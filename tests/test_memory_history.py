@@ -215,3 +215,52 @@ async def test_the_kept_version_is_written_inactive_in_one_step(system: MemorySy
     assert [r.content for r in page.items] == ["居住地: 深圳"]  # only the current value is active
     versions = await memory_history(memory, user_id="u1", memory_key="city")
     assert [v.content for v in versions] == ["居住地: 杭州", "居住地: 深圳"]
+
+
+async def test_an_item_with_a_key_near_the_length_limit_keeps_every_version(system: MemorySystem, db_url: str) -> None:
+    """A 250-character key leaves no room for ``--`` and a 13-digit number: its versions are kept under a
+    shortened stem with a hash of the whole key, and its history (by its key or a version's) lists every
+    value after the web page's, the CLI's and MCP's edits; a second long key that starts alike keeps a
+    history of its own."""
+    import httpx
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+    from agent_memory.history import versions_at
+    from agent_memory.mcp import MemoryMcpTools
+    from agent_memory.web import create_app
+
+    memory = system.layer.memory
+    key, twin = "profile-" + "a" * 237 + "-diet", "profile-" + "a" * 237 + "-pets"
+    assert len(key) == len(twin) == 250
+    await memory.add(user_id="u1", memory_key=key, content="饮食: 不吃辣", memory_type="profile")
+    await memory.add(user_id="u1", memory_key=twin, content="宠物: 一只猫", memory_type="profile")
+    before_edits = datetime.now(UTC)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(system)),
+                                 base_url="http://127.0.0.1") as client:  # fmt: skip
+        assert (await client.post("/api/session", json={"name": "u1"})).status_code == 200
+        edited = await client.patch(f"/api/memories/{key}", json={"content": "饮食: 爱吃辣"})
+        assert edited.status_code == 200, edited.text
+        assert (await client.patch(f"/api/memories/{twin}", json={"content": "宠物: 两只猫"})).status_code == 200
+    replaced = await asyncio.to_thread(
+        CliRunner().invoke, app,
+        ["memory", "add", key, "饮食: 少吃辣", "-t", "profile", "--replace", "-u", "u1", "--url", db_url],
+    )  # fmt: skip
+    assert replaced.exit_code == 0 and "replaced" in replaced.output, replaced.output
+    memory._changed("u1")  # the CLI wrote from another system
+    await MemoryMcpTools(system, user_id="u1").call("update_memory", {"memory_key": key, "content": "饮食: 不吃香菜"})
+
+    versions = await memory_history(memory, user_id="u1", memory_key=key)
+    assert [v.content for v in versions] == ["饮食: 不吃辣", "饮食: 爱吃辣", "饮食: 少吃辣", "饮食: 不吃香菜"]
+    assert [v.current for v in versions] == [False, False, False, True]
+    assert all(len(v.memory_key) <= 255 and v.memory_key != key for v in versions[:3])
+    assert versions[-1].memory_key == key
+    assert await memory_history(memory, user_id="u1", memory_key=versions[0].memory_key) == versions
+    assert [v.content for v in await memory_history(memory, user_id="u1", memory_key=twin)] == [
+        "宠物: 一只猫",
+        "宠物: 两只猫",
+    ]
+    then = await versions_at(memory, user_id="u1", at=before_edits)
+    assert sorted(r.content for r in then.values()) == ["宠物: 一只猫", "饮食: 不吃辣"]
+    found = await system.search.search("饮食 辣", user_id="u1", as_of=before_edits, min_relevance_score=0.0)
+    assert [h.record.content for h in found] == ["饮食: 不吃辣"]

@@ -55,6 +55,7 @@ from ._records import (
 from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_copy, storable_json, storable_text
+from ._tables import MEMORY_KEY_LENGTH
 from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id, truncate_utf8
 from ._validation import memory_type as check_memory_type
@@ -67,6 +68,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "MEMORY_KEY_LENGTH",
     "PROFILE_TYPES",
     "SESSION_FIELD",
     "SPEAKER_FIELD",

@@ -21,7 +21,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer, MemoryRecord
 
-from ..history import VERSION_SEPARATOR, valid_from
+from ..history import valid_from, version_key
 from ._adjudicate import group_key, precedence
 from ._statements import Statement
 
@@ -112,7 +112,7 @@ class ProfileWriter:
         applied = current.metadata.get("source_message_ids") or []
         if statement.message_id is not None and statement.message_id in applied:
             return ProfileChange(key, "unchanged", statement)
-        history_key = f"{key}{VERSION_SEPARATOR}{statement.message_id or int(statement.at.timestamp())}"
+        history_key = version_key(key, statement.message_id or int(statement.at.timestamp()))
         if not current.is_active:
             return ProfileChange(key, "unchanged", statement)  # the user deleted it: not brought back
         if _same_fact(current, statement):
@@ -123,9 +123,7 @@ class ProfileWriter:
             # an older statement seen late: history, superseded by what is current now
             await self._write_history(uid, history_key, statement, valid_to=valid_from(current), superseded_by=key)
             return ProfileChange(history_key, "history", statement)
-        old_key = (
-            f"{key}{VERSION_SEPARATOR}{current.metadata.get('message_id') or int(valid_from(current).timestamp())}"
-        )
+        old_key = version_key(key, current.metadata.get("message_id") or int(valid_from(current).timestamp()))
         await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
         # the evidence of a change is both statements: the new one first, then what it replaced
         sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]

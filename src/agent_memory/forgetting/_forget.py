@@ -39,7 +39,7 @@ from data_layer import (
     Scope,
 )
 
-from ..history import base_key, kept_versions, parse_time
+from ..history import base_key, kept_versions, parse_time, version_stem
 from ._request import MAX_SUBJECT_CHARS, forget_request, names_nothing
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ async def forget(
     chosen = dict(matched)
     chosen.update({r.memory_key: r for r in await _citing(layer.memory, scope, about) if r.memory_key not in chosen})
     if any(r.memory_type in PROFILE_TYPES for r in chosen.values()):
-        items = {k for k, r in chosen.items() if r.memory_type in PROFILE_TYPES}
+        items = {version_stem(k) for k, r in chosen.items() if r.memory_type in PROFILE_TYPES}
         for version in await kept_versions(layer.memory, user_id=uid):
             if base_key(version.memory_key) in items and not is_forgotten(version):
                 chosen[version.memory_key] = version

@@ -9,6 +9,7 @@ time, and events that become the past when the time they name has passed (``laps
 from ._lapse import PAST_MARK, lapse_of, lapsed, lapses_at, latest_lapse, marked, past_mark, with_lapse
 from ._revise import keep_version, revise
 from ._validity import (
+    STEM_LENGTH,
     VERSION_SEPARATOR,
     AwareTime,
     aware,
@@ -21,12 +22,15 @@ from ._validity import (
     shown_at,
     valid_from,
     valid_to,
+    version_key,
+    version_stem,
     with_expiry,
 )
 from ._versions import MemoryVersion, kept_versions, memory_history, records_as_of, versions_at
 
 __all__ = [
     "PAST_MARK",
+    "STEM_LENGTH",
     "VERSION_SEPARATOR",
     "AwareTime",
     "MemoryVersion",
@@ -51,6 +55,8 @@ __all__ = [
     "shown_at",
     "valid_from",
     "valid_to",
+    "version_key",
+    "version_stem",
     "versions_at",
     "with_expiry",
     "with_lapse",

@@ -16,7 +16,7 @@ from typing import Any
 
 from data_layer import DuplicateMemoryKeyError, MemoryRecord, MemoryRepository, NewMemory, UpsertResult
 
-from ._validity import VERSION_SEPARATOR, aware, valid_from
+from ._validity import aware, valid_from, version_key
 
 
 async def revise(
@@ -58,14 +58,15 @@ async def keep_version(
     memory: MemoryRepository, *, user_id: str, record: MemoryRecord, valid_to: datetime, superseded_by: str
 ) -> str:
     """Store ``record`` as an inactive earlier version of its item, held until ``valid_to``; returns its key
-    (``<key>--<milliseconds since the epoch of valid_from>``, the next free one).
+    (``<key>--<milliseconds since the epoch of valid_from>``, the next free one; for a long key its
+    stem, :func:`version_stem`, before ``--``, so the version key fits a memory key's length).
 
     The version is written inactive in one transaction (``set_active(add=...)`` switches it off as it is
     added): a failure leaves no version at all, never one that search and recall take for current."""
     stamp = int(valid_from(record).timestamp() * 1000)
     meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
     while True:
-        key = f"{record.memory_key}{VERSION_SEPARATOR}{stamp}"
+        key = version_key(record.memory_key, stamp)
         version = NewMemory(memory_key=key, content=record.content, summary=record.summary,
                             memory_type=record.memory_type, friend_id=record.friend_id, metadata=meta,
                             created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip

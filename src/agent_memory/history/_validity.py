@@ -3,7 +3,8 @@
 A profile item holds from ``metadata.valid_from`` (default: ``created_at``) until ``metadata.valid_to``
 (``None``: still). A memory may also carry ``metadata.expires_at``: from then on it is not current.
 A superseded value is kept as an inactive memory ``<key>--<message id>`` marked ``metadata.history``;
-the key before ``--`` names the item it is a version of.
+the key before ``--`` names the item it is a version of (its stem: for a key too long to take the suffix,
+its first characters and a hash of the whole key, see :func:`version_stem`).
 
 >>> from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -17,15 +18,23 @@ True
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BeforeValidator
 
-from data_layer import InvalidInputError, MemoryRecord
+from data_layer import MEMORY_KEY_LENGTH, InvalidInputError, MemoryRecord
 
 #: Between an item's key and the message id of one of its earlier versions.
 VERSION_SEPARATOR = "--"
+
+#: The longest stem a version key keeps: room is left for the separator and a 13-digit number (the
+#: milliseconds of a time until the year 2286), so every key that took a suffix before keeps its stem.
+STEM_LENGTH = MEMORY_KEY_LENGTH - len(VERSION_SEPARATOR) - 13
+
+#: Hex digits of the hash that tells apart long keys sharing their first characters.
+_HASH_DIGITS = 12
 
 
 def parse_time(value: object) -> datetime | None:
@@ -67,10 +76,28 @@ def aware(value: datetime | None, name: str) -> datetime | None:
     return value
 
 
-def base_key(memory_key: str) -> str:
-    """The key of the item a version belongs to (the key itself for a current item).
+def version_stem(item_key: str) -> str:
+    """What the keys of the item ``item_key``'s versions hold before the separator: the key itself, or
+    for a key longer than :data:`STEM_LENGTH`, its first characters, ``-`` and a short hash of the whole
+    key (stable, so every version of a long item has the same stem and two long keys that start alike
+    have different ones). A stem is its own stem."""
+    if len(item_key) <= STEM_LENGTH:
+        return item_key
+    digest = hashlib.sha256(item_key.encode()).hexdigest()[:_HASH_DIGITS]
+    return f"{item_key[: STEM_LENGTH - _HASH_DIGITS - 1]}-{digest}"
 
-    A version's key is its item's key, the separator and a number, so only a last part of digits is
+
+def version_key(item_key: str, number: int) -> str:
+    """The key of the item ``item_key``'s version numbered ``number`` (a message id or a time):
+    ``<stem>--<number>``, within the 255 characters of a memory key."""
+    return f"{version_stem(item_key)}{VERSION_SEPARATOR}{number}"
+
+
+def base_key(memory_key: str) -> str:
+    """The stem of the item a version belongs to (the key itself for a current item); compare it with
+    :func:`version_stem` of an item's key, which is the item's key unless that is a long one.
+
+    A version's key is its item's stem, the separator and a number, so only a last part of digits is
     taken off: an item's own key may hold the separator too (``pet--cat`` is no version of ``pet``).
     """
     item, separator, stamp = memory_key.rpartition(VERSION_SEPARATOR)

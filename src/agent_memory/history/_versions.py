@@ -11,7 +11,7 @@ from datetime import datetime
 
 from data_layer import MemoryRecord, MemoryRepository, NotFoundError
 
-from ._validity import base_key, holds_at, is_version, valid_from, valid_to
+from ._validity import base_key, holds_at, is_version, valid_from, valid_to, version_stem
 
 #: Rows read per page when listing a user's kept versions.
 _PAGE = 500
@@ -74,7 +74,15 @@ async def memory_history(memory: MemoryRepository, *, user_id: str, memory_key: 
     if current is None:
         key = base_key(memory_key)
         current = await memory.retrieve_memory(memory_key=key, user_id=user_id, touch=False)
-    earlier = [r for r in await kept_versions(memory, user_id=user_id) if base_key(r.memory_key) == key]
+    stem = version_stem(key)
+    earlier = [r for r in await kept_versions(memory, user_id=user_id) if base_key(r.memory_key) == stem]
+    if current is None:  # the version key of a long item: its item is the one its versions name
+        named = {r.metadata.get("superseded_by") for r in earlier}
+        for name in sorted(n for n in named if isinstance(n, str) and n != key and version_stem(n) == stem):
+            current = await memory.retrieve_memory(memory_key=name, user_id=user_id, touch=False)
+            if current is not None:
+                key = name
+                break
     if current is None and not earlier:
         raise NotFoundError(f"no memory {key!r} with a history; `agent-memory memory list` lists the keys")
     ordered = sorted(earlier, key=lambda r: (valid_from(r), r.memory_key))
@@ -99,7 +107,8 @@ async def memory_history(memory: MemoryRepository, *, user_id: str, memory_key: 
 
 
 async def versions_at(memory: MemoryRepository, *, user_id: str, at: datetime) -> dict[str, MemoryRecord]:
-    """The kept earlier version of each item that was current at ``at``, by the item's key."""
+    """The kept earlier version of each item that was current at ``at``, by the item's stem
+    (:func:`version_stem`: its key unless that is a long one)."""
     found: dict[str, MemoryRecord] = {}
     for record in await kept_versions(memory, user_id=user_id):
         if holds_at(record, at):
@@ -120,5 +129,5 @@ async def records_as_of(
             continue
         if earlier is None:
             earlier = await versions_at(memory, user_id=user_id, at=at)
-        out.append(earlier.get(base_key(record.memory_key)))
+        out.append(earlier.get(version_stem(base_key(record.memory_key))))
     return out
