@@ -328,3 +328,21 @@ async def test_content_truncated_over_100kb_and_flagged(layer: AgentFusionDataLa
     assert len(rec.content.encode("utf-8")) <= 100 * 1024
     stored = await layer.memory.retrieve_memory(memory_key="big", user_id="u1", touch=False)
     assert stored is not None and stored.content == rec.content and stored.truncated
+
+
+async def test_set_active_changes_more_keys_than_one_read_takes_in_one_call(layer: AgentFusionDataLayer) -> None:
+    """A forgetting sets aside however many memories match: 1,001 keys (more than get_many reads at once)
+    are switched off and back on, with their metadata, in one call each."""
+    from data_layer import MAX_GET_MANY
+
+    many = MAX_GET_MANY + 1
+    keys = [f"note-{i:04d}" for i in range(many)]
+    await layer.memory.add_many(user_id="u1", memories=[NewMemory(memory_key=k, content=f"第{k}条") for k in keys])
+    off = await layer.memory.set_active(user_id="u1", changes={k: (False, {"forgotten": {"by": "f-1"}}) for k in keys})
+    assert sorted(off) == keys
+    assert await layer.memory.count(user_id="u1") == 0
+    back = await layer.memory.set_active(user_id="u1", changes={k: (True, {"forgotten": None}) for k in keys})
+    assert sorted(back) == keys
+    assert await layer.memory.count(user_id="u1") == many
+    last = await layer.memory.retrieve_memory(memory_key=keys[-1], user_id="u1", touch=False)
+    assert last is not None and "forgotten" not in last.metadata

@@ -25,7 +25,7 @@ from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StorageError
 from ._index_ops import IndexOpsMixin
-from ._memory_reads import MAX_GET_MANY, MemoryReadsMixin
+from ._memory_reads import MemoryReadsMixin
 from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
 from ._records import KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
 from ._rows import keyword_rows
@@ -364,7 +364,8 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         """Switch the user's memories on or off in one transaction, keeping their keywords and search
         rows: ``changes`` maps a key to ``(is_active, metadata updates)``, where an update to ``None``
         removes that metadata field. Keys the user does not have are left out of the result (the keys
-        changed). At most :data:`~data_layer.MAX_GET_MANY` keys.
+        changed). Any number of keys, all in the one transaction: they are read a few hundred a statement
+        (a forgetting may set aside more memories than :meth:`get_many` reads at once).
 
         ``add`` is a new memory written in the same transaction, before the changes (which may name it):
         the record of what was set aside commits with the setting aside, or neither does. A key the
@@ -379,8 +380,6 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         uid = v.user_id(user_id)
         if not isinstance(changes, dict):
             raise InvalidInputError("changes must be a dict of memory key -> (is_active, metadata updates)")
-        if len(changes) > MAX_GET_MANY:
-            raise InvalidInputError(f"changes holds {len(changes)} keys; change at most {MAX_GET_MANY} at a time")
         wanted: dict[str, tuple[bool, dict[str, Any]]] = {}
         for key, change in changes.items():
             if not (isinstance(change, tuple) and len(change) == 2 and isinstance(change[0], bool)

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from data_layer import (
+    MAX_GET_MANY,
     PROFILE_TYPES,
     AgentFusionDataLayer,
     InvalidInputError,
@@ -301,8 +302,11 @@ async def unforget(
         raise NotFoundError(f"{what}; `agent-memory memory forgotten --user U` lists the forgettings")
     target = found[0]
     when = now or datetime.now(UTC)
-    current = await memory.get_many(user_id=user_id, memory_keys=[*target.memory_keys, target.key],
-                                    include_inactive=True)  # fmt: skip
+    keys = [*target.memory_keys, target.key]
+    current: dict[str, MemoryRecord] = {}
+    for start in range(0, len(keys), MAX_GET_MANY):  # a forgetting may hold more than one read takes
+        current |= await memory.get_many(user_id=user_id, memory_keys=keys[start : start + MAX_GET_MANY],
+                                         include_inactive=True)  # fmt: skip
     changes: dict[str, tuple[bool, dict[str, Any]]] = {}
     for item in target.memories:
         record = current.get(item.memory_key)
