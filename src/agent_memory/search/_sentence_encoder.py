@@ -8,7 +8,8 @@ languages, simplified and traditional Chinese and English among them; 512 dimens
 are in the wheel and its forward pass is numpy, so nothing is downloaded at run time.
 
 Encoding runs in a worker thread (a sentence costs about half a millisecond in a batch, a few alone),
-so the event loop goes on while a batch of writes or a query is embedded; the weights (about 100 MB in
+so the event loop goes on while a batch of writes or a query is embedded, and a query has threads of
+its own, so it never waits behind a background pass's batch; the weights (about 100 MB in
 memory) load once per process, on first use or at a server's warm-up (``prepare``).
 """
 
@@ -18,6 +19,7 @@ import asyncio
 import importlib.metadata
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,10 @@ MAX_CHARS = 2_000
 #: Texts per call of the encoder's forward pass.
 BATCH = 256
 
+#: Calls of at most this many texts (a query, a chat's gists) run in a pool of their own.
+FEW_TEXTS = 16
+_FEW = ThreadPoolExecutor(max_workers=2, thread_name_prefix="encoder-few")
+_MANY = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encoder-many")
 _load_lock = threading.Lock()
 _model: Any = None
 
@@ -114,4 +120,6 @@ class SentenceEncoderEmbedder:
             raise TypeError("texts must be a list of strings, e.g. embed(['最近睡眠不好'])")
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        return await asyncio.to_thread(self.encode, list(texts))
+        # a query (or a chat's few memories) never waits behind a bulk batch of a background pass
+        pool = _FEW if len(texts) <= FEW_TEXTS else _MANY
+        return await asyncio.get_running_loop().run_in_executor(pool, self.encode, list(texts))
