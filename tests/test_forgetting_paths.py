@@ -71,6 +71,25 @@ async def test_a_forgetting_that_fails_midway_leaves_no_record_and_nothing_forgo
     assert await layer.memory.retrieve_memory(memory_key="ex", user_id="u1", touch=False) is None
 
 
+async def test_a_forgetting_too_large_to_record_is_refused_and_sets_nothing_aside(system: MemorySystem) -> None:
+    """1,001 memories formed from one message about the subject: the forgetting's record (what its undo
+    brings back) cannot hold them all, so it is refused with a clear error before anything changes."""
+    from data_layer import InvalidInputError, NewMemory
+
+    layer = system.layer
+    told = await layer.messages.append(user_id="u1", role="user", content=EX, friend_id="xiaozhu")
+    many = 1_001
+    cites = {"source_message_ids": [told.id]}
+    drafts = [
+        NewMemory(memory_key=f"gist-{i:04d}", content=f"第{i}件小事", friend_id="xiaozhu", metadata=cites)
+        for i in range(many)
+    ]
+    await layer.memory.add_many(user_id="u1", memories=drafts)
+    with pytest.raises(InvalidInputError, match=r"would set aside 1001 memories .* than one forgetting can record"):
+        await system.forget(system.scope("u1", "xiaozhu"), "前任", broad=True)
+    assert await layer.memory.count(user_id="u1") == many and await system.forgettings("u1") == []
+
+
 # -- the recall's window -------------------------------------------------------------------------------
 
 FILM = "我喜欢看科幻电影"

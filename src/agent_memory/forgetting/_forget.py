@@ -20,6 +20,7 @@ the keys with their summaries, the messages, when. :func:`unforget` brings it al
 
 from __future__ import annotations
 
+import json
 import unicodedata
 import uuid
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from data_layer import (
     MAX_GET_MANY,
+    MAX_METADATA_BYTES,
     PROFILE_TYPES,
     AgentFusionDataLayer,
     InvalidInputError,
@@ -272,6 +274,12 @@ async def forget(
         "at": when.isoformat(),
         "undone_at": None,
     }
+    size = len(json.dumps({FORGETTING_FIELD: data}, ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:  # the record lists what it set aside, for the undo: it must fit one memory
+        raise InvalidInputError(
+            f"forgetting {subject!r} would set aside {len(chosen)} memories and {len(hidden)} messages, more than "
+            "one forgetting can record; name the subject more precisely (agent-memory user delete erases a user)"
+        )
     mark = {"by": key, "at": when.isoformat(), "message_id": request_message_id}
     changes: dict[str, tuple[bool, dict[str, Any]]] = {k: (False, {FORGOTTEN_FIELD: mark}) for k in chosen}
     changes[key] = (False, {})
