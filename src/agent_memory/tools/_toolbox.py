@@ -13,6 +13,7 @@ for the window) and a message that says what to do, never as an exception.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -119,6 +120,10 @@ def _unknown_types(memory_types: list[str] | None) -> str | None:
 ListingFilter = Callable[[SearchQuery, SearchResults], Awaitable[SearchResults]]
 
 
+#: How many memories of a time a listing reads before its narrowing (``listing``) and the round's cut.
+LISTED_BEFORE_NARROWING = 50
+
+
 class MemoryToolbox:
     """The five tools of seed 000 for one :class:`Scope` (user, optional AI friend), with its limits.
 
@@ -220,11 +225,18 @@ class MemoryToolbox:
                 now=self._now,
                 as_of=self.as_of,
             )
+            # a listing of a time (a query of time words alone) is narrowed before it is cut to the
+            # round's size: every memory of that time ties at 1.0, so which ones a cut kept first
+            # depended on how often each had been read, and the narrowing then dropped some of those
+            listing = self.listing if self.listing is not None and query.time_alone() is not None else None
+            if listing is not None:
+                query = dataclasses.replace(query, limit=LISTED_BEFORE_NARROWING)
             async with asyncio.timeout(timeout):  # in this task: no task of its own per search
                 hits = await self._search.run(query, round_number=number)  # traced by the engine
-                listing = self.listing if hits.period is not None else None
                 if listing is not None:
-                    hits = await listing(query, hits)
+                    narrowed = await listing(query, hits) if hits.period is not None else hits
+                    cut = min(data.limit, self.limits.max_results)
+                    hits = SearchResults(narrowed[:cut], expanded=narrowed.expanded, period=narrowed.period)
         except TimeoutError:
             out = SearchMemoriesOutput(
                 success=False,
