@@ -235,7 +235,10 @@ async def test_the_days_read_for_how_the_user_is_brings_only_what_relates(newcom
     assert not any("橘猫" in e["content"] or "杭州" in e["content"] for e in eating["events"]), eating
     # the same days asked about as such ("我们最近聊了什么") still list everything said in them
     asked = await recalled(newcomer_facts, "xiaozhu", "我们最近聊了什么")
-    assert any("不吃辣" in e["content"] for e in asked["events"]), asked
+    listed = [e["content"] for e in asked["events"]]
+    # not narrowed: the block's five of the six gists of those days (which five, of memories that tie,
+    # depends on how often each was read) hold at least three of the four standing facts
+    assert len(listed) == 5 and sum(any(word in e for word in unrelated) for e in listed) >= 3, asked
     # and through the library's recall_memory, with the deterministic recall
     direct = await newcomer_facts.recall_memory(user_id="u1", request={"query": "最近睡眠不好", "friend_id": "xiaozhu"})
     assert any("压力" in e.content for e in direct.events)
