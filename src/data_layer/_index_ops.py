@@ -140,42 +140,29 @@ class IndexOpsMixin(KeywordOpsMixin):
 
     async def pending_analysis(self, *, user_id: str | int, analyzer: str, limit: int = 500) -> list[MemoryRecord]:
         """Active memories of the user without keywords, or analysed by another analyzer (for backfill)."""
-        uid = v.user_id(user_id)
-        size = v.bounded_int(limit, name="limit", low=1, high=10_000)
         name = v.stored_text(analyzer, name="analyzer")
         m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
-        async with self._db.read() as session:
-            rows = await session.scalars(
-                select(m)
-                .outerjoin(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
-                .where(
-                    m.user_id == uid,
-                    m.is_active.is_(True),
-                    or_(m.needs_keyword_extraction.is_(True), ix.memory_id.is_(None), ix.analyzer != name),
-                )
-                .order_by(m.created_at, m.id)
-                .limit(size)
-            )
-            return [record_of(r) for r in rows]
+        missing = or_(m.needs_keyword_extraction.is_(True), ix.memory_id.is_(None), ix.analyzer != name)
+        return await self._pending(user_id, limit, missing, outer=True)
 
     async def pending_embedding(self, *, user_id: str | int, embedder: str, limit: int = 256) -> list[MemoryRecord]:
         """Active, analysed memories of the user with no vector of ``embedder`` (none stored, as when the
         embedding endpoint failed at the write, or another embedder's): what a re-embedding pass embeds."""
+        name = v.stored_text(embedder, name="embedder")
+        ix = AgentMemorySearchIndexTable
+        return await self._pending(user_id, limit, or_(ix.embedder.is_(None), ix.embedder != name), outer=False)
+
+    async def _pending(self, user_id: str | int, limit: int, condition: Any, *, outer: bool) -> list[MemoryRecord]:
+        """The user's active memories, joined with their search rows (``outer``: also those without one),
+        that meet ``condition``, oldest first."""
         uid = v.user_id(user_id)
         size = v.bounded_int(limit, name="limit", low=1, high=10_000)
-        name = v.stored_text(embedder, name="embedder")
         m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
+        on = and_(ix.user_id == m.user_id, ix.memory_id == m.id)
         async with self._db.read() as session:
+            query = select(m).join(ix, on, isouter=outer)
             rows = await session.scalars(
-                select(m)
-                .join(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
-                .where(
-                    m.user_id == uid,
-                    m.is_active.is_(True),
-                    or_(ix.embedder.is_(None), ix.embedder != name),
-                )
-                .order_by(m.created_at, m.id)
-                .limit(size)
+                query.where(m.user_id == uid, m.is_active.is_(True), condition).order_by(m.created_at, m.id).limit(size)
             )
             return [record_of(r) for r in rows]
 

@@ -160,6 +160,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         self._extraction_ready = False  # the keyword extractor's table, loaded by warm_up only
         #: analyzers other than ours met in stored rows (each is logged once: see ``_apply_changes``)
         self._foreign_analyzers: set[str] = set()
+        self._foreign_embedders: set[str] = set()  # the same for vectors (``_note_foreign_embedder``)
 
     # -- index maintenance -------------------------------------------------------------------------
 
@@ -299,6 +300,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 continue
             vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
             unembedded = unembedded or vector is None
+            if row.embedder is not None and vector is None and self._vectors_stored:
+                self._note_foreign_embedder(row.embedder)
             user.index.put(
                 IndexedMemory(
                     id=row.id,
@@ -326,6 +329,19 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         if unembedded and self.embedding is not None and rows:
             self.embedding.request(uid)
         return stale
+
+    def _note_foreign_embedder(self, embedder: str) -> None:
+        """Say once per embedder that memories embedded by another are re-embedded: after a change of
+        ``MEMORY_SEARCH_EMBEDDER`` that is expected; again and again, it means two processes with
+        different embedders share the database and re-embed each other's memories."""
+        if embedder != self.embedder.name and embedder not in self._foreign_embedders:
+            self._foreign_embedders.add(embedder)
+            logger.warning(
+                "memories embedded with %s are re-embedded with %s in the background; processes sharing a "
+                "database must name the same MEMORY_SEARCH_EMBEDDER, or each re-embeds the other's memories",
+                embedder,
+                self.embedder.name,
+            )
 
     def _note_foreign(self, analyzer: str | None) -> None:
         """Say once per analyzer that memories analysed otherwise are re-analysed: after an upgrade that is
