@@ -51,7 +51,7 @@ class BackgroundEmbedding:
     async def wait(self, user_id: str) -> int:
         """Run a pass for the user now (or join the running one); returns how many memories it embedded."""
         running = self._tasks.get(user_id)
-        if running is not None:
+        if running is not None and not running.done():  # a finished one is popped by its callback, later
             return await asyncio.shield(running)
         self._retry_at.pop(user_id, None)
         return await self._pass(user_id)
