@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory.history import memory_history
 from agent_memory.system import MemorySystem
-from data_layer import InvalidInputError, MessageRecord, NewMessage, NotFoundError
+from data_layer import AgentFusionDataLayer, InvalidInputError, MessageRecord, NewMessage, NotFoundError
 
 T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
 MOVED = T0 + timedelta(days=30)
@@ -266,36 +266,41 @@ async def test_an_item_with_a_key_near_the_length_limit_keeps_every_version(syst
     assert [h.record.content for h in found] == ["饮食: 不吃辣"]
 
 
-async def test_two_edits_of_one_item_at_once_keep_every_value(system: MemorySystem, monkeypatch: Any) -> None:
-    """Two edits (two web tabs, MCP and the CLI) that both read 杭州 before either writes: the one that
-    commits second reads the item again and keeps the first one's value as a version, so no value is lost
-    and 杭州 is kept once."""
+async def test_two_edits_of_one_item_at_once_keep_every_value(layer: AgentFusionDataLayer, db_url: str) -> None:
+    """Two edits from two processes (two data layers on one database: the web page of one server, MCP of
+    another) that both read 杭州 before either writes: the one that commits second reads the item again
+    and keeps the first one's value as a version, so no value is lost and 杭州 is kept once."""
     from agent_memory.history import revise
 
-    memory = system.layer.memory
-    await memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
-    read = memory.retrieve_memory
+    await layer.memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
     both_read = asyncio.Barrier(2)
-    first_reads = 0
 
-    async def reading_together(**kwargs: Any) -> Any:
-        nonlocal first_reads
-        record = await read(**kwargs)
-        if first_reads < 2:  # each edit's first read waits for the other's: both saw 杭州
-            first_reads += 1
-            await asyncio.wait_for(both_read.wait(), timeout=60)
-        return record
+    async with AgentFusionDataLayer(db_url) as other:
+        edits = []
+        for memory in (layer.memory, other.memory):
+            read = memory.retrieve_memory
+            first = asyncio.Event()
 
-    monkeypatch.setattr(memory, "retrieve_memory", reading_together)
-    await asyncio.gather(
-        revise(memory, user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile"),
-        revise(memory, user_id="u1", memory_key="city", content="居住地: 上海", memory_type="profile"),
-    )
-    versions = await memory_history(memory, user_id="u1", memory_key="city")
+            async def reading_together(*, _read: Any = read, _first: asyncio.Event = first, **kwargs: Any) -> Any:
+                record = await _read(**kwargs)
+                if not _first.is_set():  # each edit's first read waits for the other's: both saw 杭州
+                    _first.set()
+                    await asyncio.wait_for(both_read.wait(), timeout=60)
+                return record
+
+            memory.retrieve_memory = reading_together  # type: ignore[method-assign]
+            edits.append(memory)
+        await asyncio.gather(
+            revise(edits[0], user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile"),
+            revise(edits[1], user_id="u1", memory_key="city", content="居住地: 上海", memory_type="profile"),
+        )
+    fresh = AgentFusionDataLayer(db_url)
+    async with fresh:
+        versions = await memory_history(fresh.memory, user_id="u1", memory_key="city")
+        current = await fresh.memory.retrieve_memory(user_id="u1", memory_key="city", touch=False)
     values = [v.content for v in versions]
     assert values[0] == "居住地: 杭州" and sorted(values[1:]) == ["居住地: 上海", "居住地: 深圳"]
     assert [v.current for v in versions] == [False, False, True]
-    current = await read(user_id="u1", memory_key="city", touch=False)
     assert current is not None and current.content == values[2]
     middle = versions[1]
     assert middle.superseded_by == "city" and middle.valid_to is not None and middle.valid_from <= middle.valid_to
