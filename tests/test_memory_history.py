@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory.history import memory_history
 from agent_memory.system import MemorySystem
-from data_layer import InvalidInputError, MessageRecord, NewMessage, NotFoundError
+from data_layer import AgentFusionDataLayer, InvalidInputError, MessageRecord, NewMessage, NotFoundError
 
 T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
 MOVED = T0 + timedelta(days=30)
@@ -264,3 +264,102 @@ async def test_an_item_with_a_key_near_the_length_limit_keeps_every_version(syst
     assert sorted(r.content for r in then.values()) == ["宠物: 一只猫", "饮食: 不吃辣"]
     found = await system.search.search("饮食 辣", user_id="u1", as_of=before_edits, min_relevance_score=0.0)
     assert [h.record.content for h in found] == ["饮食: 不吃辣"]
+
+
+async def test_two_edits_of_one_item_at_once_keep_every_value(layer: AgentFusionDataLayer, db_url: str) -> None:
+    """Two edits from two processes (two data layers on one database: the web page of one server, MCP of
+    another) that both read 杭州 before either writes: the one that commits second reads the item again
+    and keeps the first one's value as a version, so no value is lost and 杭州 is kept once."""
+    from agent_memory.history import revise
+
+    await layer.memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
+    both_read = asyncio.Barrier(2)
+
+    async with AgentFusionDataLayer(db_url) as other:
+        edits = []
+        for memory in (layer.memory, other.memory):
+            read = memory.retrieve_memory
+            first = asyncio.Event()
+
+            async def reading_together(*, _read: Any = read, _first: asyncio.Event = first, **kwargs: Any) -> Any:
+                record = await _read(**kwargs)
+                if not _first.is_set():  # each edit's first read waits for the other's: both saw 杭州
+                    _first.set()
+                    await asyncio.wait_for(both_read.wait(), timeout=60)
+                return record
+
+            memory.retrieve_memory = reading_together  # type: ignore[method-assign]
+            edits.append(memory)
+        await asyncio.gather(
+            revise(edits[0], user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile"),
+            revise(edits[1], user_id="u1", memory_key="city", content="居住地: 上海", memory_type="profile"),
+        )
+    fresh = AgentFusionDataLayer(db_url)
+    async with fresh:
+        versions = await memory_history(fresh.memory, user_id="u1", memory_key="city")
+        current = await fresh.memory.retrieve_memory(user_id="u1", memory_key="city", touch=False)
+    values = [v.content for v in versions]
+    assert values[0] == "居住地: 杭州" and sorted(values[1:]) == ["居住地: 上海", "居住地: 深圳"]
+    assert [v.current for v in versions] == [False, False, True]
+    assert current is not None and current.content == values[2]
+    middle = versions[1]
+    assert middle.superseded_by == "city" and middle.valid_to is not None and middle.valid_from <= middle.valid_to
+
+
+async def test_an_edit_expecting_content_another_edit_changed_writes_nothing(system: MemorySystem) -> None:
+    from data_layer import ExpectedContent, NewMemory, StaleMemoryError
+
+    memory = system.layer.memory
+    await memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
+    with pytest.raises(StaleMemoryError, match="read it again"):
+        await memory.upsert(
+            user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile",
+            expect=ExpectedContent("居住地: 北京"), keep=NewMemory(memory_key="city--1", content="居住地: 北京"),
+        )  # fmt: skip
+    with pytest.raises(StaleMemoryError):  # expecting no item where there is one
+        await memory.upsert(user_id="u1", memory_key="city", content="居住地: 深圳", expect=ExpectedContent(None))
+    current = await memory.retrieve_memory(user_id="u1", memory_key="city", touch=False)
+    assert current is not None and current.content == "居住地: 杭州"
+    assert await memory.retrieve_memory(user_id="u1", memory_key="city--1", include_inactive=True) is None
+    # what was read still holds: the edit and its kept version commit together, the version inactive
+    await memory.upsert(
+        user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile",
+        expect=ExpectedContent("居住地: 杭州"), keep=NewMemory(memory_key="city--1", content="居住地: 杭州"),
+    )  # fmt: skip
+    kept = await memory.retrieve_memory(user_id="u1", memory_key="city--1", include_inactive=True)
+    assert kept is not None and not kept.is_active and kept.content == "居住地: 杭州"
+
+
+async def test_an_edit_between_the_archivers_read_and_its_write_is_kept(system: MemorySystem, monkeypatch: Any) -> None:
+    """The user corrects the item on the web page while the archiver, having read 杭州, applies 我搬到深圳了
+    (said in February): the archiver reads again and finds the correction, made now, newer than what it
+    applies, so 深圳 becomes history and the correction stays current; every value is kept once (without
+    the read again, the correction was overwritten and 杭州 kept twice)."""
+    from agent_memory.history import revise
+
+    memory = system.layer.memory
+    said = NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0)  # type: ignore[arg-type]
+    await system.layer.messages.append_many(user_id="u1", messages=[said])
+    await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    moved = NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED)  # type: ignore[arg-type]
+    await system.layer.messages.append_many(user_id="u1", messages=[moved])
+    read = memory.retrieve_memory
+    edited = False
+
+    async def edit_after_the_read(**kwargs: Any) -> Any:
+        nonlocal edited
+        record = await read(**kwargs)
+        if kwargs.get("memory_key") == "profile-residence" and not edited:
+            edited = True  # the web page's edit commits after the archiver read the item
+            monkeypatch.setattr(memory, "retrieve_memory", read)
+            await revise(memory, user_id="u1", memory_key="profile-residence", content="居住地: 宁波",
+                         memory_type="profile")  # fmt: skip
+            monkeypatch.setattr(memory, "retrieve_memory", edit_after_the_read)
+        return record
+
+    monkeypatch.setattr(memory, "retrieve_memory", edit_after_the_read)
+    await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
+    monkeypatch.setattr(memory, "retrieve_memory", read)
+    assert edited
+    contents = [v.content for v in await memory_history(memory, user_id="u1", memory_key="profile-residence")]
+    assert len(contents) == 3 and "杭州" in contents[0] and "深圳" in contents[1] and contents[2] == "居住地: 宁波"

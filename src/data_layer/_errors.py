@@ -90,6 +90,18 @@ class DuplicateMemoryKeyError(DuplicateError):
         self.memory_key = memory_key
 
 
+class StaleMemoryError(AgentMemoryError):
+    """An edit expected a memory's content that another edit had changed before it committed: nothing was
+    written. Read the memory again and decide on its current content."""
+
+    def __init__(self, memory_key: str) -> None:
+        super().__init__(
+            f"memory {memory_key[:80]!r} changed since it was read (another edit committed first); "
+            "read it again and retry the edit"
+        )
+        self.memory_key = memory_key
+
+
 class MemoryNotFoundError(NotFoundError):
     """An operation names a memory key the user does not have."""
 

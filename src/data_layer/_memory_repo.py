@@ -23,11 +23,11 @@ from . import _revision
 from . import _validation as v
 from ._combiner import CombinerPool
 from ._engine import Database
-from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StorageError
+from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StaleMemoryError, StorageError
 from ._index_ops import IndexOpsMixin
 from ._memory_reads import MemoryReadsMixin
 from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
-from ._records import KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
+from ._records import ExpectedContent, KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
@@ -260,6 +260,8 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         on_oversize: OnOversize = "truncate",
         shared: bool = False,
         must_exist: bool = False,
+        expect: ExpectedContent | None = None,
+        keep: NewMemory | None = None,
     ) -> UpsertResult:
         """Store a memory under ``memory_key``, replacing the user's memory of that key if any.
 
@@ -271,10 +273,22 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         its AI friend) committed after the caller read it. Without it an edit racing a delete would
         store the memory again, after the delete had reported success.
 
+        ``expect`` makes the edit conditional on what the caller read (:class:`ExpectedContent`): when the
+        user's active memory of the key has other content by the time the edit commits (another edit came
+        first), it raises :class:`StaleMemoryError` and writes nothing. ``keep`` is a memory written
+        inactive in the same transaction (a profile item's earlier value, kept as a version): the kept
+        value and the edit commit together or not at all; a key the user already has raises
+        :class:`DuplicateMemoryKeyError` and writes nothing. The two together make read, keep and replace
+        one step, so two edits of one item at once keep every value (the later one sees the earlier).
+
         >>> await repo.upsert(user_id="u1", memory_key="k", content="改过的内容", must_exist=True)  # doctest: +SKIP
         """
         if not isinstance(must_exist, bool):
             raise InvalidInputError(f"must_exist must be True or False, got {type(must_exist).__name__}")
+        if expect is not None and not isinstance(expect, ExpectedContent):
+            raise InvalidInputError(f"expect must be an ExpectedContent, got {type(expect).__name__}")
+        if keep is not None and not isinstance(keep, NewMemory):
+            raise InvalidInputError(f"keep must be a NewMemory, got {type(keep).__name__}")
         uid = v.user_id(user_id)
         item = NewMemory(
             memory_key=memory_key,
@@ -287,7 +301,10 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
             keywords=keywords,
             shared=shared,
         )
-        prepared = (await self._prepare([self._draft(uid, item, on_oversize=on_oversize)]))[0]
+        drafts = [self._draft(uid, item, on_oversize=on_oversize)]
+        if keep is not None:
+            drafts.append(self._draft(uid, keep, on_oversize="error"))
+        prepared, *kept = await self._prepare(drafts)
         for attempt in range(2):
             try:
                 async with self._db.write() as session:
@@ -297,6 +314,18 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                     if must_exist and (existing is None or not existing.is_active):
                         raise NotFoundError(
                             f"no memory {memory_key[:80]!r} to change: it was deleted; list the memories again"
+                        )
+                    held = existing.content if existing is not None and existing.is_active else None
+                    if expect is not None and held != expect.content:
+                        raise StaleMemoryError(memory_key)
+                    if kept:
+                        await self._store(session, uid, kept, on_conflict="error")
+                        await session.execute(
+                            update(AgentMemoryTable)
+                            .where(
+                                AgentMemoryTable.user_id == uid, AgentMemoryTable.memory_key == kept[0].draft.memory_key
+                            )
+                            .values(is_active=False)
                         )
                     if existing is not None:
                         values = await self._replace(

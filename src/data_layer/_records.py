@@ -120,6 +120,14 @@ class MemoryDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectedContent:
+    """What an edit read before it decided (``upsert(expect=...)``): the content of the user's active memory
+    of the key, or ``None`` when there was none. The edit writes only while that still holds."""
+
+    content: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class UpsertResult:
     """What ``upsert`` did: the stored record and whether it was created (``False``: replaced)."""
 

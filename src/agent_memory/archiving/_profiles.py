@@ -19,12 +19,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from data_layer import AgentFusionDataLayer, MemoryRecord
+from data_layer import (
+    AgentFusionDataLayer,
+    DuplicateMemoryKeyError,
+    ExpectedContent,
+    MemoryRecord,
+    NewMemory,
+    StaleMemoryError,
+)
 
 from ..history import valid_from, version_key
 from ._adjudicate import group_key, precedence
 from ._statements import Statement
 
+#: Tries of one statement's change of an item while other edits of the item keep committing first.
+APPLY_ATTEMPTS = 8
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
@@ -99,15 +108,26 @@ class ProfileWriter:
             if slot not in last or precedence(statement) >= precedence(last[slot]):
                 last[slot] = statement
         for statement in sorted(last.values(), key=lambda s: (precedence(s), s.message_id or 0)):
-            changes.append(await self._apply_one(user_id, statement))
+            changes.append(await self._apply_read(user_id, statement))
         return changes
+
+    async def _apply_read(self, uid: str, statement: Statement) -> ProfileChange:
+        """:meth:`_apply_one`, read again while another edit of the item (the web page, MCP, another
+        friend's chat) commits between this one's read and its write."""
+        for _ in range(APPLY_ATTEMPTS - 1):
+            try:
+                return await self._apply_one(uid, statement)
+            except StaleMemoryError:
+                continue
+        return await self._apply_one(uid, statement)
 
     async def _apply_one(self, uid: str, statement: Statement) -> ProfileChange:
         memory = self.layer.memory
         key = profile_key(statement)
         current = await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True)
         if current is None:
-            await self._write_current(uid, key, statement, sources=[statement.message_id or 0])
+            await self._write_current(uid, key, statement, sources=[statement.message_id or 0],
+                                      expect=ExpectedContent(None))  # fmt: skip
             return ProfileChange(key, "created", statement)
         applied = current.metadata.get("source_message_ids") or []
         if statement.message_id is not None and statement.message_id in applied:
@@ -117,17 +137,28 @@ class ProfileWriter:
             return ProfileChange(key, "unchanged", statement)  # the user deleted it: not brought back
         if _same_fact(current, statement):
             sources = [*applied, statement.message_id or 0]
-            await self._write_current(uid, key, statement, sources=sources, since=valid_from(current))
+            await self._write_current(uid, key, statement, sources=sources, since=valid_from(current),
+                                      expect=ExpectedContent(current.content))  # fmt: skip
             return ProfileChange(key, "confirmed", statement)
         if statement.at < valid_from(current):
             # an older statement seen late: history, superseded by what is current now
             await self._write_history(uid, history_key, statement, valid_to=valid_from(current), superseded_by=key)
             return ProfileChange(history_key, "history", statement)
         old_key = version_key(key, current.metadata.get("message_id") or int(valid_from(current).timestamp()))
-        await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
         # the evidence of a change is both statements: the new one first, then what it replaced
         sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]
-        await self._write_current(uid, key, statement, sources=sources, supersedes=old_key)
+        expect = ExpectedContent(current.content)
+        meta = {**current.metadata, "valid_to": statement.at.isoformat(), "superseded_by": key, "history": True}
+        version = NewMemory(memory_key=old_key, content=current.content, summary=current.content,
+                            memory_type="profile", metadata=meta, created_at=current.created_at)  # fmt: skip
+        try:  # the earlier value is kept in the transaction that replaces it
+            await self._write_current(uid, key, statement, sources=sources, supersedes=old_key, expect=expect,
+                                      keep=version)  # fmt: skip
+        except DuplicateMemoryKeyError as exc:  # kept already (a run stopped between the two steps it once took)
+            if exc.memory_key != old_key:
+                raise
+            await self._write_history_from(uid, old_key, current, valid_to=statement.at, superseded_by=key)
+            await self._write_current(uid, key, statement, sources=sources, supersedes=old_key, expect=expect)
         return ProfileChange(key, "superseded", statement)
 
     async def _write_current(
@@ -139,13 +170,16 @@ class ProfileWriter:
         sources: Sequence[int],
         since: datetime | None = None,
         supersedes: str | None = None,
+        expect: ExpectedContent | None = None,
+        keep: NewMemory | None = None,
     ) -> None:
         meta = _metadata(statement, sources=sources, supersedes=supersedes)
         if since is not None:
             meta["valid_from"] = since.isoformat()
         await self.layer.memory.upsert(user_id=uid, memory_key=key, content=_content(statement),
                                        summary=_content(statement), memory_type="profile", metadata=meta,
-                                       created_at=statement.at, keywords=[statement.topic_label])  # fmt: skip
+                                       created_at=statement.at, keywords=[statement.topic_label],
+                                       expect=expect, keep=keep)  # fmt: skip
 
     async def _write_history(
         self, uid: str, key: str, statement: Statement, *, valid_to: datetime, superseded_by: str

@@ -14,9 +14,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from data_layer import DuplicateMemoryKeyError, MemoryRecord, MemoryRepository, NewMemory, UpsertResult
+from data_layer import (
+    DuplicateMemoryKeyError,
+    ExpectedContent,
+    MemoryRecord,
+    MemoryRepository,
+    NewMemory,
+    StaleMemoryError,
+    UpsertResult,
+)
 
 from ._validity import aware, valid_from, version_key
+
+#: Tries of an edit that keeps a version, when other edits of the same item keep committing first.
+REVISE_ATTEMPTS = 8
 
 
 async def revise(
@@ -33,25 +44,68 @@ async def revise(
     """Store ``content`` under ``memory_key`` (``memory.upsert`` with ``fields``), keeping the current
     value as an earlier version when the memory is a profile item whose content changes.
 
+    Reading the current value, keeping it and replacing it commit as one step: the write expects the
+    content it read, so when another edit of the item commits in between, this one reads again and keeps
+    that value instead (two edits at once keep every value, in the order they committed).
+
     The kept version holds until ``at`` (default: now) and is superseded by ``memory_key``; the new value
     holds from ``at`` and names the version it supersedes. Any other change (a new memory, another type,
     the same content) is the plain upsert.
     """
-    when = aware(at, "at") or datetime.now(UTC)
-    current = await memory.retrieve_memory(memory_key=memory_key, user_id=user_id, touch=False)
-    changes = (
-        current is not None
-        and "profile" in (current.memory_type, memory_type)
-        and current.content.strip() != content.strip()
-    )
-    meta = dict(metadata if metadata is not None else {})
-    if changes and current is not None:
-        old_key = await keep_version(memory, user_id=user_id, record=current, valid_to=when, superseded_by=memory_key)
-        meta |= {"valid_from": when.isoformat(), "valid_to": None, "superseded_by": None, "supersedes": old_key}
-    return await memory.upsert(
-        user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
-        metadata=meta, **fields,
-    )  # fmt: skip
+    given = aware(at, "at")
+    for _ in range(REVISE_ATTEMPTS):
+        when = given or datetime.now(UTC)  # read again after another edit: its value held until now
+        current = await memory.retrieve_memory(memory_key=memory_key, user_id=user_id, touch=False)
+        if current is not None and not current.is_active:
+            current = None  # a deleted item: the edit stores it again, with nothing to keep
+        expect = ExpectedContent(current.content if current is not None else None)
+        changes = (
+            current is not None
+            and "profile" in (current.memory_type, memory_type)
+            and current.content.strip() != content.strip()
+        )
+        meta = dict(metadata if metadata is not None else {})
+        if not changes or current is None:
+            try:
+                return await memory.upsert(
+                    user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
+                    metadata=meta, expect=expect, **fields,
+                )  # fmt: skip
+            except StaleMemoryError:
+                continue  # another edit of the item committed after the read: read it again
+        stamp = _stamp(current)
+        while True:
+            keep = _version(current, valid_to=when, superseded_by=memory_key, stamp=stamp)
+            meta |= {
+                "valid_from": when.isoformat(),
+                "valid_to": None,
+                "superseded_by": None,
+                "supersedes": keep.memory_key,
+            }
+            try:
+                return await memory.upsert(
+                    user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
+                    metadata=meta, expect=expect, keep=keep, **fields,
+                )  # fmt: skip
+            except DuplicateMemoryKeyError as exc:  # another version holds this stamp: the next one
+                if exc.memory_key != keep.memory_key:
+                    raise
+                stamp += 1
+            except StaleMemoryError:
+                break  # another edit of the item committed after the read: read it again
+    raise StaleMemoryError(memory_key)
+
+
+def _stamp(record: MemoryRecord) -> int:
+    return int(valid_from(record).timestamp() * 1000)
+
+
+def _version(record: MemoryRecord, *, valid_to: datetime, superseded_by: str, stamp: int) -> NewMemory:
+    """``record`` as an earlier version of its item, held until ``valid_to``, keyed by ``stamp``."""
+    meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
+    return NewMemory(memory_key=version_key(record.memory_key, stamp), content=record.content,
+                     summary=record.summary, memory_type=record.memory_type, friend_id=record.friend_id,
+                     metadata=meta, created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
 
 
 async def keep_version(
@@ -63,13 +117,10 @@ async def keep_version(
 
     The version is written inactive in one transaction (``set_active(add=...)`` switches it off as it is
     added): a failure leaves no version at all, never one that search and recall take for current."""
-    stamp = int(valid_from(record).timestamp() * 1000)
-    meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
+    stamp = _stamp(record)
     while True:
-        key = version_key(record.memory_key, stamp)
-        version = NewMemory(memory_key=key, content=record.content, summary=record.summary,
-                            memory_type=record.memory_type, friend_id=record.friend_id, metadata=meta,
-                            created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
+        version = _version(record, valid_to=valid_to, superseded_by=superseded_by, stamp=stamp)
+        key = version.memory_key
         try:
             await memory.set_active(user_id=user_id, changes={key: (False, {})}, add=version)
         except DuplicateMemoryKeyError:  # another version holds this stamp: the next one

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from data_layer import AgentMemoryError, DuplicateError, InvalidInputError, NotFoundError
+from data_layer import AgentMemoryError, DuplicateError, InvalidInputError, NotFoundError, StaleMemoryError
 
 from ..serving import host_is_loopback, token_matches
 
@@ -41,12 +41,13 @@ def problem(status: int, message: str) -> JSONResponse:
 
 
 def as_problem(exc: Exception) -> HTTPProblem:
-    """The HTTP form of a library error (400 bad input, 404 not found, 409 duplicate, 500 else)."""
+    """The HTTP form of a library error (400 bad input, 404 not found, 409 duplicate or an edit another edit
+    overtook, 500 else)."""
     if isinstance(exc, HTTPProblem):
         return exc
     if isinstance(exc, NotFoundError):
         return HTTPProblem(404, str(exc))
-    if isinstance(exc, DuplicateError):
+    if isinstance(exc, DuplicateError | StaleMemoryError):
         return HTTPProblem(409, str(exc))
     if isinstance(exc, InvalidInputError):
         return HTTPProblem(400, str(exc))
