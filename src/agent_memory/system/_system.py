@@ -138,9 +138,11 @@ class MemorySystem:
         self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
                                            embedder=None if words_only else self.search.embedder)  # fmt: skip
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
-        #: One turn and one archiving run per chat at a time (shared with the other worker processes of
-        #: a web server when built with their lock file).
-        self.locks = locks or ChatLocks()
+        #: One turn and one archiving run per chat at a time: on PostgreSQL in every process using the
+        #: database (its advisory locks), on SQLite in this process, or in the worker processes of a web
+        #: server built with their lock file.
+        self._own_locks = locks is None
+        self.locks = locks or ChatLocks(database=layer.url)
         tokenizer = Tokenizer(stem=False)
         self.session_archiver = SessionArchiver(
             layer,
@@ -232,6 +234,8 @@ class MemorySystem:
         """Finish background archiving, then release the database connections."""
         await self.session_archiver.drain()
         await self.search.close()
+        if self._own_locks:
+            await self.locks.aclose()
         await self.layer.close()
 
     async def __aenter__(self) -> MemorySystem:

@@ -250,7 +250,8 @@ def worker_app() -> Starlette:
     Each worker is a whole system on the same database. What must agree across them comes from the
     parent through :data:`WORKER_ENV`: the session key (a cookie signed by one worker is valid in all)
     and the lock file of :class:`data_layer.ChatLocks` (a chat's turns and archiving runs are ordered
-    across the workers, as they are within one). A worker's search index reads the database's change
+    across the workers, as they are within one; on PostgreSQL the database's advisory locks order them
+    instead, with every other process on the database). A worker's search index reads the database's change
     counter before every search, so it sees the other workers' writes.
     """
     from data_layer import ChatLocks
@@ -261,7 +262,7 @@ def worker_app() -> Starlette:
         raise RuntimeError("worker_app is started by `agent-memory serve --workers N`, which sets " + WORKER_ENV)
     spec = json.loads(os.environ[WORKER_ENV])
     system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
-                                        locks=ChatLocks(spec["lock_file"]))  # fmt: skip
+                                        locks=ChatLocks(spec["lock_file"], database=spec["database_url"]))  # fmt: skip
     app = create_app(system, session_secret=spec["session_secret"], close_system=True, own_process=True)
     board = os.environ.get(BOARD_ENV)
     if board and isinstance(spec.get("workers"), int):  # /healthz says how many of them are serving
