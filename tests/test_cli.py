@@ -150,11 +150,14 @@ def test_demo_runs_offline_and_shows_isolation(tmp_path: Path) -> None:
 
 
 def test_bench_ingest_prints_one_json_object() -> None:
-    out = runner.invoke(app, ["bench", "ingest", "--memories", "300", "--backend", "sqlite"])
+    out = runner.invoke(app, ["bench", "ingest", "--memories", "300", "--rounds", "2", "--backend", "sqlite"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    assert data["results"]["sqlite"]["memories"] == 300
-    assert data["results"]["sqlite"]["rows_per_s"] > 0
+    figures = data["results"]["sqlite"]
+    assert figures["memories"] == 300 and figures["keyword_extraction"] is True
+    assert figures["rows_per_s"] > 0 and figures["fts5_rows_per_s"] > 0
+    assert len(figures["round_rows_per_s"]) == len(figures["fts5_round_rows_per_s"]) == 2
+    assert figures["ratio_to_fts5"] == pytest.approx(figures["rows_per_s"] / figures["fts5_rows_per_s"], abs=0.01)
 
 
 def test_demo_searches_within_each_friend(tmp_path: Path) -> None:

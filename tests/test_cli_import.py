@@ -226,6 +226,25 @@ async def test_concurrent_imports_store_once(layer: AgentFusionDataLayer, db_url
     assert await layer.messages.count(user_id="u1") == 50
 
 
+async def test_a_many_chunk_import_numbers_messages_in_order(layer: AgentFusionDataLayer) -> None:
+    """Every stored message gets its own id, ascending in the order given, across chunks and users of one
+    transaction and after messages written one at a time; each id reads back its own message."""
+    await layer.messages.append(user_id="u0", role="user", content="before")
+    chats = {user: [_msg(f"{user} {i}", created_at=T0 + timedelta(seconds=i)) for i in range(1_203)]
+             for user in ("u1", "u2")}  # fmt: skip
+    stored = await layer.messages.append_for_users(chats, skip_existing=True)
+    after = await layer.messages.append(user_id="u1", role="user", content="after")
+    ids = [m.id for user in ("u1", "u2") for m in stored[user]]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids) == 2_406
+    assert after.id > ids[-1]
+    for user in ("u1", "u2"):
+        for i in (0, 499, 500, 1_202):
+            got = await layer.messages.get(user_id=user, message_id=stored[user][i].id)
+            assert got is not None and got.content == f"{user} {i}"
+    page = await layer.messages.list_range(user_id="u1", page_size=1_000)
+    assert [m.content for m in page.items[:3]] == ["u1 0", "u1 1", "u1 2"]
+
+
 async def test_identity_lookup_uses_the_index(db_url: str, backend: str) -> None:
     engine = create_async_engine(normalize_url(db_url))
     try:

@@ -215,16 +215,24 @@ class _ThreadRecordingTokenizer(Tokenizer):
 _ANALYSIS_THREADS: list[tuple[int, bool]] = []
 
 
-async def test_a_huge_memory_is_tokenised_off_the_event_loop() -> None:
+async def test_a_huge_memory_and_a_batch_are_analysed_off_the_event_loop() -> None:
+    """A single short memory (a chat's add) is analysed in place; a huge one, and every memory of a
+    batch (an import, an archiving run), in a worker thread, with the same analyses as one at a time."""
     from agent_memory.search import SearchAnalyzer
     from agent_memory.search._analyzer import OFF_LOOP_CHARS
 
     _ANALYSIS_THREADS.clear()
     analyzer = SearchAnalyzer(tokenizer=_ThreadRecordingTokenizer())
     short, long = "喜欢喝手冲咖啡", "数据库配置和端口说明。" * (OFF_LOOP_CHARS // 5)
-    analyses = await analyzer.analyze_texts([("", short, "general"), ("", long, "general")])
+    alone = [(await analyzer.analyze_texts([("", text, "general")]))[0] for text in (short, long)]
     assert [on_loop for _, on_loop in _ANALYSIS_THREADS] == [True, False]  # only the huge one left the loop
-    assert "数据库" in analyses[1].tokens.split()  # and it was analysed all the same
+    assert "数据库" in alone[1].tokens.split()  # and it was analysed all the same
+    _ANALYSIS_THREADS.clear()
+    items = [("", short, "general"), ("", long, "general"), ("摘要", "I moved to Berlin last spring", "profile")]
+    batch = await analyzer.analyze_texts(items)
+    assert [on_loop for _, on_loop in _ANALYSIS_THREADS] == [False, False, False]
+    assert batch[:2] == alone
+    assert batch[2] == (await analyzer.analyze_texts(items[2:]))[0]
 
 
 def test_a_long_run_without_punctuation_reaches_jieba_in_bounded_pieces(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,6 +26,7 @@ from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import InvalidInputError, MessageNotFoundError
 from ._records import MessageRecord, MessageRole, Page
+from ._row_ids import SqliteIds
 from ._tables import EXTERNAL_ID_LENGTH, ChatMessageTable
 from ._types import utcnow
 
@@ -273,6 +274,7 @@ class MessageRepository:
                 for uid in sorted(result):
                     key = func.hashtextextended(literal("chat_messages:") + uid, 0)
                     await session.execute(select(func.pg_advisory_xact_lock(key)))
+            numbering = await SqliteIds.start(session, table) if self._db.backend == "sqlite" else None
             for batch in batches:
                 keep = await self._new_rows(session, batch, skip_existing=skip_existing)
                 rows = [r for r, k in zip(batch.rows, keep, strict=True) if k]
@@ -280,7 +282,10 @@ class MessageRepository:
                     on_progress(len(batch.rows) - len(rows))
                 for start in range(0, len(rows), CHUNK):
                     chunk = rows[start : start + CHUNK]
-                    ids = [r[0] for r in await session.execute(insert, chunk)]
+                    if numbering is not None:
+                        ids = await numbering.insert(session, chunk)
+                    else:
+                        ids = [r[0] for r in await session.execute(insert, chunk)]
                     result[batch.user_id] += [
                         MessageRecord(id=i, **{f: r[f] for f in _RECORD_FIELDS})
                         for i, r in zip(ids, chunk, strict=True)

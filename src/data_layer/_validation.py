@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -275,7 +276,14 @@ def unit_float(value: object, *, name: str) -> float:
 def keyword_text(value: object) -> str:
     """A keyword: folded (:func:`fold_text`: width, traditional Chinese, case, accents) and stripped,
     non-empty, at most 100 characters. Every keyword stored or looked up in SQL passes here."""
-    text = fold_text(text_field(value, name="keyword")).strip()
+    return _keyword_text(text_field(value, name="keyword"))
+
+
+@functools.lru_cache(maxsize=32_768)
+def _keyword_text(value: str) -> str:
+    """:func:`keyword_text` of a ``str``, kept for the words seen most recently: a bulk write's memories
+    share most of their keywords, and folding one costs more than the rest of its checks."""
+    text = fold_text(value).strip()
     if not text:
         raise InvalidInputError("keyword must not be empty")
     if len(text) > MAX_KEYWORD_CHARS:

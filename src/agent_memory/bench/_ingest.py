@@ -1,20 +1,40 @@
-"""Ingest throughput: memories written per second through ``MemoryRepository.add_many``; with an embedder,
-also the background pass that embeds them and a query's embedding time."""
+"""Ingest throughput: memories written per second through ``MemoryRepository.add_many`` with the library's
+analysis (search terms, keywords, profile topics), beside SQLite FTS5 fed by the project's own tokenizer
+on the same texts in the same run; with an embedder, also the background pass that embeds them and a
+query's embedding time.
+
+>>> figures = await bench_ingest(url, memories=10_000, rounds=3)  # doctest: +SKIP
+>>> figures.ratio_to_fts5  # doctest: +SKIP
+
+Rounds alternate: ours (a new user in the same database each round), then FTS5 (a new file each round),
+so a machine that slows down or speeds up during the run weighs on both. Both start each round with the
+tokenizer's text caches empty, so neither is helped by texts the other (or an earlier round) read.
+
+On PostgreSQL the first round writes into a new database, whose empty tables' statistics make its foreign
+key checks scan the table they check for every row (several times slower); the tables are ``ANALYZE``d
+after each round, as autovacuum does soon after a bulk write, so later rounds show a database in use.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import statistics
+import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from data_layer import AgentFusionDataLayer, MemoryAnalyzer, upgrade
+from data_layer import NewMemory, upgrade
 
 from ._synthetic import synthetic_memories
+from ._tempdb import analyze
 
 if TYPE_CHECKING:
     from ..search import Embedder
+    from ..text import Tokenizer
 
 #: Queries embedded one at a time to time a query's embedding.
 QUERIES = (
@@ -27,17 +47,27 @@ QUERIES = (
 
 @dataclass(frozen=True, slots=True)
 class IngestFigures:
-    """Rows written, wall time and rows per second for one backend."""
+    """Rows written, wall time and rows per second for one backend, and the FTS5 baseline's."""
 
     backend: str
     memories: int
     batch: int
+    rounds: int
+    #: the median round's seconds and memories per second (ours)
     seconds: float
     rows_per_s: float
+    #: memories per second of each round (ours), in the order run
+    round_rows_per_s: list[float]
     keyword_extraction: bool
+    #: SQLite FTS5 fed by the project's tokenizer on the same texts, batches and transactions
+    fts5_rows_per_s: float
+    fts5_round_rows_per_s: list[float]
+    #: ours / FTS5 (medians), and the same ratio within each round
+    ratio_to_fts5: float
+    round_ratios: list[float]
     #: the embedder's name (``None``: no vectors)
     embedder: str | None = None
-    #: seconds of the background pass that embedded the written memories, and its memories per second
+    #: seconds of the background pass that embedded the first round's memories, and its memories per second
     embedding_s: float | None = None
     embedded_per_s: float | None = None
     #: median milliseconds to embed one query
@@ -49,34 +79,54 @@ async def bench_ingest(
     *,
     memories: int,
     batch: int = 500,
-    analyzer: MemoryAnalyzer | None = None,
+    rounds: int = 3,
+    analysis: bool = True,
     embedder: Embedder | None = None,
 ) -> IngestFigures:
-    """Migrate ``url``, then write ``memories`` synthetic memories for one user in batches of ``batch``.
+    """Migrate ``url``, then ``rounds`` times write ``memories`` synthetic memories for a new user in batches
+    of ``batch``, each round followed by FTS5 writing the same texts' tokens in the same batches.
 
-    With ``embedder``, the writes go through the library's analyzer (terms, keywords; a batch's vectors
-    are left to the background pass, as in the library), then the pass is run and timed, and queries are
-    embedded one at a time."""
-    from ..search import HybridMemorySearch, SearchAnalyzer
+    ``analysis`` (default): the writes go through the library's analyzer, as the composition root sets it
+    (terms, keywords, topics; a bulk write's vectors are left to the background pass, as in the library);
+    with ``embedder``, the pass is then run and timed for the first round's user and queries are embedded
+    one at a time. ``analysis=False`` writes raw rows (their keywords wait for a backfill)."""
+    from ..settings import load_settings
+    from ..system import MemorySystem
+    from ..text import clear_token_caches
 
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
     await upgrade(url)
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
-    async with AgentFusionDataLayer(url) as layer:
-        search = None
-        if embedder is not None:
-            search = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=embedder))
-            analyzer = search.analyzer
-            await search.warm_up()
-        layer.memory.set_analyzer(analyzer)
-        started = time.perf_counter()
-        for i in range(0, len(items), batch):
-            await layer.memory.add_many(user_id="bench-user", memories=items[i : i + batch])
-        seconds = time.perf_counter() - started
-        stored = await layer.memory.count(user_id="bench-user")
-        embedding_s = query_ms = None
-        if search is not None and search.embedding is not None and embedder is not None:
+    ours: list[float] = []
+    fts5: list[float] = []
+    embedding_s = query_ms = None
+    # no embedder: none is loaded (hashing stores no vectors), as a library configured without one
+    settings = load_settings(memory_search_embedder="hashing") if embedder is None else None
+    async with MemorySystem.from_settings(settings, database_url=url, embedder=embedder) as system:
+        search = system.search
+        await search.warm_up()
+        if not analysis:
+            system.layer.memory.set_analyzer(None)
+        tokenizer = search.analyzer.tokenizer  # the pipeline the library stores terms with
+        with tempfile.TemporaryDirectory(prefix="agent-memory-fts5-") as folder:
+            for n in range(rounds):
+                clear_token_caches()
+                user = f"bench-user-{n}"
+                started = time.perf_counter()
+                for i in range(0, len(items), batch):
+                    await system.layer.memory.add_many(user_id=user, memories=items[i : i + batch])
+                ours.append(time.perf_counter() - started)
+                stored = await system.layer.memory.count(user_id=user)
+                if stored != memories:
+                    raise RuntimeError(f"ingest wrote {stored} rows, expected {memories}")
+                clear_token_caches()
+                fts5.append(fts5_ingest(Path(folder) / f"round-{n}.db", items, batch=batch, tokenizer=tokenizer))
+                if system.layer.backend == "postgresql":  # as autovacuum would after the bulk write
+                    await analyze(url)
+        if embedder is not None and search.embedding is not None:
             began = time.perf_counter()
-            await search.embedding.wait("bench-user")
+            await search.embedding.wait("bench-user-0")
             embedding_s = time.perf_counter() - began
             timings = []
             for text in QUERIES * 5:
@@ -84,18 +134,50 @@ async def bench_ingest(
                 await embedder.embed([text])
                 timings.append((time.perf_counter() - t0) * 1000)
             query_ms = statistics.median(timings)
-            await search.close()
-    if stored != memories:
-        raise RuntimeError(f"ingest wrote {stored} rows, expected {memories}")
+        backend = system.layer.backend
+    seconds = statistics.median(ours)
+    base = statistics.median(fts5)
     return IngestFigures(
-        backend=layer.backend,
+        backend=backend,
         memories=memories,
         batch=batch,
+        rounds=rounds,
         seconds=round(seconds, 3),
         rows_per_s=round(memories / seconds, 1),
-        keyword_extraction=analyzer is not None,
+        round_rows_per_s=[round(memories / s, 1) for s in ours],
+        keyword_extraction=analysis,
+        fts5_rows_per_s=round(memories / base, 1),
+        fts5_round_rows_per_s=[round(memories / s, 1) for s in fts5],
+        ratio_to_fts5=round(base / seconds, 3),
+        round_ratios=[round(f / s, 3) for s, f in zip(ours, fts5, strict=True)],
         embedder=embedder.name if embedder is not None else None,
         embedding_s=round(embedding_s, 3) if embedding_s is not None else None,
         embedded_per_s=round(memories / embedding_s, 1) if embedding_s else None,
         query_embedding_ms=round(query_ms, 2) if query_ms is not None else None,
     )
+
+
+def fts5_ingest(path: Path, items: Sequence[NewMemory], *, batch: int, tokenizer: Tokenizer) -> float:
+    """Seconds to write ``items`` into a new SQLite FTS5 table at ``path``: each memory's text (as the
+    library searches it) tokenised by ``tokenizer.index_tokens``, tokens joined by spaces, ``batch``
+    memories a transaction, with the user and key as unindexed columns."""
+    from ..search import memory_text
+
+    index_tokens = tokenizer.index_tokens
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")  # the pragmas the data layer sets on its SQLite files
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("CREATE VIRTUAL TABLE memories USING fts5(tokens, user_id UNINDEXED, memory_key UNINDEXED)")
+        started = time.perf_counter()
+        for i in range(0, len(items), batch):
+            rows = [
+                (" ".join(index_tokens(memory_text(m.summary or "", m.content))), "bench-user", m.memory_key)
+                for m in items[i : i + batch]
+            ]
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO memories (tokens, user_id, memory_key) VALUES (?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        return time.perf_counter() - started
+    finally:
+        conn.close()

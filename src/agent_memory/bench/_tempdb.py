@@ -40,3 +40,15 @@ async def temporary_postgres(admin_url: str = DEFAULT_PG_ADMIN_URL, *, prefix: s
                 await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         await engine.dispose()
+
+
+async def analyze(url: str) -> None:
+    """``ANALYZE`` a PostgreSQL database: the statistics autovacuum gathers soon after a bulk write. Until
+    then the planner sees empty tables, and a connection keeps the plans it made for them (the foreign key
+    checks of a bulk insert among them, which then scan the table they check, every row)."""
+    engine = create_async_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("ANALYZE"))
+    finally:
+        await engine.dispose()

