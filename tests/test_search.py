@@ -513,3 +513,41 @@ async def test_searches_in_one_view_look_at_storage_once(system: Any) -> None:
     looks.clear()
     result = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "北京出差的事还记得吗")])
     assert len(result.ledger.searches) >= 2 and len(looks) == 1
+
+
+class _DateBlindEncoder:
+    """A sentence encoder of three directions that, like a real one, does not read dates: the query
+    (``happened``) is 0.6 alike to the pottery class and 0.7 to every other memory, whenever written."""
+
+    name, dim, reads_sentences, similarity_floor = "date-blind-test", 3, True, 0.0
+
+    async def embed(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        def vector(text: str) -> list[float]:
+            if "happened" in text:
+                return [1.0, 0.0, 0.0]
+            return [0.6, 0.8, 0.0] if "pottery" in text else [0.7, 0.0, 0.714]
+
+        return np.asarray([vector(t) for t in texts], dtype=np.float32)
+
+
+async def test_the_order_by_meaning_weighs_a_written_date_as_the_words_do(layer: AgentFusionDataLayer) -> None:
+    """A question that writes out a date, with no word any memory holds, is ordered by meaning and words
+    together; the memory of that day comes first, though 35 memories of a year before are nearer in
+    meaning (ordered by cosine alone they took every place the meaning gives, and the day's memory fell
+    out of the ten)."""
+    engine = make_engine(layer.memory, embedder=_DateBlindEncoder(), semantic_share=0.3)
+    then = datetime(2023, 6, 3, 12, 0, tzinfo=UTC)
+    await layer.memory.add(
+        user_id="mia", memory_key="pottery", content="Signed up for a pottery class", created_at=then
+    )
+    await layer.memory.add_many(user_id="mia", memories=[
+        NewMemory(f"before-{i:02d}", f"Walked the dog along route {i}", created_at=then - timedelta(days=365 + i))
+        for i in range(35)
+    ])  # fmt: skip
+    await engine.settle(user_id="mia")
+    hits = await engine.search("What happened on 3 June, 2023?", user_id="mia", now=datetime(2023, 7, 1, tzinfo=UTC))
+    assert hits[0].score < 0.5  # no word supports a memory: the meaning takes part in the order
+    assert hits[0].memory_key == "pottery"
+    await engine.close()

@@ -182,6 +182,8 @@ class Pipeline:
         self.text: FloatArray = zeros
         self.semantic_: FloatArray = zeros
         self.fresh: FloatArray = zeros
+        #: the weight a date written out gives each memory's relevance (1 where none weighs: see ``time``)
+        self.pull: FloatArray = np.ones(index.capacity)
         self.expanded: tuple[str, ...] = ()
         self.period: TimeRange | None = None
 
@@ -384,8 +386,14 @@ class Pipeline:
 
     def nearest(self, scores: FloatArray, depth: int) -> list[int]:
         """The ``depth`` listed memories nearest the query in meaning (by cosine, over the embedder's
-        :func:`similarity_floor`), nearest first; none without vectors."""
-        likeness = np.where(scores > 0, self.semantic_, 0.0)
+        :func:`similarity_floor`), nearest first; none without vectors.
+
+        A date written out weighs the cosine as it weighs the relevance (:attr:`pull`, see ``time``): the
+        question asks about then, and a sentence encoder does not read dates ("What did Maria start on
+        3 June, 2023?" is as near to what she started a year before), so ordered by cosine alone the
+        memories of other times took the meaning's places in the fusion and pushed out of the results the
+        memories of then that the words had placed first."""
+        likeness = np.where(scores > 0, self.semantic_ * self.pull, 0.0)
         return top_k(likeness, depth, tie_key=self.index.tie_key)
 
     def speaker(self, query: SearchQuery, rel: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
@@ -436,10 +444,12 @@ class Pipeline:
             lo, hi = named.start.timestamp(), named.end.timestamp()
             ages = (np.maximum(lo - stamps, 0.0) + np.maximum(stamps - hi, 0.0)) / 86_400.0
         weighed = rel[related]
+        self.pull = np.ones(self.index.capacity)
         if named is not None and named.calendar:
             span_days = max((named.end - named.start).total_seconds() / 86_400.0, 1.0)
             if ages.size and ages.min() == 0.0:  # some related memory is from then
-                weighed = weighed * recency(ages, span_days)
+                self.pull[related] = recency(ages, span_days)
+                weighed = weighed * self.pull[related]
         self.fresh = np.zeros(self.index.capacity)
         self.fresh[related] = recency(ages, self.engine.half_life_days)
         scores = np.zeros(self.index.capacity)
