@@ -71,6 +71,28 @@ def test_a_gist_holds_one_episode() -> None:
     assert "猫粮" in gists[0].content and "不吃辣" in gists[1].content and "分手" in gists[2].content
 
 
+def test_a_reply_that_leaves_the_question_and_a_time_of_its_own_start_new_episodes() -> None:
+    """A yes-or-no question is answered by a first clause that says yes or no or echoes it; a reply that
+    does neither tells something else. 这周 opens a time counted from now, as 今天 would: it points
+    back at nothing. A question for a content is answered by whatever follows."""
+    records = records_of(
+        ("user", "今天带我妈去医院复查"),
+        ("assistant", "阿姨还好吗？"),
+        ("user", "下午去剪了个头发"),  # leaves the question unanswered: a subject of its own
+        ("user", "这周天气不错，周末打算去爬山"),  # 这周: when, not a pointer back
+        ("assistant", "爬哪座山？"),
+        ("user", "可能去香山吧"),  # answers the question for a content
+        ("user", "我养了一只柯基"),
+        ("assistant", "它乖吗？"),
+        ("user", "不太乖，总咬拖鞋"),  # says no: the answer
+        ("user", "I started a new job at a bank."),
+        ("assistant", "Do you like it?"),
+        ("user", "My sister is getting married in May."),  # no yes or no: another subject
+    )
+    gists = make_gists(records, tokenizer=Tokenizer())
+    assert [g.source_ids for g in gists] == [(1,), (3,), (4, 6), (7, 9), (10,), (12,)], [g.content for g in gists]
+
+
 async def test_two_episodes_drawn_from_one_message_are_two_gists(system: MemorySystem) -> None:
     (both,) = await store(system, msg("我不吃辣，闻到辣椒都难受。对了，我和男朋友分手了。", at=T0))
     report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)

@@ -82,7 +82,9 @@ async def test_the_reply_to_a_matching_question_is_lifted_and_nothing_else(words
     assert asked["gist"] == pytest.approx(told["gist"], abs=0.02)  # the gist between them is not the reply
     assert raw(asked["reply"]) == pytest.approx(0.9 * raw(asked["ask"]), rel=0.02)
     assert asked["reply"] > asked["before"]
-    assert told["reply"] < told["before"] < told["ask"]  # a statement's next turn keeps its own score
+    # a statement's next turn is not lifted: it and the turn before are listed through the session's words
+    # (the neighbours find them), and neither holds a word of the question, so nothing supports them
+    assert told["reply"] == told["before"] == 0.0 < told["ask"]
     assert told["reply"] < asked["reply"] - 0.1
     assert asked["before"] == pytest.approx(told["before"], abs=0.02)  # the turn before is not lifted
     before_reply = await system.search.search(question, user_id="u1", end=t + timedelta(minutes=3), now=NOW)
@@ -296,3 +298,27 @@ async def test_a_word_that_only_occurs_with_the_asked_one_does_not_answer_it_alo
     )
     scores = {h.memory_key: h.score for h in await system.search.search("晚饭吃什么好？", user_id="u1")}
     assert scores["dinner"] >= 0.5 and scores.get("sleep", 0.0) < 0.5
+
+
+async def test_a_turn_admitted_only_by_its_neighbours_words_is_found_but_not_supported(words_system: Any) -> None:
+    """ "多穿点，喝点热水" holds no word of "又怕一直打喷嚏"; its neighbour "换季了一直打喷嚏" does. The
+    neighbours find it and order it (it is listed, after the matching turn), but its reported score, the one
+    the recall's threshold reads, is what its own words give; a question's reply keeps its share of the
+    question's (the answer holds other words than the question by nature)."""
+    system = words_system  # the words alone: the likeness in meaning would be a support of its own
+    t = NOW - timedelta(days=1)
+    turns = [("sneeze", "换季了一直打喷嚏，可能是着凉了。"), ("advice", "多穿点，喝点热水。"),
+             ("ask", "你的猫掉毛严重吗？"), ("answer", "还行，每天梳两次。")]  # fmt: skip
+    await system.layer.memory.add_many(
+        user_id="u1",
+        memories=[NewMemory(k, text, memory_type="conversation", created_at=t + timedelta(minutes=i),
+                            metadata={SESSION_FIELD: "s"}) for i, (k, text) in enumerate(turns)],
+    )  # fmt: skip
+    hits = await system.search.search("想去她屋里玩，又怕一直打喷嚏", user_id="u1", now=NOW)
+    scores = {h.memory_key: h.score for h in hits}
+    assert [h.memory_key for h in hits][:2] == ["sneeze", "advice"]
+    assert scores["sneeze"] >= 0.5 > scores["advice"]
+    kept = await system.search.search("想去她屋里玩，又怕一直打喷嚏", user_id="u1", now=NOW, min_relevance_score=0.3)
+    assert [h.memory_key for h in kept] == ["sneeze"]  # a floor compares the score it reports
+    cat = {h.memory_key: h.score for h in await system.search.search("猫掉毛严重怎么办", user_id="u1", now=NOW)}
+    assert cat["answer"] >= 0.5  # the reply to the matching question

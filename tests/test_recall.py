@@ -19,7 +19,7 @@ from agent_memory.recall import (
     recent_days_told,
 )
 from agent_memory.search import HybridMemorySearch
-from agent_memory.tools import ToolLimits
+from agent_memory.tools import ASSISTANT_SAID, ToolLimits
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
 from scripted import call, replay
 from scripted import engine as make_engine
@@ -229,6 +229,32 @@ async def test_the_expanded_round_follows_what_the_first_hit_names(layer: AgentF
     vague = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "我们小区的物业费是不是涨了？")])
     assert not vague.ledger.searches[0].output.results
     assert all(s.arguments.query == "我们小区的物业费是不是涨了？" for s in vague.ledger.searches)
+
+
+@pytest.mark.parametrize(("role", "followed"), [("user", True), ("assistant", False)])
+async def test_the_expanded_round_follows_what_the_user_said_not_the_assistant(
+    layer: AgentFusionDataLayer, role: str, followed: bool
+) -> None:
+    """A strong first hit is followed when the user said it; what the assistant said is its own subject
+    ("换气" in its reply to "想放松一下"), and its words are not searched for. Its search result says
+    who said it, for the planner and for any model reading the results."""
+    engine = make_engine(layer.memory)
+    engine.neighbours = None
+    await layer.memory.add_many(
+        user_id="u1",
+        memories=[
+            NewMemory("estate", "你住的小区叫金色家园吧", memory_type="conversation", keywords=["金色家园", "小区"],
+                      metadata={"role": role}),
+            NewMemory("green", "金色家园的绿化特别好，傍晚适合散步", memory_type="profile"),
+        ],
+    )  # fmt: skip
+    result = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "说说我住的小区")])
+    first = result.ledger.searches[0].output.results[0]
+    assert first.memory_key == "estate" and first.relevance_score >= 0.7
+    assert first.summary.startswith(ASSISTANT_SAID) is (role == "assistant")
+    second = result.ledger.searches[1].arguments.query
+    assert ("金色" in second and "家园" in second) is followed
+    assert ("green" in {i.memory_key for i in result.ledger.relevant(0.5)}) is followed
 
 
 @pytest.mark.parametrize(

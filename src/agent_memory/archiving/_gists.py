@@ -23,7 +23,7 @@ from datetime import datetime
 from data_layer import MessageRecord
 
 from ..history import latest_lapse
-from ..text import Tokenizer, content_word, has_cjk, informativeness
+from ..text import Tokenizer, content_word, has_cjk, informativeness, parse_time_expressions
 from ._statements import statement_topics
 
 #: Sentences quoted per gist, and characters kept of each.
@@ -72,8 +72,50 @@ _CONTINUES = re.compile(
 )
 #: ... and these open a new subject, even in answer to a question ("对了，我不吃辣").
 _SHIFTS = re.compile(r"^(?:对了|另外|还有件事|换个话题|顺便|(?:by the way|btw|anyway|also,)\b)", re.IGNORECASE)
+#: A demonstrative opening: it points back ("这让我很难过"), unless it opens a time counted from now.
+_DEMONSTRATIVE = re.compile(r"^(?:这|那|this\b|that\b)", re.IGNORECASE)
 #: The assistant asked: the user's next message answers about what was being talked of ("练到哪一步了？").
 _ASKS = re.compile(r"[?？]\W*$")
+#: A question for a content (what, which, how...): whatever the user says next answers it.
+_ASKS_WHAT = re.compile(
+    r"什么|哪|怎么|怎样|如何|谁|多少|多久|多大|几|为什么|为啥|"
+    r"\b(?:what|which|where|when|who|whom|whose|why|how)\b",
+    re.IGNORECASE,
+)
+#: Any other question asks yes or no ("她还好吗？"): Chinese answers it by affirming or denying with
+#: 是, 对, 有, 嗯 or 不, 没 (or by echoing the question's words) in the reply's first clause.
+_SAYS_YES_OR_NO = re.compile(r"[是对有嗯不没]|\b(?:yes|yeah|yep|yup|no|nope|not|sure|maybe)\b|n't\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[，,；;：:。！？!?]")
+
+
+def _points_back(sentence: str, *, said_at: datetime) -> bool:
+    """Whether a sentence opens by going on with the one before (see :data:`_CONTINUES`). A demonstrative
+    that opens a time counted from now ("这周天气好", "这个月的收入", "this week") names when the
+    sentence happened, as 今天 or 本周 would: it points back at nothing said before."""
+    if not _CONTINUES.match(sentence) or _SHIFTS.match(sentence):
+        return False
+    if not _DEMONSTRATIVE.match(sentence):
+        return True
+    opening = sentence[:40].casefold()
+    return not any(opening.startswith(r.expression.casefold()) for r in parse_time_expressions(opening, now=said_at))
+
+
+def _answers(question: str, reply: str, tokenizer: Tokenizer) -> bool:
+    """Whether the user's ``reply`` answers the assistant's ``question`` (and so stays with what the
+    question was about). A question for a content is answered by whatever follows ("练到哪一步了？" ->
+    "刚学会一个换牌的动作"); a yes-or-no question by a first clause that affirms or denies, or echoes
+    the question's words ("他知道你的感受吗？" -> "一直没说"). A reply that does neither has left the
+    question for a subject of its own ("她还好吗？" -> "周末在家追剧").
+    """
+    if _SHIFTS.match(reply):
+        return False
+    if _ASKS_WHAT.search(question):
+        return True
+    first = _CLAUSE_END.split(reply, maxsplit=1)[0]
+    if _SAYS_YES_OR_NO.search(first):
+        return True
+    asked = {t for t in tokenizer.unique_tokens(question) if content_word(t)}
+    return bool(asked & {t for t in tokenizer.unique_tokens(first) if content_word(t)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +164,20 @@ def _episodes(said: Sequence[_Said]) -> list[list[_Said]]:
 def make_gists(messages: Sequence[MessageRecord], *, tokenizer: Tokenizer) -> list[GistDraft]:
     """The gists of one session's messages (oldest first): one per episode, none for small talk."""
     said: list[_Said] = []
-    asked = False
+    question = ""  # the assistant's question the user's next message may answer
     for message in sorted(messages, key=lambda m: (m.created_at, m.id)):
         if message.role != "user":
-            asked = asked or bool(_ASKS.search(message.content.strip()))
+            text = message.content.strip()
+            if _ASKS.search(text):
+                question = (_sentences(text) or [text])[-1]
             continue
         for n, sentence in enumerate(_sentences(message.content)):
             weight = len(tokenizer.unique_tokens(sentence))
             if weight >= 2 and len(said) < MAX_SENTENCES:
-                answers = asked and n == 0
-                continues = bool(_CONTINUES.match(sentence) or answers) and not _SHIFTS.match(sentence)
+                answers = bool(question) and n == 0 and _answers(question, sentence, tokenizer)
+                continues = _points_back(sentence, said_at=message.created_at) or answers
                 said.append(_Said(message, sentence, weight, _about(sentence, tokenizer), continues and bool(said)))
-        asked = False
+        question = ""
     gists = []
     for episode in _episodes(said):
         best = sorted(episode, key=lambda s: -s.weight)[:SENTENCES_PER_GIST]

@@ -21,11 +21,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from data_layer import PROFILE_TYPES, AgentFusionDataLayer, Scope
+from data_layer import PROFILE_TYPES, AgentFusionDataLayer, MemoryRecallSettings, MemoryRecord, Scope
 
-from ..recall._memory_view import reachable
+from ..recall._memory_view import reachable, without_repeats
 from ..text import neutralize
-from ..tools import MemorySearchResultItem
+from ..tools import MemorySearchResultItem, RecallLedger
 
 SLOT_HEADER = "[记忆召回]"
 _FLATTEN = str.maketrans({"[": "(", "]": ")", "【": "(", "】": ")"})
@@ -100,6 +100,28 @@ def recall_block(
         profiles += is_profile
         others += not is_profile
     return RecallBlock("\n".join(lines) if keys else "", tuple(keys))
+
+
+def ledger_block(
+    pairs: Sequence[tuple[MemorySearchResultItem, MemoryRecord]],
+    *,
+    ledger: RecallLedger,
+    settings: MemoryRecallSettings,
+    token_budget: int,
+) -> tuple[RecallBlock, list[MemoryRecord]]:
+    """The block a recall gives the main model, and the memories of its slots as read: ``pairs`` are the
+    ledger's relevant memories (score >= the user's threshold) that passed :func:`reachable`, each
+    memory once (as ``recall_memory`` lists them), cut to the user's top-k and ``token_budget``. The
+    header is the handoff's summary, or a count when the model's work gave none."""
+    summary = ledger.handoff.search_summary if ledger.handoff else ""
+    distinct = {id(r) for r in without_repeats([record for _, record in pairs])}
+    pairs = [(item, record) for item, record in pairs if id(record) in distinct]
+    if not summary or ledger.handoff_problem or ledger.from_fallback(settings.similarity_threshold):
+        summary = f"找到 {len(pairs)} 条相关记忆。"
+    block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,
+                         event_top_k=settings.event_top_k, token_budget=token_budget)  # fmt: skip
+    shown = set(block.keys)
+    return block, [record for item, record in pairs if item.memory_key in shown]
 
 
 async def reachable_items(

@@ -59,13 +59,12 @@ from ..recall import (
     RecallStartedEvent,
     RecallTimeoutEvent,
     output_of_records,
-    without_repeats,
 )
 from ..text import neutralize
 from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._aside import kept_messages, without_set_aside
-from ._block import RecallBlock, reachable, recall_block
+from ._block import RecallBlock, ledger_block, reachable
 from ._options import RecallOptions
 from ._turns import (
     MAX_RECALL_HISTORY,
@@ -459,7 +458,6 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         """Relevant memories (score >= the user's threshold, only keys the searches returned) that may
         reach this friend (read once more: ``reachable``; none when that read fails), and the
         memories of the block's slots as read."""
-        summary = ledger.handoff.search_summary if ledger.handoff else ""
         try:
             pairs = await reachable(self.system.layer, self.scope, ledger.relevant(settings.similarity_threshold))
         except Exception as exc:  # the reply goes on without memories rather than with unchecked ones
@@ -467,14 +465,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
                                               error_type=type(exc).__name__))  # fmt: skip
             pairs = []
-        distinct = {id(r) for r in without_repeats([record for _, record in pairs])}  # as recall_memory lists them
-        pairs = [(item, record) for item, record in pairs if id(record) in distinct]
-        if not summary or ledger.handoff_problem or ledger.from_fallback(settings.similarity_threshold):
-            summary = f"找到 {len(pairs)} 条相关记忆。"
-        block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,
-                             event_top_k=settings.event_top_k, token_budget=self.options.slot_token_budget)  # fmt: skip
-        shown = set(block.keys)
-        return block, [record for item, record in pairs if item.memory_key in shown]
+        return ledger_block(pairs, ledger=ledger, settings=settings, token_budget=self.options.slot_token_budget)
 
     async def _on_agent_event(self, event: Any) -> None:
         from autogen_agentchat.messages import ToolCallExecutionEvent

@@ -10,8 +10,8 @@ task and the tool results so far, as a model would) and returns the next tool ca
    >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query; from the
    second round on, a preference question such as "周末想放松一下，有什么推荐？" also names the profile
    topics it is about, "兴趣", so the user's interests are found although the question names none; the
-   second round also follows a strong first hit, adding the keywords it names, "金色家园" for
-   "我住的小区"); two results >= 0.85 end the refinement (the last planned round still runs once, so
+   second round also follows a strong first hit of what the user said, adding the keywords it names,
+   "金色家园" for "我住的小区"); two results >= 0.85 end the refinement (the last planned round still runs once, so
    the ranked list is complete); from the third round on, two rounds in a row with nothing new stop
    the search. A message telling how the user's last days went ("最近睡眠不好，有点焦虑") or asking
    only what happened in a time ("我们上周聊了什么") spends the first round on those days instead
@@ -46,7 +46,15 @@ from autogen_core.models import (
 from pydantic import ValidationError
 
 from ..text import TYPE_KEYWORDS, Tokenizer
-from ..tools import EARLY_STOP_SCORE, TIMED_OUT, MemorySearchResultItem, RoundConfig, ToolLimits, rank_found
+from ..tools import (
+    EARLY_STOP_SCORE,
+    TIMED_OUT,
+    MemorySearchResultItem,
+    RoundConfig,
+    ToolLimits,
+    rank_found,
+    said_by_assistant,
+)
 from ._intent import classify_intent, days_to_read, needs_memory, topic_terms
 from ._planner_client import PlannerClient
 from ._prompt import RecallTask, parse_task
@@ -268,8 +276,16 @@ def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -
     """The keywords of the best memory found earlier (score >= :data:`FOLLOW_SCORE`) that the query lacks,
     as a model that read the hit would search next: "我住的小区叫金色家园" leads to 金色家园, and the
     second fact about 金色家园 is found although it shares few words with the question. Words a memory
-    carries for its type (画像, profile ...) are not followed."""
-    found = [item for batch in earlier for item in batch if item.relevance_score >= FOLLOW_SCORE]
+    carries for its type (画像, profile ...) are not followed, nor what the assistant said: its reply
+    speaks of what the user told it in its own words (放松 in "换气是最难的一关，放松下来就好了"), and
+    following them searches for the assistant's subject, not the user's (换气 finds the swimming lessons
+    for "周末想放松一下"). The user's words are what the user said: a profile item, a gist, a message."""
+    found = [
+        item
+        for batch in earlier
+        for item in batch
+        if item.relevance_score >= FOLLOW_SCORE and not said_by_assistant(item)
+    ]
     if not found:
         return ""
     anchor = max(found, key=lambda item: item.relevance_score)

@@ -236,6 +236,20 @@ def _tier_part(
 ) -> tuple[npt.NDArray[np.int64], FloatArray] | None:
     """``(slots, best tier)`` of one query term (a neighbour's match counts half), or ``None``; the
     prefix and compound matches leave out ``skip`` (words the message weighs on their own)."""
+    own = _own_tier(index, term, similar, skip)
+    if own is None:
+        return None
+    best = np.zeros(index.capacity, dtype=np.float64)
+    best[own[0]] = own[1]
+    np.maximum(best, np.minimum(index.spread(*own), 0.5), out=best)
+    hit = np.flatnonzero(best)
+    return hit, best[hit]
+
+
+def _own_tier(
+    index: UserIndex, term: str, similar: Mapping[str, float], skip: Collection[str] = ()
+) -> tuple[npt.NDArray[np.int64], FloatArray] | None:
+    """``(slots, best tier)`` of one query term over what each memory holds itself, or ``None``."""
     best = np.zeros(index.capacity, dtype=np.float64)
     candidates: list[tuple[str, float]] = [(term, EXACT)]
     candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term)) if t not in skip]
@@ -246,11 +260,31 @@ def _tier_part(
             better = value > best[slots]
             best[slots[better]] = value[better]
     hit = np.flatnonzero(best)
-    if not hit.size:
-        return None
-    np.maximum(best, np.minimum(index.spread(hit, best[hit]), 0.5), out=best)
-    hit = np.flatnonzero(best)
-    return hit, best[hit]
+    return (hit, best[hit]) if hit.size else None
+
+
+def own_words_match(
+    index: UserIndex,
+    query: Iterable[str],
+    *,
+    synonyms: Mapping[str, Mapping[str, float]] | None = None,
+    siblings: Mapping[str, frozenset[str]] | None = None,
+) -> npt.NDArray[np.bool_]:
+    """Per slot, whether the memory itself (its text or stored keywords, not its conversation
+    neighbours) holds a query term as :func:`keyword_tiers` matches one: exactly, by prefix (leaving
+    each term's ``siblings`` to themselves) or as a synonym."""
+    terms = list(dict.fromkeys(query))
+    synonyms = synonyms or {}
+    family = siblings if siblings is not None else message_siblings(terms)
+    held = np.zeros(index.capacity, dtype=bool)
+    for term in terms:
+        similar = synonyms.get(term, {})
+        skip = family.get(term, frozenset())
+        key = ("own-tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
+        part = index.memo(key, lambda t=term, s=similar, k=skip: _own_tier(index, t, s, k))  # type: ignore[misc]
+        if part is not None:
+            held[part[0]] = True
+    return held
 
 
 def _presence(index: UserIndex, word: str) -> list[tuple[npt.NDArray[np.int64], FloatArray]]:

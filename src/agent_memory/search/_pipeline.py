@@ -1,7 +1,7 @@
 """One search as a pipeline of named stages over a user's in-memory index.
 
-    candidates -> lexical -> semantic -> fuse -> feedback -> replies -> speaker -> time -> threshold
-    -> rank -> coverage
+    candidates -> lexical -> semantic -> fuse -> feedback -> (own) -> replies -> speaker -> time
+    -> threshold -> rank -> coverage
 
 - ``candidates``: slots the query may return (active, in the scope, type, time and keyword filters;
   the keyword rule is in :class:`SearchQuery`); a query of nothing but a time ("上周", "最近") relates
@@ -22,6 +22,10 @@
 - ``speaker``: when the query names exactly one person who said something in its scope (metadata
   ``speaker``; :class:`~._speakers.SpeakerNames`), what the others said counts two thirds
   (:func:`~._components.weigh_speakers`);
+- ``own``: beside the relevance that orders the hits, the one each hit reports (its ``score``, which
+  ``min_score`` and the recall's threshold compare): the same where the memory's own words match one
+  of the query's, else only what its likeness in meaning and a question it replies to give it; its
+  neighbours' words and the feedback find and order it, they do not support it (:meth:`Pipeline.own`);
 - ``time``: ``s = relevance x (w_kw + w_text + w_time x recency)``, reported as ``1 - (1 - s)^3``
   (``calibrate``: the same order, on a scale where 0.5 means about a fifth of the query is covered;
   the recall's similarity threshold is on this scale);
@@ -181,9 +185,11 @@ class Pipeline:
         self.keyword: FloatArray = zeros
         self.text: FloatArray = zeros
         self.semantic_: FloatArray = zeros
+        #: the text score a memory's likeness in meaning gives it (hybrid mode; see ``semantic``)
+        self.meaning: FloatArray = zeros
+        #: per slot, the factor the time stage multiplies relevance by (a date's distance, else 1)
+        self.dated: FloatArray = np.ones(index.capacity)
         self.fresh: FloatArray = zeros
-        #: the weight a date written out gives each memory's relevance (1 where none weighs: see ``time``)
-        self.pull: FloatArray = np.ones(index.capacity)
         self.expanded: tuple[str, ...] = ()
         self.period: TimeRange | None = None
 
@@ -215,11 +221,15 @@ class Pipeline:
             if query.mode == "semantic" or (query.mode == "hybrid" and self.engine.semantic_share > 0):
                 await self.semantic(query, mask)
             rel = np.where(mask, self.fuse(query), 0.0)
+        own = rel
         if lexical:  # what words and a conversation say; semantic mode orders by meaning alone
             rel = c.propagate(self.index, rel, terms, mask)
-            rel = c.lift_replies(self.index, rel, mask)
-            rel = self.speaker(query, rel, mask)
-        scores = self.threshold(query, self.time(query, rel))
+            own = self.own(query, terms, rel, synonyms)
+            rel = self.speaker(query, c.lift_replies(self.index, rel, mask), mask)
+            own = np.minimum(rel, self.speaker(query, c.lift_replies(self.index, own, mask), mask))
+        scores = self.time(query, rel)
+        supported = self.timed(own)  # what is reported; the order is the scores'
+        scores = self.threshold(query, scores, supported=supported)
         depth = max(query.limit, RERANK_DEPTH)
         ordered = top_k(scores, depth, tie_key=self.index.tie_key)
         finds = lexical and query.mode == "hybrid" and reads_sentences(self.engine.embedder)
@@ -236,7 +246,7 @@ class Pipeline:
         if nearest:
             ordered = fuse_ranks(ordered, [s for s in nearest if s in rank])
         at = query.as_of or query.at
-        return [self._hit(s, records[s], scores, rank, at) for s in ordered[: query.limit]]
+        return [self._hit(s, records[s], supported, rank, at) for s in ordered[: query.limit]]
 
     # -- stages ------------------------------------------------------------------------------------
 
@@ -366,7 +376,8 @@ class Pipeline:
             above = above_floor(self.semantic_, floor)
             share = np.full(self.index.capacity, engine.semantic_share)
             share[self.other_script(query.text)] = 1.0
-            self.text = np.maximum(self.text, share * above)
+            self.meaning = share * above
+            self.text = np.maximum(self.text, self.meaning)
 
     def other_script(self, text: str) -> list[int]:
         """The memories near in meaning written in a script the query does not use (a Chinese memory for
@@ -393,7 +404,7 @@ class Pipeline:
         3 June, 2023?" is as near to what she started a year before), so ordered by cosine alone the
         memories of other times took the meaning's places in the fusion and pushed out of the results the
         memories of then that the words had placed first."""
-        likeness = np.where(scores > 0, self.semantic_ * self.pull, 0.0)
+        likeness = np.where(scores > 0, self.semantic_ * self.dated, 0.0)
         return top_k(likeness, depth, tie_key=self.index.tie_key)
 
     def speaker(self, query: SearchQuery, rel: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
@@ -413,6 +424,23 @@ class Pipeline:
         said_by = np.where(codes >= 0, table.person_of[codes], -1)
         present = [p for p in people if bool(np.any(said_by[mask] == p))]
         return c.weigh_speakers(rel, said_by, present[0]) if len(present) == 1 else rel
+
+    def own(
+        self, query: SearchQuery, terms: Mapping[str, int], rel: FloatArray, synonyms: Mapping[str, Mapping[str, float]]
+    ) -> FloatArray:
+        """The relevance a memory has on its own: ``rel`` where its own words match one of the query's
+        (:func:`~._components.own_words_match`), else what its likeness in meaning gives it alone.
+
+        A memory's conversation neighbours' words (the BM25F neighbour fields, the smoothed cosine, a
+        neighbour's keyword at half) and the feedback of the best matches (``propagate``) find it and
+        order it among the others, but do not say it is about the message: "多穿点，喝点热水" holds
+        none of the words of "想去她屋里玩，又怕一直打喷嚏", only its neighbour "换季了一直打喷嚏"
+        does. The reported score, which the recall's threshold reads, is this relevance (and the reply
+        to a matching question its share of the question's, ``lift_replies``); the order stays that of
+        ``rel``."""
+        held = c.own_words_match(self.index, terms, synonyms=dict(synonyms), siblings=c.message_siblings(terms))
+        alone = self._relevance(query, np.zeros(self.index.capacity), self.meaning)
+        return np.where(held, rel, np.minimum(rel, alone))
 
     def fuse(self, query: SearchQuery) -> FloatArray:
         """Relevance in 0-1 by mode."""
@@ -443,24 +471,32 @@ class Pipeline:
         else:  # the distance to the time the query names (0 inside it)
             lo, hi = named.start.timestamp(), named.end.timestamp()
             ages = (np.maximum(lo - stamps, 0.0) + np.maximum(stamps - hi, 0.0)) / 86_400.0
-        weighed = rel[related]
-        self.pull = np.ones(self.index.capacity)
+        self.dated = np.ones(self.index.capacity)
         if named is not None and named.calendar:
             span_days = max((named.end - named.start).total_seconds() / 86_400.0, 1.0)
             if ages.size and ages.min() == 0.0:  # some related memory is from then
-                self.pull[related] = recency(ages, span_days)
-                weighed = weighed * self.pull[related]
+                self.dated[related] = recency(ages, span_days)
         self.fresh = np.zeros(self.index.capacity)
         self.fresh[related] = recency(ages, self.engine.half_life_days)
+        return self.timed(rel)
+
+    def timed(self, rel: FloatArray) -> FloatArray:
+        """Calibrated scores of ``rel`` with the recency and date factors the last :meth:`time` found (for
+        a relevance no larger than its, slot by slot: the memories it related)."""
+        related = np.flatnonzero(rel > 0)
         scores = np.zeros(self.index.capacity)
+        weighed = rel[related] * self.dated[related]
         scores[related] = calibrate(with_time(weighed, self.fresh[related], self.engine.weights))
         return scores
 
     @staticmethod
-    def threshold(query: SearchQuery, scores: FloatArray) -> FloatArray:
+    def threshold(query: SearchQuery, scores: FloatArray, *, supported: FloatArray | None = None) -> FloatArray:
         """Scores under ``min_score`` (and exact zeros) dropped; compared as reported (6 decimals), so
-        a caller passing back a score it was shown keeps that memory."""
+        a caller passing back a score it was shown keeps that memory. With ``supported`` (the scores
+        reported, :meth:`own`), a memory whose reported score is under ``min_score`` is dropped too."""
         scores[np.round(scores, 6) < max(query.min_score, 1e-12)] = 0.0
+        if supported is not None:
+            scores[np.round(supported, 6) < query.min_score] = 0.0
         return scores
 
     def rank(

@@ -287,10 +287,12 @@ class MemorySystem:
         on_event: Any = None,
         model_client: ChatCompletionClient | None = None,
         as_of: datetime | None = None,
+        now: datetime | None = None,
     ) -> MemRecallAgent:
         """A recall agent for ``scope`` with the user's recall ``settings`` (default: the defaults); a
         model drives it for :attr:`RecallOptions.model_time_budget_s` at most; ``as_of``: it recalls what
-        was current then."""
+        was current then; ``now``: the time the message is read at (the time decay's and "these days'"
+        reference; default: the clock), for a replay of chats from another time."""
         user = settings or self.settings.recall_settings()
         opts = options or self.recall_options
         client = model_client or self.recall_client
@@ -305,6 +307,7 @@ class MemorySystem:
             on_event=on_event,
             model_time_budget_s=opts.model_time_budget_s if client is not None else None,
             as_of=as_of,
+            now=now,
         )
 
     async def recall_memory(

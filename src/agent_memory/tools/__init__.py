@@ -8,6 +8,7 @@
 from ._ledger import RecallLedger, SearchRound, rank_found
 from ._limits import EARLY_STOP_SCORE, MAX_CONSECUTIVE_SEARCHES, MAX_RESULTS, SEED_ROUNDS, RoundConfig, ToolLimits
 from ._models import (
+    ASSISTANT_SAID,
     PREVIEW_CHARS,
     ExpandContextWindowInput,
     ExpandContextWindowOutput,
@@ -22,11 +23,13 @@ from ._models import (
     SearchMemoriesInput,
     SearchMemoriesOutput,
     content_preview,
+    said_by_assistant,
 )
 from ._registry import MEMRECALL_TOOLS, ToolSpec
 from ._toolbox import MAX_WINDOW, TIMED_OUT, ListingFilter, MemoryToolbox
 
 __all__ = [
+    "ASSISTANT_SAID",
     "EARLY_STOP_SCORE",
     "MAX_CONSECUTIVE_SEARCHES",
     "MAX_RESULTS",
@@ -56,4 +59,5 @@ __all__ = [
     "ToolSpec",
     "content_preview",
     "rank_found",
+    "said_by_assistant",
 ]

@@ -33,6 +33,15 @@ class SearchMemoriesInput(BaseModel):
 #: cut there and ends with :data:`PREVIEW_CUT`.
 PREVIEW_CHARS = 200
 PREVIEW_CUT = "..."
+#: What a search result's ``summary`` starts with when the memory is something the assistant said (a
+#: conversation turn of role ``assistant``): a reader of the results, a model or the offline planner,
+#: tells the assistant's words from the user's, as a gist says 用户说.
+ASSISTANT_SAID = "（助手说）"
+
+
+def said_by_assistant(item: MemorySearchResultItem) -> bool:
+    """Whether a search result is something the assistant said (its summary opens with :data:`ASSISTANT_SAID`)."""
+    return item.summary.startswith(ASSISTANT_SAID)
 
 
 def content_preview(content: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from autogen_core.models import ChatCompletionClient, UserMessage
 from autogen_core.tools import BaseTool
 
-from data_layer import AgentMemoryError, InvalidInputError, MemoryType, NotFoundError, Scope, StorageError
+from data_layer import AgentMemoryError, InvalidInputError, MemoryRecord, MemoryType, NotFoundError, Scope, StorageError
 
 from ..history import marked, shown_at
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery, SearchResults
@@ -33,6 +33,7 @@ from ..text import KeywordExtractor, neutralize, neutralize_value
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
 from ._models import (
+    ASSISTANT_SAID,
     ExpandContextWindowInput,
     ExpandContextWindowOutput,
     ExtractKeywordsInput,
@@ -77,6 +78,11 @@ KEYWORDS_PROMPT = """从以下查询中提取搜索关键词。
     ],
     "expanded_query": "扩展后的查询描述"
 }}"""
+
+
+def _speaker(record: MemoryRecord) -> str:
+    """:data:`ASSISTANT_SAID` for a memory of what the assistant said (metadata ``role``), else ``""``."""
+    return ASSISTANT_SAID if record.metadata.get("role") == "assistant" else ""
 
 
 def _log_failure(tool: str, exc: Exception) -> None:
@@ -253,7 +259,7 @@ class MemoryToolbox:
         results = [
             MemorySearchResultItem(
                 memory_key=h.memory_key,
-                summary=neutralize(marked(h.summary or "", h.record, at)),
+                summary=neutralize(_speaker(h.record) + marked(h.summary or "", h.record, at)),
                 content_preview=content_preview(h.record.content),
                 memory_type=h.record.memory_type,
                 relevance_score=h.score,
