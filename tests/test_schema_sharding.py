@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from data_layer import GLOBAL_TABLES, normalize_url
-from data_layer._tables import Base
+from data_layer._message_search import owner_token
+from data_layer._tables import MESSAGE_FTS_TABLE, MESSAGE_VECTOR_COLUMN, MESSAGE_VECTOR_INDEX, Base, is_engine_object
 
 #: Shared by every user, no ``user_id``: reference tables when distributed (a copy on every node).
 REFERENCE_TABLES = {"keyword_synonyms": "the synonym vocabulary is shared by all users"}
@@ -35,8 +36,12 @@ def _schema(conn: Connection) -> dict[str, dict[str, Any]]:
             ],
         }
         for name in found.get_table_names()
-        if name != "alembic_version"
+        if name != "alembic_version" and not is_engine_object(name, "table")
     }
+
+
+def _engine_tables(conn: Connection) -> list[str]:
+    return sorted(name for name in inspect(conn).get_table_names() if is_engine_object(name, "table"))
 
 
 @pytest.fixture
@@ -91,3 +96,29 @@ async def test_the_models_name_the_migrated_primary_keys(schema: dict[str, dict[
             assert model_pk == ["user_id", *SQLITE_ROWID_KEYS[name]]
             continue
         assert schema[name]["pk"] == model_pk, name
+
+
+async def test_the_message_engine_is_reached_through_user_id(
+    db_url: str, backend: str, schema: dict[str, dict[str, Any]]
+) -> None:
+    """The message search engine: PostgreSQL's GIN index leads with ``user_id``; SQLite's FTS5 table (a
+    SQLite file is never distributed) names each message's user by its ``owner`` token, which every
+    query of the engine matches."""
+    engine = create_async_engine(normalize_url(db_url))
+    try:
+        async with engine.connect() as conn:
+            extra = await conn.run_sync(_engine_tables)
+            if backend == "sqlite":
+                columns = (
+                    await conn.exec_driver_sql(f"SELECT name FROM pragma_table_info('{MESSAGE_FTS_TABLE}')")
+                ).all()
+    finally:
+        await engine.dispose()
+    if backend == "postgresql":
+        assert extra == []
+        indexes = dict(schema["chat_messages"]["indexes"])
+        assert indexes[MESSAGE_VECTOR_INDEX] == ["user_id", MESSAGE_VECTOR_COLUMN]
+    else:
+        assert MESSAGE_FTS_TABLE in extra
+        assert [c[0] for c in columns] == ["owner", "terms"]
+        assert owner_token("用户1") == "u" + "用户1".encode().hex()
