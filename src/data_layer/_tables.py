@@ -149,6 +149,8 @@ class ChatMessageTable(Base):
             sqlite_where=text("archived_at IS NULL"),
             postgresql_where=text("archived_at IS NULL"),
         ),
+        # BM25's statistics of a scope (how many messages, their total length) from the index alone
+        Index("ix_chat_messages_user_friend_length", "user_id", "friend_id", "search_length"),
         # the messages whose search terms are still to be computed (written by a layer without an analyzer)
         Index(
             "ix_chat_messages_user_unanalysed",

@@ -18,6 +18,9 @@ stay whole:
   ' '))`` (lexemes exactly as stored, no parser) and a GIN index on ``(user_id, search_vector)``
   (``btree_gin`` puts the user first).
 
+BM25's statistics of a scope (messages and their total length) are read from the index
+``(user_id, friend_id, search_length)`` alone.
+
 Messages stored before this revision have no terms yet; the evidence search analyses a user's
 unanalysed messages (``ix_chat_messages_user_unanalysed``) before it reads them, once for all processes.
 A batch rebuild of ``chat_messages`` on SQLite drops its triggers: a later revision that rebuilds the
@@ -41,6 +44,7 @@ _FTS = "chat_messages_fts"
 _VECTOR = "search_vector"
 _VECTOR_INDEX = "ix_chat_messages_user_search_vector"
 _PENDING_INDEX = "ix_chat_messages_user_unanalysed"
+_LENGTH_INDEX = "ix_chat_messages_user_friend_length"
 _TRIGGERS = ("chat_messages_fts_insert", "chat_messages_fts_update", "chat_messages_fts_delete")
 
 
@@ -98,6 +102,7 @@ def upgrade() -> None:
         sqlite_where=sa.text("search_terms IS NULL"),
         postgresql_where=sa.text("search_terms IS NULL"),
     )
+    op.create_index(_LENGTH_INDEX, "chat_messages", ["user_id", "friend_id", "search_length"])
     if op.get_bind().dialect.name == "sqlite":
         _sqlite_engine()
         # rows that already carry terms (none written by an earlier revision) enter the engine
@@ -117,6 +122,7 @@ def downgrade() -> None:
     else:
         op.execute(f"DROP INDEX IF EXISTS {_VECTOR_INDEX}")
         op.execute(f"ALTER TABLE chat_messages DROP COLUMN IF EXISTS {_VECTOR}")
+    op.drop_index(_LENGTH_INDEX, table_name="chat_messages")
     op.drop_index(_PENDING_INDEX, table_name="chat_messages")
     with op.batch_alter_table("chat_messages") as batch:
         batch.drop_column("search_length")
