@@ -352,6 +352,58 @@ async def test_terms_with_punctuation_survive_the_engine(layer: AgentFusionDataL
 # -- the AutoGen path --------------------------------------------------------------------------------
 
 
+async def _statistics(layer: AgentFusionDataLayer) -> tuple[list[Any], list[Any]]:
+    """``chat_search_statistics`` (chats at zero left out) and the same sums counted from the messages."""
+    async with layer.db.read() as session:
+        kept = (
+            await session.execute(
+                text(
+                    "SELECT user_id, friend_key, messages, total_length FROM chat_search_statistics"
+                    " WHERE messages <> 0 OR total_length <> 0 ORDER BY 1, 2"
+                )
+            )
+        ).all()
+        counted = (
+            await session.execute(
+                text(
+                    "SELECT user_id, coalesce(friend_id, ''), count(search_length), sum(search_length)"
+                    " FROM chat_messages WHERE search_length IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2"
+                )
+            )
+        ).all()
+    return [tuple(r) for r in kept], [tuple(r) for r in counted]
+
+
+async def test_the_chat_statistics_follow_every_write(layer: AgentFusionDataLayer) -> None:
+    """The per-chat count and total length BM25 reads are what the messages hold after writes with and
+    without terms, a late analysis, a friend's deletion (its messages go) and a user's erasure."""
+    index = MessageIndex(layer)
+    for user in ("u1", "u2"):
+        for friend in ("mentor", "xiaozhu", None):
+            await layer.messages.append_many(
+                user_id=user,
+                messages=[NewMessage(role="user", content=f"{friend} 火锅 number {i}", friend_id=friend,
+                                     created_at=at(i)) for i in range(4)],
+            )  # fmt: skip
+    layer.messages.set_analyzer(None)
+    await layer.messages.append(user_id="u1", friend_id="mentor", role="user", content="written without terms")
+    kept, counted = await _statistics(layer)
+    assert kept == counted and len(kept) == 6 and kept[0][2] == 4
+    scope = Scope.of("u1", "mentor")
+    assert (await layer.messages.term_statistics(scope, [])).documents == 8  # mentor's and the shared ones
+    await EvidenceToolbox(layer, index, scope=scope).lexical_search("火锅")  # analyses the one without terms
+    kept, counted = await _statistics(layer)
+    assert kept == counted and (await layer.messages.term_statistics(scope, [])).documents == 9
+    await layer.friends.create(user_id="u1", name="小猪", friend_id="xiaozhu")
+    await layer.friends.delete(user_id="u1", friend_id="xiaozhu")
+    await layer.erase_user("u2")
+    kept, counted = await _statistics(layer)
+    assert kept == counted and {(r[0], r[1]) for r in kept} == {("u1", "mentor"), ("u1", "")}
+    stats = await layer.messages.term_statistics(Scope.of("u1"), ["火锅"])
+    assert (stats.documents, stats.frequencies) == (9, {"火锅": 8})
+    assert stats.total_length == sum(r[3] for r in counted)
+
+
 async def test_agent_calls_lexical_search_then_neighbors(chat: Chat) -> None:
     box = chat.box()
     anchor = chat.ids["nospicy"]

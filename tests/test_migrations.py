@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
@@ -45,6 +48,7 @@ EXPECTED = {
     "agent_memory_keywords",
     "keyword_synonyms",
     "chat_messages",
+    "chat_search_statistics",
     "tool_result_archive",
     "system_settings",
     "memory_index_state",
@@ -77,6 +81,7 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "agent_memory_search_index",
         "session_archive_state",
         "ai_friends",
+        "chat_search_statistics",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(
@@ -256,55 +261,57 @@ async def test_user_leading_keys_revision_keeps_the_rows_and_fills_their_users(b
         await engine.dispose()
 
 
-async def test_message_search_engine_revision_finds_the_stored_messages(
-    blank_url: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    """Messages written at 0008 (no terms, no engine) are found after the upgrade exactly as messages
-    written at the head through the analyzer; the downgrade drops the engine and keeps the messages."""
-    from datetime import UTC, datetime, timedelta
+_T0 = datetime(2026, 1, 2, tzinfo=UTC)
+#: (user, friend, role, content) of messages written at 0008 and at the head.
+_CHAT = [
+    ("u1", "mentor", "user", "我不吃辣，太辣的菜受不了"),
+    ("u1", "mentor", "assistant", "好的，记住了：你不吃辣。"),
+    ("u2", "mentor", "user", "我不吃辣，也不吃香菜"),
+    ("u1", "xiaozhu", "user", "其实最爱麻辣火锅"),
+    ("u1", None, "user", "Last week I went hiking in the Alps, e-mail me"),
+    ("u1", "mentor", "user", "周末想吃火锅，但要微辣的 hiking"),
+]
+_QUERIES = ['"不吃辣"', "火锅 周末", "hiking", '"last week"', "e-mail 火锅"]
 
+
+async def _search_results(url: str) -> list[list[tuple[int, float | None]]]:
+    """u1 with mentor: each query's hits (message id, score)."""
     from agent_memory.evidence import EvidenceToolbox, MessageIndex
     from data_layer import AgentFusionDataLayer, Scope
 
-    t0 = datetime(2026, 1, 2, tzinfo=UTC)
-    chat = [
-        ("u1", "mentor", "user", "我不吃辣，太辣的菜受不了"),
-        ("u1", "mentor", "assistant", "好的，记住了：你不吃辣。"),
-        ("u2", "mentor", "user", "我不吃辣，也不吃香菜"),
-        ("u1", "xiaozhu", "user", "其实最爱麻辣火锅"),
-        ("u1", None, "user", "Last week I went hiking in the Alps, e-mail me"),
-        ("u1", "mentor", "user", "周末想吃火锅，但要微辣的 hiking"),
-    ]
-    queries = ['"不吃辣"', "火锅 周末", "hiking", '"last week"', "e-mail 火锅"]
+    async with AgentFusionDataLayer(url) as layer:
+        box = EvidenceToolbox(layer, MessageIndex(layer), scope=Scope.of("u1", "mentor"))
+        found = []
+        for q in _QUERIES:
+            out = await box.lexical_search(q)
+            assert out.success, out.message
+            found.append([(m.message_id, m.score) for m in out.messages])
+        return found
 
-    async def results(url: str) -> list[list[tuple[int, float | None]]]:
-        async with AgentFusionDataLayer(url) as layer:
-            box = EvidenceToolbox(layer, MessageIndex(layer), scope=Scope.of("u1", "mentor"))
-            found = []
-            for q in queries:
-                out = await box.lexical_search(q)
-                assert out.success, out.message
-                found.append([(m.message_id, m.score) for m in out.messages])
-            return found
 
-    await upgrade(blank_url, "0008_user_leading_keys")
-    engine = create_async_engine(normalize_url(blank_url))
+async def _write_at_0008(url: str) -> None:
+    """The chat as revision 0008 stores it (no search terms)."""
+    await upgrade(url, "0008_user_leading_keys")
+    engine = create_async_engine(normalize_url(url))
     try:
         async with engine.begin() as conn:
-            for i, (user, friend, role, content) in enumerate(chat, start=1):
+            for i, (user, friend, role, content) in enumerate(_CHAT, start=1):
                 await conn.execute(
                     text(
                         "INSERT INTO chat_messages (id, user_id, friend_id, role, content, created_at)"
                         " VALUES (:id, :user, :friend, :role, :content, :at)"
                     ),
                     {"id": i, "user": user, "friend": friend, "role": role, "content": content,
-                     "at": t0 + timedelta(hours=i)},
+                     "at": _T0 + timedelta(hours=i)},
                 )  # fmt: skip
     finally:
         await engine.dispose()
-    assert await upgrade(blank_url) == head_revision()
-    assert await schema_differences(blank_url) == []
-    upgraded = await results(blank_url)
+
+
+async def _results_written_at_head(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> list[Any]:
+    """:func:`_search_results` of the chat written at the head through the analyzer."""
+    from agent_memory.evidence import MessageIndex
+    from data_layer import AgentFusionDataLayer
 
     if backend == "sqlite":
         head_url = f"sqlite+aiosqlite:///{tmp_path / 'head.db'}"
@@ -316,15 +323,38 @@ async def test_message_search_engine_revision_finds_the_stored_messages(
         await upgrade(head_url)
         async with AgentFusionDataLayer(head_url) as layer:
             MessageIndex(layer)  # its analyzer writes the terms with the messages
-            for i, (user, friend, role, content) in enumerate(chat, start=1):
+            for i, (user, friend, role, content) in enumerate(_CHAT, start=1):
                 await layer.messages.append(
-                    user_id=user, friend_id=friend, role=role, content=content, created_at=t0 + timedelta(hours=i)
+                    user_id=user, friend_id=friend, role=role, content=content, created_at=_T0 + timedelta(hours=i)
                 )
-        written = await results(head_url)
+        return await _search_results(head_url)
     finally:
         if backend != "sqlite":
             drop_pg_database(request.getfixturevalue("pg_admin_url"), head_url)
-    assert upgraded == written
+
+
+async def _unanalysed(url: str) -> int:
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.connect() as conn:
+            query = text("SELECT count(*) FROM chat_messages WHERE search_terms IS NULL")
+            return int((await conn.execute(query)).scalar_one())
+    finally:
+        await engine.dispose()
+
+
+async def test_message_search_engine_revision_finds_the_stored_messages(
+    blank_url: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Messages written at 0008 (no terms, no engine) are found after the upgrade exactly as messages
+    written at the head through the analyzer (the search analyses them first); the downgrade drops the
+    engine and keeps the messages."""
+    await _write_at_0008(blank_url)
+    assert await upgrade(blank_url) == head_revision()
+    assert await schema_differences(blank_url) == []
+    assert await _unanalysed(blank_url) == len(_CHAT)
+    upgraded = await _search_results(blank_url)
+    assert upgraded == await _results_written_at_head(backend, tmp_path, request)
     assert [len(r) for r in upgraded] == [2, 1, 2, 1, 2]  # mentor's and the shared messages, not xiaozhu's
 
     assert await downgrade(blank_url, "0008_user_leading_keys") == "0008_user_leading_keys"
@@ -336,6 +366,26 @@ async def test_message_search_engine_revision_finds_the_stored_messages(
             count = (await conn.execute(text("SELECT count(*) FROM chat_messages"))).scalar_one()
     finally:
         await engine.dispose()
-    assert not {"search_terms", "search_length", "search_vector"} & columns and count == len(chat)
+    assert not {"search_terms", "search_length", "search_vector"} & columns and count == len(_CHAT)
     assert await upgrade(blank_url) == head_revision()
-    assert await results(blank_url) == upgraded
+    assert await _search_results(blank_url) == upgraded
+
+
+def test_db_upgrade_analyses_the_stored_messages(
+    blank_url: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``agent-memory db upgrade`` of a database at 0008 with messages leaves none without terms, finds what
+    the chat written at the head finds, and a second run has nothing to do."""
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+
+    asyncio.run(_write_at_0008(blank_url))
+    runner = CliRunner()
+    out = runner.invoke(app, ["db", "upgrade", "--url", blank_url], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert f"analysed {len(_CHAT)} chat messages of 2 users" in out.output
+    assert asyncio.run(_unanalysed(blank_url)) == 0
+    assert asyncio.run(_search_results(blank_url)) == asyncio.run(_results_written_at_head(backend, tmp_path, request))
+    again = runner.invoke(app, ["db", "upgrade", "--url", blank_url], env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and "every chat message has its search terms" in again.output

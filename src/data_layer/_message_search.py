@@ -7,7 +7,9 @@ are (migration ``0009_message_search_engine``): FTS5 on SQLite, a ``tsvector`` w
 PostgreSQL. Every statement names one user, and the user leads every index it uses.
 
 Reads for a BM25 ranking above (:class:`MessageSearchMixin`): the statistics of a scope's visible
-messages (count, total length, each term's document frequency) and the candidates of a query with
+messages (count and total length summed over its chats' rows of ``chat_search_statistics``, which
+triggers keep with every write; each term's document frequency counted by the engine) and the
+candidates of a query with
 their terms, the filters (visibility, role, time, quoted phrases' prefilter) applied in SQL. Messages
 written by a layer without an analyzer are stored without terms; :meth:`MessageSearchMixin.unanalysed`
 lists them and :meth:`MessageSearchMixin.store_terms` fills them in (the search does that before it
@@ -21,13 +23,35 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import ColumnElement, Integer, String, bindparam, cast, column, func, literal_column, or_, select, table
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Integer,
+    String,
+    Text,
+    bindparam,
+    cast,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
+from sqlalchemy import values as sa_values
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from . import _validation as v
 from ._records import MessageRecord
 from ._scope import Scope
-from ._tables import MESSAGE_FTS_TABLE, MESSAGE_VECTOR_COLUMN, ChatMessageTable
+from ._tables import (
+    MESSAGE_FTS_TABLE,
+    MESSAGE_VECTOR_COLUMN,
+    MESSAGE_VECTOR_INDEX,
+    SHARED_FRIEND_KEY,
+    ChatMessageTable,
+    ChatSearchStatisticsTable,
+)
 
 if TYPE_CHECKING:
     from ._engine import Database
@@ -39,6 +63,7 @@ MAX_TERM_BYTES = 500
 READ_BATCH = 1000
 
 _T = ChatMessageTable
+_S = ChatSearchStatisticsTable
 _FTS = table(MESSAGE_FTS_TABLE, column("rowid", Integer))
 _RECORD_COLUMNS = (_T.id, _T.user_id, _T.friend_id, _T.thread_id, _T.role, _T.content, _T.created_at)
 
@@ -163,6 +188,16 @@ class MessageSearchMixin:
         rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
         return [(int(r[0]), str(r[1])) for r in rows]
 
+    async def unanalysed_users(self, *, after: str | None = None, limit: int = READ_BATCH) -> list[str]:
+        """Up to ``limit`` users holding messages stored without search terms, in id order after ``after``
+        (read from the partial index of those messages)."""
+        size = v.bounded_int(limit, name="limit", low=1, high=READ_BATCH)
+        stmt = select(_T.user_id).where(_T.search_terms.is_(None)).distinct().order_by(_T.user_id).limit(size)
+        if after is not None:
+            stmt = stmt.where(_T.user_id > v.user_id(after))
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return [str(r[0]) for r in rows]
+
     async def store_terms(self, *, user_id: str | int, terms: Sequence[tuple[int, Sequence[str]]]) -> int:
         """Store the search terms of the user's messages ``(id, tokens)`` that have none yet (another process
         may have stored them meanwhile: the same terms); returns how many rows were filled."""
@@ -174,6 +209,18 @@ class MessageSearchMixin:
             joined, length = stored_terms(tokens)
             values.append({"mid": mid, "terms": joined, "length": length})
         t = _T.__table__
+        if self._db.backend == "postgresql":
+            # one statement for the batch: the statistics trigger (per statement) then runs once
+            given = sa_values(column("mid", BigInteger), column("terms", Text), column("length", Integer), name="given")
+            rows = given.data([(r["mid"], r["terms"], r["length"]) for r in values])
+            stmt = (
+                t.update()
+                .where(t.c.user_id == uid, t.c.id == rows.c.mid, t.c.search_terms.is_(None))
+                .values(search_terms=rows.c.terms, search_length=rows.c.length)
+            )
+            async with self._db.write() as session:
+                done = await (await session.connection()).execute(stmt)
+            return int(done.rowcount or 0)
         stmt = (
             t.update()
             .where(t.c.user_id == uid, t.c.id == bindparam("mid"), t.c.search_terms.is_(None))
@@ -182,6 +229,18 @@ class MessageSearchMixin:
         async with self._db.write() as session:
             done = await (await session.connection()).execute(stmt, values)
         return int(done.rowcount or 0)
+
+    async def settle_engine(self) -> None:
+        """After many messages were analysed at once (``agent-memory db upgrade``): on PostgreSQL, move the
+        GIN index's pending entries into the index (until then every search scans them) and refresh the
+        planner's statistics of the messages; on SQLite, let it refresh its statistics (``PRAGMA optimize``)."""
+        async with self._db.write() as session:
+            conn = await session.connection()
+            if self._db.backend == "postgresql":
+                await conn.exec_driver_sql(f"SELECT gin_clean_pending_list('{MESSAGE_VECTOR_INDEX}'::regclass)")
+                await conn.exec_driver_sql(f"ANALYZE {_T.__tablename__}, {_S.__tablename__}")
+            else:
+                await conn.exec_driver_sql("PRAGMA optimize")
 
     # -- reads for a ranking -----------------------------------------------------------------------
 
@@ -212,15 +271,15 @@ class MessageSearchMixin:
         """How many of the scope's messages are analysed, their total length, and how many hold each of
         ``terms`` (the scope's visibility rule applies; role and time do not: the statistics are the
         scope's, whatever a query filters)."""
-        # one scan of the index (user_id, friend_id, search_length) counts and sums; each document
-        # frequency is an uncorrelated subquery, run once
-        visible = scope.memory_clause(_T.user_id, _T.friend_id)
-        columns: list[Any] = [func.count(_T.search_length), func.coalesce(func.sum(_T.search_length), 0)]
+        # the count and total length are the sums of the scope's chats' rows of chat_search_statistics
+        # (kept by triggers); each document frequency is an uncorrelated subquery the engine counts
+        friend = func.nullif(_S.friend_key, SHARED_FRIEND_KEY)
+        columns: list[Any] = [func.coalesce(func.sum(_S.messages), 0), func.coalesce(func.sum(_S.total_length), 0)]
         matched = scope.memory_clause(self._engine_user(), _T.friend_id)
         wanted = list(dict.fromkeys(engine_terms(terms)))
         for term in wanted:
             columns.append(select(func.count()).where(matched, self._match(scope.user_id, [term])).scalar_subquery())
-        stmt = select(*columns).where(visible)
+        stmt = select(*columns).where(scope.memory_clause(_S.user_id, friend))
         row = await self._db.quick_read(lambda conn: conn.execute(stmt).one())
         frequencies = {term: int(n) for term, n in zip(wanted, row[2:], strict=True)}
         return TermStatistics(documents=int(row[0]), total_length=int(row[1]), frequencies=frequencies)

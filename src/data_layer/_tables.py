@@ -149,8 +149,6 @@ class ChatMessageTable(Base):
             sqlite_where=text("archived_at IS NULL"),
             postgresql_where=text("archived_at IS NULL"),
         ),
-        # BM25's statistics of a scope (how many messages, their total length) from the index alone
-        Index("ix_chat_messages_user_friend_length", "user_id", "friend_id", "search_length"),
         # the messages whose search terms are still to be computed (written by a layer without an analyzer)
         Index(
             "ix_chat_messages_user_unanalysed",
@@ -181,6 +179,28 @@ class ChatMessageTable(Base):
     search_terms: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: How many terms ``search_terms`` holds (BM25's document length).
     search_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+#: ``chat_search_statistics.friend_key`` of a user's shared messages (``friend_id`` null; no friend id is
+#: empty): a key column cannot hold NULL.
+SHARED_FRIEND_KEY = ""
+
+
+class ChatSearchStatisticsTable(Base):
+    """BM25's collection statistics of each chat: how many of its messages are analysed and their total
+    length. Kept by triggers on ``chat_messages`` (migration ``0009_message_search_engine``) in the
+    transaction of every insert, analysis and delete, so a search sums a few rows instead of scanning
+    the scope's messages. A deleted chat's row stays, at zero."""
+
+    __tablename__ = "chat_search_statistics"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    #: The chat's ``friend_id``, or :data:`SHARED_FRIEND_KEY` for the user's shared messages.
+    friend_key: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    #: The chat's analysed messages (``search_length`` not null).
+    messages: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    #: The sum of their ``search_length``.
+    total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
 #: The full-text engine over ``chat_messages.search_terms``, made by the migrations and not by the models

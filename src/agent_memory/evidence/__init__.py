@@ -14,7 +14,7 @@ The recall reads the user's own messages as evidence through four tools bound to
 >>> (await box.lexical_search('"不吃辣"')).messages  # doctest: +SKIP
 """
 
-from ._analyzer import MessageTermsAnalyzer
+from ._analyzer import MessageTermsAnalyzer, analyse_stored, analyse_user
 from ._index import MessageIndex, ParsedQuery, parse_query
 from ._models import (
     MAX_NEIGHBORS,
@@ -61,5 +61,7 @@ __all__ = [
     "SemanticSearchOutput",
     "TimeRange",
     "ToolName",
+    "analyse_stored",
+    "analyse_user",
     "parse_query",
 ]

@@ -7,8 +7,8 @@ process sees every committed message at once, whichever process wrote it and wha
 
 A lexical search makes four small reads: the user's messages still without terms (written by a layer
 without the analyzer; analysed and stored first, once for all processes), BM25's statistics of the
-scope's visible messages (count, total length, each query term's document frequency, counted by the
-engine), the candidates (the query's terms OR'ed, each quoted phrase's prefilter, the scope's
+scope's visible messages (count and total length summed over the per-chat rows the store keeps, each
+query term's document frequency counted by the engine), the candidates (the query's terms OR'ed, each quoted phrase's prefilter, the scope's
 visibility rule ``Scope.memory_clause``, role and ``[since, until)``, all in SQL) with their stored
 terms, and the records of the page. It ranks the candidates with the same BM25 as the memories' search
 (:func:`~agent_memory.search._scoring.bm25_idf`, :func:`~agent_memory.search._scoring.bm25_tf`) over
@@ -43,12 +43,10 @@ from data_layer import AgentFusionDataLayer, MessageRecord, PhraseFilter, Scope,
 from ..search import Embedder, HashingEmbedder, above_floor, similarity_floor
 from ..search._scoring import bm25_idf, bm25_tf
 from ..text import Tokenizer, fold
-from ._analyzer import MessageTermsAnalyzer
+from ._analyzer import MessageTermsAnalyzer, analyse_user
 from ._query import ParsedQuery as ParsedQuery
 from ._query import parse_query as parse_query
 
-#: Rows per read of messages still without terms.
-READ_BATCH = 1000
 #: Texts per call of the embedder.
 EMBED_BATCH = 256
 #: A message matching every quoted phrase scores at least this much.
@@ -246,13 +244,7 @@ class MessageIndex:
     async def _catch_up(self, user_id: str) -> None:
         """Analyse and store the terms of the user's messages written without them (by a layer without the
         analyzer, or before the engine existed). Shared by all processes: each message is analysed once."""
-        messages = self.layer.messages
-        while rows := await messages.unanalysed(user_id=user_id, limit=READ_BATCH):
-            terms = await self.analyzer.message_terms([content for _, content in rows])
-            pairs = [(mid, t) for (mid, _), t in zip(rows, terms, strict=True)]
-            await messages.store_terms(user_id=user_id, terms=pairs)
-            if len(rows) < READ_BATCH:
-                return
+        await analyse_user(self.layer, self.analyzer, user_id)
 
     # -- vectors -----------------------------------------------------------------------------------
 
