@@ -8,11 +8,12 @@ process sees every committed message at once, whichever process wrote it and wha
 A lexical search makes four small reads: the user's messages still without terms (written by a layer
 without the analyzer; analysed and stored first, once for all processes), BM25's statistics of the
 scope's visible messages (count and total length summed over the per-chat rows the store keeps, each
-query term's document frequency counted by the engine), the candidates (the query's terms OR'ed, each quoted phrase's prefilter, the scope's
-visibility rule ``Scope.memory_clause``, role and ``[since, until)``, all in SQL) with their stored
-terms, and the records of the page. It ranks the candidates with the same BM25 as the memories' search
-(:func:`~agent_memory.search._scoring.bm25_idf`, :func:`~agent_memory.search._scoring.bm25_tf`) over
-those statistics: another friend's chat never changes a score, let alone shows up.
+query term's document frequency counted by the engine), the candidates (the query's terms OR'ed, each
+quoted phrase's prefilter, the scope's visibility rule ``Scope.memory_clause``, role and ``[since,
+until)``, all in SQL) with their stored terms, and the records of the page. It ranks the candidates with
+the same BM25 as the memories' search (:func:`~agent_memory.search._scoring.bm25_idf`,
+:func:`~agent_memory.search._scoring.bm25_tf`) over those statistics: another friend's chat never
+changes a score, let alone shows up.
 
 Semantic search scores a bounded candidate set: the scope's newest :attr:`MessageIndex.semantic_window`
 messages passing the filters plus the best :attr:`MessageIndex.semantic_lexical` lexical hits of the
