@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from data_layer import AgentFusionDataLayer, upgrade
+from data_layer._tables import Base
 
 # A generous recall time budget for every test: a loaded CI machine must not turn a recall test into a
 # time-out test. The tests of the budget itself set their own small value.
@@ -32,18 +33,8 @@ os.environ.setdefault(
 )
 
 PG_ADMIN_URL = os.environ.get("AGENT_MEMORY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-TABLES = [
-    "agent_memory_search_index",
-    "memory_index_state",
-    "agent_memory_keywords",
-    "keyword_synonyms",
-    "agent_memories",
-    "chat_messages",
-    "tool_result_archive",
-    "system_settings",
-    "ai_friends",
-    "session_archive_state",
-]
+#: Every table of the models (a truncation fires no trigger: the message statistics are emptied with the rest).
+TABLES = sorted(Base.metadata.tables)
 
 
 def _conninfo(url: str) -> str:

@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData, create_engine, func, select
+from sqlalchemy import MetaData, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
 from data_layer import GLOBAL_TABLES, AgentFusionDataLayer, NewMessage
-from data_layer._tables import Base
+from data_layer._message_search import owner_token
+from data_layer._tables import MESSAGE_FTS_TABLE, Base, is_engine_object
 
 #: Tables without a user_id column whose rows belong to a user through a memory id (a foreign key to
 #: agent_memories.id): erased with the user's memories.
@@ -40,7 +41,7 @@ def _live_tables(url: str) -> dict[str, set[str]]:
     engine = create_engine(_sync_url(url))
     try:
         meta = MetaData()
-        meta.reflect(engine)
+        meta.reflect(engine, only=lambda name, _: not is_engine_object(name, "table"))
         return {name: set(table.c.keys()) for name, table in meta.tables.items()}
     finally:
         engine.dispose()
@@ -52,7 +53,7 @@ def _rows_of(url: str, user: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     try:
         meta = MetaData()
-        meta.reflect(engine)
+        meta.reflect(engine, only=lambda name, _: not is_engine_object(name, "table"))
         with engine.connect() as conn:
             memories = meta.tables["agent_memories"]
             for name, table in meta.tables.items():
@@ -67,6 +68,20 @@ def _rows_of(url: str, user: str) -> dict[str, int]:
     finally:
         engine.dispose()
     return counts
+
+
+def _engine_rows(url: str, user: str) -> int:
+    """The user's rows in SQLite's message engine (the FTS5 table, fed by triggers on ``chat_messages``; on
+    PostgreSQL the engine is a column of ``chat_messages``, counted with it)."""
+    if make_url(url).get_backend_name() != "sqlite":
+        return 0
+    engine = create_engine(_sync_url(url))
+    try:
+        with engine.connect() as conn:
+            query = text(f"SELECT count(*) FROM {MESSAGE_FTS_TABLE} WHERE {MESSAGE_FTS_TABLE} MATCH :q")
+            return int(conn.execute(query, {"q": f'owner : "{owner_token(user)}"'}).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def test_every_table_of_the_schema_has_an_erasure_rule(db_url: str) -> None:
@@ -110,8 +125,11 @@ async def test_erase_user_leaves_no_row_of_the_user_and_the_others_untouched(db_
     before_alice = _rows_of(db_url, "alice")
     # every table that can hold user data holds some of alice's: the check below is not vacuous
     assert all(n > 0 for n in before_alice.values()), before_alice
+    engine_alice, engine_bob = _engine_rows(db_url, "alice"), _engine_rows(db_url, "bob")
+    assert engine_alice == engine_bob == (2 if layer.backend == "sqlite" else 0)
     erased = await layer.erase_user("alice")
     assert erased.total == sum(before_alice.values())
+    assert (_engine_rows(db_url, "alice"), _engine_rows(db_url, "bob")) == (0, engine_bob)
     assert _rows_of(db_url, "alice") == dict.fromkeys(before_alice, 0)
     assert _rows_of(db_url, "bob") == before_bob
     assert (await layer.memory.synonyms_for(["杭州"]))["杭州"]  # the shared vocabulary stays

@@ -287,10 +287,10 @@ async def test_bad_arguments_come_back_as_failures(chat: Chat, tool: str, args: 
     assert box.read == []
 
 
-# -- the index keeps in step -------------------------------------------------------------------------
+# -- the store's engine keeps in step ------------------------------------------------------------------
 
 
-async def test_index_reads_new_messages_and_rebuilds_after_a_reset(chat: Chat) -> None:
+async def test_search_reads_new_messages_and_a_rewritten_history(chat: Chat) -> None:
     box = chat.box()
     assert (await box.lexical_search("寿司")).messages == []
     new = await chat.layer.messages.append(
@@ -298,33 +298,110 @@ async def test_index_reads_new_messages_and_rebuilds_after_a_reset(chat: Chat) -
     )
     out = await box.lexical_search("寿司")
     assert [m.message_id for m in out.messages] == [new.id]
-    before = chat.index.stats("u1")
-    assert before is not None and before.messages == len(MENTOR) + len(XIAOZHU) + len(SHARED) + 1
     async with chat.layer.db.write() as session:  # the history is cleared and re-written
         await session.execute(text("DELETE FROM chat_messages"))
     fresh = await _store(chat.layer, "u1", "mentor", [("sushi2", "user", "寿司还是算了，吃拉面", at(10))])
     out = await box.lexical_search("寿司")
     assert [m.message_id for m in out.messages] == [fresh["sushi2"]]
-    after = chat.index.stats("u1")
-    assert after is not None and after.messages == 1
+    assert (await box.lexical_search('"不吃辣"')).messages == []
 
 
-async def test_index_drops_the_oldest_beyond_its_cap(layer: AgentFusionDataLayer) -> None:
+async def test_messages_written_without_terms_are_analysed_before_a_search(layer: AgentFusionDataLayer) -> None:
+    index = MessageIndex(layer)
+    layer.messages.set_analyzer(None)  # another writer, without the analyzer: stored without terms
     rows = [
         NewMessage(role="user", content=f"第 {i} 条：咖啡 number {i}", friend_id="f", created_at=at(i))
         for i in range(30)
     ]
     await layer.messages.append_many(user_id="u1", messages=rows)
-    index = MessageIndex(layer, max_messages_per_user=20, max_messages_total=20)
+    assert len(await layer.messages.unanalysed(user_id="u1")) == 30
     box = EvidenceToolbox(layer, index, scope=Scope.of("u1", "f"))
     out = await box.lexical_search("咖啡", page_size=100)
-    stats = index.stats("u1")
-    assert stats is not None and stats.messages == 18 and stats.dropped == 12
-    assert len(out.messages) == 18 and "messages_list" in (out.message or "")
+    assert len(out.messages) == 30 and await layer.messages.unanalysed(user_id="u1") == []
     assert (await box.lexical_search('"number 29"')).messages[0].content.endswith("29")
+    layer.messages.set_analyzer(index.analyzer)
+    stored = await layer.messages.append(user_id="u1", friend_id="f", role="user", content="咖啡 espresso")
+    assert await layer.messages.unanalysed(user_id="u1") == []  # written with its terms
+    assert (await box.lexical_search("espresso")).messages[0].message_id == stored.id
+
+
+async def test_terms_with_punctuation_survive_the_engine(layer: AgentFusionDataLayer) -> None:
+    """The engine holds the project's tokens as they are: a token with punctuation, quotes or a backslash
+    is one token (matched exactly, no more, no less), on both backends."""
+    odd = ["c++", "e-mail", "don't", 'say"hi', "a\\b", "50%", "x_y", "3.5", "火锅"]
+    await layer.messages.append_many(
+        user_id="u1", messages=[NewMessage(role="user", content=f"m{i}", created_at=at(i)) for i in range(len(odd) + 1)]
+    )
+    stored = await layer.messages.list_range(user_id="u1", page_size=100)
+    ids = [m.id for m in stored.items]
+    async with layer.db.write() as session:  # the odd terms, as an analyzer might make them
+        await session.execute(text("UPDATE chat_messages SET search_terms = NULL, search_length = NULL"))
+    await layer.messages.store_terms(
+        user_id="u1", terms=[(mid, [term, "common"]) for mid, term in zip(ids, odd, strict=False)] + [(ids[-1], ["c"])]
+    )
+    scope = Scope.of("u1")
+    for mid, term in zip(ids, odd, strict=False):
+        found = await layer.messages.term_candidates(scope, any_of=[term])
+        assert [c.id for c in found] == [mid], term
+        stats = await layer.messages.term_statistics(scope, [term, "common"])
+        assert stats.frequencies == {term: 1, "common": len(odd)} and stats.documents == len(odd) + 1
+    assert [c.id for c in await layer.messages.term_candidates(scope, any_of=["c"])] == [ids[-1]]
+    assert await layer.messages.term_candidates(Scope.of("u2"), any_of=["common"]) == []
 
 
 # -- the AutoGen path --------------------------------------------------------------------------------
+
+
+async def _statistics(layer: AgentFusionDataLayer) -> tuple[list[Any], list[Any]]:
+    """``chat_search_statistics`` (chats at zero left out) and the same sums counted from the messages."""
+    async with layer.db.read() as session:
+        kept = (
+            await session.execute(
+                text(
+                    "SELECT user_id, friend_key, messages, total_length FROM chat_search_statistics"
+                    " WHERE messages <> 0 OR total_length <> 0 ORDER BY 1, 2"
+                )
+            )
+        ).all()
+        counted = (
+            await session.execute(
+                text(
+                    "SELECT user_id, coalesce(friend_id, ''), count(search_length), sum(search_length)"
+                    " FROM chat_messages WHERE search_length IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2"
+                )
+            )
+        ).all()
+    return [tuple(r) for r in kept], [tuple(r) for r in counted]
+
+
+async def test_the_chat_statistics_follow_every_write(layer: AgentFusionDataLayer) -> None:
+    """The per-chat count and total length BM25 reads are what the messages hold after writes with and
+    without terms, a late analysis, a friend's deletion (its messages go) and a user's erasure."""
+    index = MessageIndex(layer)
+    for user in ("u1", "u2"):
+        for friend in ("mentor", "xiaozhu", None):
+            await layer.messages.append_many(
+                user_id=user,
+                messages=[NewMessage(role="user", content=f"{friend} 火锅 number {i}", friend_id=friend,
+                                     created_at=at(i)) for i in range(4)],
+            )  # fmt: skip
+    layer.messages.set_analyzer(None)
+    await layer.messages.append(user_id="u1", friend_id="mentor", role="user", content="written without terms")
+    kept, counted = await _statistics(layer)
+    assert kept == counted and len(kept) == 6 and kept[0][2] == 4
+    scope = Scope.of("u1", "mentor")
+    assert (await layer.messages.term_statistics(scope, [])).documents == 8  # mentor's and the shared ones
+    await EvidenceToolbox(layer, index, scope=scope).lexical_search("火锅")  # analyses the one without terms
+    kept, counted = await _statistics(layer)
+    assert kept == counted and (await layer.messages.term_statistics(scope, [])).documents == 9
+    await layer.friends.create(user_id="u1", name="小猪", friend_id="xiaozhu")
+    await layer.friends.delete(user_id="u1", friend_id="xiaozhu")
+    await layer.erase_user("u2")
+    kept, counted = await _statistics(layer)
+    assert kept == counted and {(r[0], r[1]) for r in kept} == {("u1", "mentor"), ("u1", "")}
+    stats = await layer.messages.term_statistics(Scope.of("u1"), ["火锅"])
+    assert (stats.documents, stats.frequencies) == (9, {"火锅": 8})
+    assert stats.total_length == sum(r[3] for r in counted)
 
 
 async def test_agent_calls_lexical_search_then_neighbors(chat: Chat) -> None:

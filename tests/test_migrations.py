@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from data_layer import current_revision, downgrade, head_revision, normalize_url, schema_differences, upgrade
+from data_layer._tables import is_engine_object
 
 
 @pytest.fixture
@@ -26,7 +30,17 @@ async def _tables(url: str) -> set[str]:
             names = await conn.run_sync(lambda c: inspect(c).get_table_names())
     finally:
         await engine.dispose()
-    return set(names) - {"alembic_version"}
+    return {name for name in names if not is_engine_object(name, "table")} - {"alembic_version"}
+
+
+async def _engine_tables(url: str) -> set[str]:
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.connect() as conn:
+            names = await conn.run_sync(lambda c: inspect(c).get_table_names())
+    finally:
+        await engine.dispose()
+    return {name for name in names if is_engine_object(name, "table")}
 
 
 EXPECTED = {
@@ -34,6 +48,7 @@ EXPECTED = {
     "agent_memory_keywords",
     "keyword_synonyms",
     "chat_messages",
+    "chat_search_statistics",
     "tool_result_archive",
     "system_settings",
     "memory_index_state",
@@ -50,7 +65,7 @@ async def test_upgrade_downgrade_upgrade_round_trip(blank_url: str) -> None:
     assert await schema_differences(blank_url) == []
 
     assert await downgrade(blank_url, "base") is None
-    assert await _tables(blank_url) == set()
+    assert await _tables(blank_url) == set() and await _engine_tables(blank_url) == set()
 
     assert await upgrade(blank_url) == head_revision()
     assert await _tables(blank_url) == EXPECTED
@@ -66,6 +81,7 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "agent_memory_search_index",
         "session_archive_state",
         "ai_friends",
+        "chat_search_statistics",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(
@@ -243,3 +259,133 @@ async def test_user_leading_keys_revision_keeps_the_rows_and_fills_their_users(b
         assert await upgrade(blank_url) == head_revision()
     finally:
         await engine.dispose()
+
+
+_T0 = datetime(2026, 1, 2, tzinfo=UTC)
+#: (user, friend, role, content) of messages written at 0008 and at the head.
+_CHAT = [
+    ("u1", "mentor", "user", "我不吃辣，太辣的菜受不了"),
+    ("u1", "mentor", "assistant", "好的，记住了：你不吃辣。"),
+    ("u2", "mentor", "user", "我不吃辣，也不吃香菜"),
+    ("u1", "xiaozhu", "user", "其实最爱麻辣火锅"),
+    ("u1", None, "user", "Last week I went hiking in the Alps, e-mail me"),
+    ("u1", "mentor", "user", "周末想吃火锅，但要微辣的 hiking"),
+]
+_QUERIES = ['"不吃辣"', "火锅 周末", "hiking", '"last week"', "e-mail 火锅"]
+
+
+async def _search_results(url: str) -> list[list[tuple[int, float | None]]]:
+    """u1 with mentor: each query's hits (message id, score)."""
+    from agent_memory.evidence import EvidenceToolbox, MessageIndex
+    from data_layer import AgentFusionDataLayer, Scope
+
+    async with AgentFusionDataLayer(url) as layer:
+        box = EvidenceToolbox(layer, MessageIndex(layer), scope=Scope.of("u1", "mentor"))
+        found = []
+        for q in _QUERIES:
+            out = await box.lexical_search(q)
+            assert out.success, out.message
+            found.append([(m.message_id, m.score) for m in out.messages])
+        return found
+
+
+async def _write_at_0008(url: str) -> None:
+    """The chat as revision 0008 stores it (no search terms)."""
+    await upgrade(url, "0008_user_leading_keys")
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.begin() as conn:
+            for i, (user, friend, role, content) in enumerate(_CHAT, start=1):
+                await conn.execute(
+                    text(
+                        "INSERT INTO chat_messages (id, user_id, friend_id, role, content, created_at)"
+                        " VALUES (:id, :user, :friend, :role, :content, :at)"
+                    ),
+                    {"id": i, "user": user, "friend": friend, "role": role, "content": content,
+                     "at": _T0 + timedelta(hours=i)},
+                )  # fmt: skip
+    finally:
+        await engine.dispose()
+
+
+async def _results_written_at_head(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> list[Any]:
+    """:func:`_search_results` of the chat written at the head through the analyzer."""
+    from agent_memory.evidence import MessageIndex
+    from data_layer import AgentFusionDataLayer
+
+    if backend == "sqlite":
+        head_url = f"sqlite+aiosqlite:///{tmp_path / 'head.db'}"
+    else:
+        from conftest import create_pg_database, drop_pg_database
+
+        head_url = create_pg_database(request.getfixturevalue("pg_admin_url"))
+    try:
+        await upgrade(head_url)
+        async with AgentFusionDataLayer(head_url) as layer:
+            MessageIndex(layer)  # its analyzer writes the terms with the messages
+            for i, (user, friend, role, content) in enumerate(_CHAT, start=1):
+                await layer.messages.append(
+                    user_id=user, friend_id=friend, role=role, content=content, created_at=_T0 + timedelta(hours=i)
+                )
+        return await _search_results(head_url)
+    finally:
+        if backend != "sqlite":
+            drop_pg_database(request.getfixturevalue("pg_admin_url"), head_url)
+
+
+async def _unanalysed(url: str) -> int:
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.connect() as conn:
+            query = text("SELECT count(*) FROM chat_messages WHERE search_terms IS NULL")
+            return int((await conn.execute(query)).scalar_one())
+    finally:
+        await engine.dispose()
+
+
+async def test_message_search_engine_revision_finds_the_stored_messages(
+    blank_url: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Messages written at 0008 (no terms, no engine) are found after the upgrade exactly as messages
+    written at the head through the analyzer (the search analyses them first); the downgrade drops the
+    engine and keeps the messages."""
+    await _write_at_0008(blank_url)
+    assert await upgrade(blank_url) == head_revision()
+    assert await schema_differences(blank_url) == []
+    assert await _unanalysed(blank_url) == len(_CHAT)
+    upgraded = await _search_results(blank_url)
+    assert upgraded == await _results_written_at_head(backend, tmp_path, request)
+    assert [len(r) for r in upgraded] == [2, 1, 2, 1, 2]  # mentor's and the shared messages, not xiaozhu's
+
+    assert await downgrade(blank_url, "0008_user_leading_keys") == "0008_user_leading_keys"
+    assert await _engine_tables(blank_url) == set()
+    engine = create_async_engine(normalize_url(blank_url))
+    try:
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(lambda c: {col["name"] for col in inspect(c).get_columns("chat_messages")})
+            count = (await conn.execute(text("SELECT count(*) FROM chat_messages"))).scalar_one()
+    finally:
+        await engine.dispose()
+    assert not {"search_terms", "search_length", "search_vector"} & columns and count == len(_CHAT)
+    assert await upgrade(blank_url) == head_revision()
+    assert await _search_results(blank_url) == upgraded
+
+
+def test_db_upgrade_analyses_the_stored_messages(
+    blank_url: str, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``agent-memory db upgrade`` of a database at 0008 with messages leaves none without terms, finds what
+    the chat written at the head finds, and a second run has nothing to do."""
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+
+    asyncio.run(_write_at_0008(blank_url))
+    runner = CliRunner()
+    out = runner.invoke(app, ["db", "upgrade", "--url", blank_url], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert f"analysed {len(_CHAT)} chat messages of 2 users" in out.output
+    assert asyncio.run(_unanalysed(blank_url)) == 0
+    assert asyncio.run(_search_results(blank_url)) == asyncio.run(_results_written_at_head(backend, tmp_path, request))
+    again = runner.invoke(app, ["db", "upgrade", "--url", blank_url], env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and "every chat message has its search terms" in again.output

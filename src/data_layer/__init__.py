@@ -32,6 +32,7 @@ from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
 from ._memory_reads import MAX_GET_MANY
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
 from ._message_repo import MessageRepository, NewMessage
+from ._message_search import MessageAnalyzer, PhraseFilter, TermCandidate, TermStatistics
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._records import (
     PROFILE_TYPES,
@@ -104,6 +105,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryRepository",
     "MemoryType",
+    "MessageAnalyzer",
     "MessageNotFoundError",
     "MessageRecord",
     "MessageRepository",
@@ -113,12 +115,15 @@ __all__ = [
     "NewMessage",
     "NotFoundError",
     "Page",
+    "PhraseFilter",
     "Scope",
     "SettingsRepository",
     "StaleMemoryError",
     "StorageError",
     "StorageFailure",
     "SynonymRecord",
+    "TermCandidate",
+    "TermStatistics",
     "UnsupportedDatabaseURLError",
     "UpsertResult",
     "UserErasure",

@@ -25,6 +25,7 @@ from . import _validation as v
 from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import InvalidInputError, MessageNotFoundError
+from ._message_search import MessageSearchMixin
 from ._records import MessageRecord, MessageRole, Page
 from ._row_ids import SqliteIds
 from ._tables import EXTERNAL_ID_LENGTH, ChatMessageTable
@@ -149,7 +150,7 @@ def _same_scope(column: Any, value: str | None) -> Any:
     return column.is_(None) if value is None else column == value
 
 
-class MessageRepository:
+class MessageRepository(MessageSearchMixin):
     """Append and read one user's chat messages, oldest first.
 
     >>> msg = await layer.messages.append(user_id="u1", friend_id="f1", role="user", content="你好")  # doctest: +SKIP
@@ -158,6 +159,7 @@ class MessageRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._analyzer = None
 
     def _row(self, uid: str, item: NewMessage) -> dict[str, Any]:
         if not isinstance(item, NewMessage):
@@ -269,6 +271,8 @@ class MessageRepository:
             return result
         table = ChatMessageTable.__table__
         insert = table.insert().returning(table.c.id, sort_by_parameter_order=True)
+        for batch in batches:  # the search terms, computed before the transaction and written with the rows
+            await self._add_terms(batch.rows)
         async with self._db.write(short=short) as session:
             if self._db.backend == "postgresql":  # one writer per user, so two imports do not both insert
                 for uid in sorted(result):

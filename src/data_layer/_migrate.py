@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
 
 from ._engine import backend_of, create_engine, describe, normalize_url, storage_errors
-from ._tables import Base
+from ._tables import Base, is_engine_object
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -85,12 +85,23 @@ async def current_revision(url: str | URL) -> str | None:
     return result
 
 
+def _not_engine(name: str | None, kind: str, parent_names: Any) -> bool:
+    """Leave the message search engine out of the comparison: the migrations make it, not the models."""
+    return not is_engine_object(name, kind)
+
+
 async def schema_differences(url: str | URL) -> list[Any]:
     """What Alembic's autogenerate finds between the models and the migrated database ([] = agree)."""
     backend = backend_of(normalize_url(url))
 
     def _do(conn: Connection) -> list[Any]:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True, "render_as_batch": backend == "sqlite"})
+        opts = {
+            "compare_type": True,
+            "render_as_batch": backend == "sqlite",
+            "include_name": _not_engine,
+            "include_object": lambda obj, name, kind, reflected, other: _not_engine(name, kind, {}),
+        }
+        ctx = MigrationContext.configure(conn, opts=opts)
         return list(compare_metadata(ctx, Base.metadata))
 
     result: list[Any] = await _run(url, _do)

@@ -149,6 +149,14 @@ class ChatMessageTable(Base):
             sqlite_where=text("archived_at IS NULL"),
             postgresql_where=text("archived_at IS NULL"),
         ),
+        # the messages whose search terms are still to be computed (written by a layer without an analyzer)
+        Index(
+            "ix_chat_messages_user_unanalysed",
+            "user_id",
+            "id",
+            sqlite_where=text("search_terms IS NULL"),
+            postgresql_where=text("search_terms IS NULL"),
+        ),
     )
 
     # The key is (user_id, id) on PostgreSQL, with ``id`` from the table's sequence (unique alone). A
@@ -166,6 +174,55 @@ class ChatMessageTable(Base):
     external_id: Mapped[str | None] = mapped_column(String(EXTERNAL_ID_LENGTH), nullable=True)
     #: When the session archiver turned the message into memories (``None``: not yet; see ``layer.archive_state``).
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: The message's search terms, the analyzer's tokens joined by single spaces (``None``: not analysed
+    #: yet). The store's full-text engine indexes them (see :func:`is_engine_object`).
+    search_terms: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: How many terms ``search_terms`` holds (BM25's document length).
+    search_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+#: ``chat_search_statistics.friend_key`` of a user's shared messages (``friend_id`` null; no friend id is
+#: empty): a key column cannot hold NULL.
+SHARED_FRIEND_KEY = ""
+
+
+class ChatSearchStatisticsTable(Base):
+    """BM25's collection statistics of each chat: how many of its messages are analysed and their total
+    length. Kept by triggers on ``chat_messages`` (migration ``0009_message_search_engine``) in the
+    transaction of every insert, analysis and delete, so a search sums a few rows instead of scanning
+    the scope's messages. A deleted chat's row stays, at zero."""
+
+    __tablename__ = "chat_search_statistics"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    #: The chat's ``friend_id``, or :data:`SHARED_FRIEND_KEY` for the user's shared messages.
+    friend_key: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    #: The chat's analysed messages (``search_length`` not null).
+    messages: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    #: The sum of their ``search_length``.
+    total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+#: The full-text engine over ``chat_messages.search_terms``, made by the migrations and not by the models
+#: (neither backend's engine has a portable model): on SQLite the FTS5 table ``chat_messages_fts`` (and
+#: the shadow tables FTS5 keeps, named after it) fed by triggers on ``chat_messages``; on PostgreSQL the
+#: generated ``tsvector`` column ``search_vector`` and its GIN index on ``(user_id, search_vector)``.
+MESSAGE_FTS_TABLE = "chat_messages_fts"
+MESSAGE_VECTOR_COLUMN = "search_vector"
+MESSAGE_VECTOR_INDEX = "ix_chat_messages_user_search_vector"
+
+
+def is_engine_object(name: str | None, kind: str) -> bool:
+    """Whether a reflected object is part of the message engine (the model comparison leaves it out)."""
+    if name is None:
+        return False
+    if kind == "table":
+        return name == MESSAGE_FTS_TABLE or name.startswith(MESSAGE_FTS_TABLE + "_")
+    if kind == "column":
+        return name == MESSAGE_VECTOR_COLUMN
+    if kind == "index":
+        return name == MESSAGE_VECTOR_INDEX
+    return False
 
 
 class ToolResultArchiveTable(Base):

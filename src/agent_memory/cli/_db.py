@@ -22,12 +22,57 @@ async def upgrade_cmd(
     revision: str = typer.Argument("head", help="Target revision"),
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
-    """Migrate the database up (creates the tables on a new database)."""
+    """Migrate the database up (creates the tables on a new database), then analyse the chat messages
+    stored without search terms (written before the search engine existed) for evidence search."""
     from data_layer import upgrade
 
     target = database_url(url)
     reached = await upgrade(target, revision)
     console.print(f"database {_shown(target)} is at revision [bold]{esc(reached)}[/]")
+    if reached is not None and _has_message_search(reached):
+        await _analyse_messages(target)
+
+
+def _has_message_search(revision: str) -> bool:
+    """Whether the schema at ``revision`` has the messages' search terms (revision 0009 or later)."""
+    from alembic.script import ScriptDirectory
+
+    from data_layer._migrate import MIGRATIONS_DIR
+
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    return any(r.revision == MESSAGE_SEARCH_REVISION for r in script.iterate_revisions(revision, "base"))
+
+
+#: The revision that gives chat messages their search terms.
+MESSAGE_SEARCH_REVISION = "0009_message_search_engine"
+#: A progress line after every this many messages analysed.
+PROGRESS_EVERY = 10_000
+
+
+async def _analyse_messages(target: str) -> None:
+    """Every user's messages without search terms, analysed and stored in batches (idempotent: a second
+    run finds none), with a progress line every :data:`PROGRESS_EVERY` messages."""
+    from agent_memory.evidence import MessageTermsAnalyzer, analyse_stored
+    from data_layer import AgentFusionDataLayer
+
+    done = 0
+
+    def progress(user_id: str, filled: int) -> None:
+        nonlocal done
+        before, done = done, done + filled
+        if done // PROGRESS_EVERY > before // PROGRESS_EVERY:
+            console.print(f"  analysed {done:,} messages (now: user {esc(user_id)})")
+
+    async with AgentFusionDataLayer(target) as layer:
+        messages, users = await analyse_stored(layer, MessageTermsAnalyzer(), on_batch=progress)
+        if messages:
+            await layer.messages.settle_engine()
+    if messages:
+        console.print(
+            f"analysed {messages:,} chat messages of {users:,} user{'' if users == 1 else 's'} for evidence search"
+        )
+    else:
+        console.print("every chat message has its search terms")
 
 
 @app.command("downgrade")

@@ -14,7 +14,8 @@ The recall reads the user's own messages as evidence through four tools bound to
 >>> (await box.lexical_search('"不吃辣"')).messages  # doctest: +SKIP
 """
 
-from ._index import IndexStats, MessageIndex, ParsedQuery, parse_query
+from ._analyzer import MessageTermsAnalyzer, analyse_stored, analyse_user
+from ._index import MessageIndex, ParsedQuery, parse_query
 from ._models import (
     MAX_NEIGHBORS,
     MAX_PAGE_SIZE,
@@ -45,10 +46,10 @@ __all__ = [
     "EvidenceTool",
     "EvidenceToolSpec",
     "EvidenceToolbox",
-    "IndexStats",
     "LexicalSearchInput",
     "LexicalSearchOutput",
     "MessageIndex",
+    "MessageTermsAnalyzer",
     "MessagesListInput",
     "MessagesListOutput",
     "NeighborsInput",
@@ -60,5 +61,7 @@ __all__ = [
     "SemanticSearchOutput",
     "TimeRange",
     "ToolName",
+    "analyse_stored",
+    "analyse_user",
     "parse_query",
 ]

@@ -1,25 +1,25 @@
-"""``MessageIndex``: an in-process index of each user's chat messages for lexical and semantic search.
+"""``MessageIndex``: lexical and semantic search over each user's chat messages, in the store's engine.
 
-Why in process: evidence search (seed 003) ranks a user's own messages, a few thousand to a few
-hundred thousand rows, by BM25 with phrase filters; neither SQLite nor PostgreSQL offer that with
-jieba tokens. The index is per user, built on the first search and then kept in step incrementally:
+Nothing of a user is held in the process. A message's search terms (:class:`MessageTermsAnalyzer`) are
+written with the message, in its transaction, and the store's own full-text engine indexes them (FTS5
+on SQLite, a GIN-indexed ``tsvector`` on PostgreSQL; see ``data_layer._message_search``). So every
+process sees every committed message at once, whichever process wrote it and whatever its id.
 
-- Messages are append-only and ids grow with insertion, so a refresh reads only rows with an id above
-  the last one seen (``layer.archive_state.messages_after``, per chat of the user).
-- Before every search it asks for the user's row count and re-reads the last indexed row. Fewer rows
-  than indexed, a changed or missing last row (a re-created or cleared database: the max id went
-  down) or rows it cannot reach by id (ids restarted) trigger a full rebuild. Two small queries.
-- Filters (the scope's visibility rule ``Scope.friend_mask``, role, ``[since, until)``) are applied
-  before ranking, and BM25's statistics (N, df, average length) are those of the scope's visible
-  messages: another friend's chat never changes a score, let alone shows up.
+A lexical search makes four small reads: the user's messages still without terms (written by a layer
+without the analyzer; analysed and stored first, once for all processes), BM25's statistics of the
+scope's visible messages (count and total length summed over the per-chat rows the store keeps, each
+query term's document frequency counted by the engine), the candidates (the query's terms OR'ed, each
+quoted phrase's prefilter, the scope's visibility rule ``Scope.memory_clause``, role and ``[since,
+until)``, all in SQL) with their stored terms, and the records of the page. It ranks the candidates with
+the same BM25 as the memories' search (:func:`~agent_memory.search._scoring.bm25_idf`,
+:func:`~agent_memory.search._scoring.bm25_tf`) over those statistics: another friend's chat never
+changes a score, let alone shows up.
 
-Memory is bounded: at most ``max_users`` users (least recently searched dropped first), at most
-``max_messages_per_user`` messages per user (the oldest dropped, 10 % at a time; :meth:`stats` says
-how many) and ``max_messages_total`` over all users. Per message it holds the record (content
-included), its folded content once a phrase query has read it, about 12 bytes per distinct term in
-postings and, once semantic search has embedded it, ``4 * dim`` bytes (1 KiB for the default
-256-dimensional :class:`HashingEmbedder`). With the defaults that is at most 200k messages: about
-1.5 KiB each for 200-character messages, some 300 MB in the worst case, typically far less.
+Semantic search scores a bounded candidate set: the scope's newest :attr:`MessageIndex.semantic_window`
+messages passing the filters plus the best :attr:`MessageIndex.semantic_lexical` lexical hits of the
+query's words. An older message that shares no word with the query is not found by it (``messages_list``
+reads any time). Vectors are kept in a bounded least-recently-used cache keyed by the embedder and the
+text (shared by all users; a message's text never changes), not per user.
 
 Query parsing (quoted phrases and BM25 terms: :class:`ParsedQuery`, :func:`parse_query`) lives in
 :mod:`._query` and is re-exported here.
@@ -30,157 +30,54 @@ Query parsing (quoted phrases and BM25 terms: :class:`ParsedQuery`, :func:`parse
 
 from __future__ import annotations
 
-import asyncio
-import bisect
-from array import array
-from collections import Counter, OrderedDict
+import hashlib
+import re
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
-from data_layer import AgentFusionDataLayer, MessageRecord, Scope
+from data_layer import AgentFusionDataLayer, MessageRecord, PhraseFilter, Scope, TermCandidate
 
 from ..search import Embedder, HashingEmbedder, above_floor, similarity_floor
 from ..search._scoring import bm25_idf, bm25_tf
 from ..text import Tokenizer, fold
+from ._analyzer import MessageTermsAnalyzer, analyse_user
 from ._query import ParsedQuery as ParsedQuery
 from ._query import parse_query as parse_query
 
-#: Rows per read of new messages (the repository's maximum).
-READ_BATCH = 1000
 #: Texts per call of the embedder.
 EMBED_BATCH = 256
-#: Batches at least this large are tokenised in a worker thread (keeps the event loop responsive).
-THREAD_TOKENISE = 200
 #: A message matching every quoted phrase scores at least this much.
 PHRASE_FLOOR = 0.05
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: A phrase made only of these (Latin letters and digits, spaces, ASCII punctuation) is tokenised the same
+#: inside any message (Latin words are cut at their own edges), so a message holding it holds its terms.
+_CONTEXT_FREE = re.compile(r"[0-9a-z\u00c0-\u024f\s!-/:-@\[-`{-~]*")
 
 Hit = tuple[MessageRecord, float]
 
 
-def _micros(when: datetime) -> int:
-    return (when - _EPOCH) // timedelta(microseconds=1)
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    """What the index holds of one user: indexed messages, messages dropped (oldest first) to stay
-    within the cap, and how many are embedded."""
-
-    messages: int
-    dropped: int
-    embedded: int
-
-
-class _UserMessages:
-    """One user's indexed messages, in id order, with postings, lengths and (lazily) vectors."""
-
-    def __init__(self, user_id: str) -> None:
-        self.user_id = user_id
-        self.lock = asyncio.Lock()
-        self.clear()
-
-    def clear(self) -> None:
-        self.records: list[MessageRecord] = []
-        self.folded: list[str | None] = []  #: folded content, filled by the first phrase query
-        self.lengths = array("I")
-        self.postings: dict[str, tuple[array[int], array[int]]] = {}
-        self.vectors: npt.NDArray[np.float32] | None = None
-        self.embedded = np.zeros(0, dtype=bool)
-        self.seen = 0  #: rows read since the last rebuild, dropped ones included
-        self.dropped = 0
-        self._arrays: dict[str, npt.NDArray[np.generic]] | None = None
-
-    @property
-    def last_id(self) -> int:
-        return self.records[-1].id if self.records else 0
-
-    def add(self, rows: Sequence[MessageRecord], terms: Sequence[Counter[str]]) -> None:
-        for record, counts in zip(rows, terms, strict=True):
-            doc = len(self.records)
-            self.records.append(record)
-            self.folded.append(None)
-            self.lengths.append(sum(counts.values()))
-            for term, tf in counts.items():
-                docs, tfs = self.postings.setdefault(term, (array("I"), array("I")))
-                docs.append(doc)
-                tfs.append(tf)
-        self.seen += len(rows)
-        if self.vectors is not None:
-            grown = np.zeros((len(self.records), self.vectors.shape[1]), dtype=np.float32)
-            grown[: len(self.vectors)] = self.vectors
-            self.vectors = grown
-        self.embedded = np.concatenate([self.embedded, np.zeros(len(rows), dtype=bool)])
-        self._arrays = None
-
-    def drop_oldest(self, k: int) -> None:
-        """Forget the ``k`` oldest messages (postings are sorted by document, so cut and shift)."""
-        if k <= 0:
-            return
-        for term in list(self.postings):
-            docs, tfs = self.postings[term]
-            start = bisect.bisect_left(docs, k)
-            if start == len(docs):
-                del self.postings[term]
-                continue
-            shifted = np.frombuffer(docs, dtype=np.uint32)[start:] - np.uint32(k)
-            self.postings[term] = (array("I", shifted.tobytes()), tfs[start:])
-        self.records = self.records[k:]
-        self.folded = self.folded[k:]
-        self.lengths = self.lengths[k:]
-        self.vectors = self.vectors[k:] if self.vectors is not None else None
-        self.embedded = self.embedded[k:]
-        self.dropped += k
-        self._arrays = None
-
-    def folded_text(self, i: int) -> str:
-        """Message ``i``'s content folded as queries are (kept: phrase queries re-read it often)."""
-        text = self.folded[i]
-        if text is None:
-            content = self.records[i].content
-            text = fold(content)
-            self.folded[i] = text = content if text == content else text  # share the string when equal
-        return text
-
-    def arrays(self) -> dict[str, npt.NDArray[np.generic]]:
-        """Per-message columns for filters (rebuilt after a change, not per query)."""
-        if self._arrays is None:
-            self._arrays = {
-                "ids": np.fromiter((r.id for r in self.records), dtype=np.int64, count=len(self.records)),
-                "times": np.fromiter((_micros(r.created_at) for r in self.records), np.int64, len(self.records)),
-                "roles": np.array([r.role for r in self.records], dtype=object),
-                "friends": np.array([r.friend_id for r in self.records], dtype=object),
-                "lengths": np.frombuffer(self.lengths, dtype=np.uint32).astype(np.float64),
-            }
-        return self._arrays
-
-    def mask(
-        self, scope: Scope, role: str | None, since: datetime | None, until: datetime | None
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-        """``(visible, candidates)``: the scope's messages, and those also passing role and time."""
-        cols = self.arrays()
-        assert scope.user_id == self.user_id
-        visible = np.asarray(scope.friend_mask(cols["friends"]), dtype=bool)
-        cand = visible.copy()
-        if role is not None:
-            cand &= cols["roles"] == role
-        if since is not None:
-            cand &= cols["times"] >= _micros(since)
-        if until is not None:
-            cand &= cols["times"] < _micros(until)
-        return visible, cand
+def phrase_filter(phrase: str, tokenizer: Tokenizer) -> PhraseFilter:
+    """The storage's prefilter of a quoted (folded) phrase: messages holding all its terms, or also those
+    whose content holds it literally when its terms may be cut otherwise inside a message (Chinese:
+    jieba's cut depends on the neighbours) or it has none (stop words only). The phrase itself is then
+    checked on the folded content; a message in another script form (traditional characters, full
+    width) that jieba also cuts otherwise is the one the prefilter may miss."""
+    terms = tuple(tokenizer.tokens(phrase))
+    literal = None if terms and _CONTEXT_FREE.fullmatch(phrase) else phrase
+    return PhraseFilter(terms=terms, text=literal)
 
 
 class MessageIndex:
     """Lexical (BM25 + quoted phrases) and semantic search over each user's chat messages.
 
-    Shared by every toolbox of a :class:`~agent_memory.system.MemorySystem`; each search refreshes
-    the user's part first (see the module docs). Searches of one user are serialised by a lock.
+    Shared by every toolbox of a :class:`~agent_memory.system.MemorySystem`. It installs its analyzer
+    on ``layer.messages`` (every message written through the layer gets its terms in its transaction)
+    and analyses, before a search, the user's messages stored without terms by another writer.
+    What it keeps is bounded and shared by all users: the tokenizer, the embedder and at most
+    ``vector_cache`` vectors.
     """
 
     def __init__(
@@ -189,24 +86,28 @@ class MessageIndex:
         *,
         tokenizer: Tokenizer | None = None,
         embedder: Embedder | None = None,
-        max_users: int = 16,
-        max_messages_per_user: int = 100_000,
-        max_messages_total: int = 200_000,
         embed_chars: int = 2000,
         k1: float = 1.2,
         b: float = 0.75,
+        semantic_window: int = 2000,
+        semantic_lexical: int = 200,
+        vector_cache: int = 20_000,
     ) -> None:
-        if max_users < 1 or max_messages_per_user < 10 or max_messages_total < max_messages_per_user:
-            raise ValueError("need max_users >= 1, max_messages_per_user >= 10 and a total >= the per-user cap")
+        if semantic_window < 1 or semantic_lexical < 0 or vector_cache < 0:
+            raise ValueError("need semantic_window >= 1, semantic_lexical >= 0 and vector_cache >= 0")
         self.layer = layer
-        self.tokenizer = tokenizer or Tokenizer()
+        self.analyzer = MessageTermsAnalyzer(tokenizer)
+        self.tokenizer = self.analyzer.tokenizer
         self.embedder: Embedder = embedder or HashingEmbedder()
-        self.max_users = max_users
-        self.max_messages_per_user = max_messages_per_user
-        self.max_messages_total = max_messages_total
         self.embed_chars = embed_chars
         self.k1, self.b = k1, b
-        self._users: OrderedDict[str, _UserMessages] = OrderedDict()
+        #: semantic search scores the scope's newest this many messages ...
+        self.semantic_window = semantic_window
+        #: ... and this many best lexical hits of the query's words
+        self.semantic_lexical = semantic_lexical
+        self._vector_cache = vector_cache
+        self._vectors: OrderedDict[bytes, npt.NDArray[np.float32]] = OrderedDict()
+        layer.messages.set_analyzer(self.analyzer)
 
     # -- searches ----------------------------------------------------------------------------------
 
@@ -231,18 +132,8 @@ class MessageIndex:
         query = parse_query(query_text, self.tokenizer)
         if not query.phrases and not query.terms:
             return []
-        async with (u := self._user(scope.user_id)).lock:
-            await self._refresh(u)
-            visible, cand = u.mask(scope, role, since, until)
-            scores = self._bm25(u, query.terms, visible)
-            if query.phrases:
-                patterns = query.patterns()
-                for i in np.flatnonzero(cand):
-                    cand[i] = all(p.search(u.folded_text(i)) for p in patterns)
-                scores = np.where(cand, np.maximum(scores, PHRASE_FLOOR) if query.terms else 1.0, 0.0)
-            else:
-                cand &= scores > 0
-            return self._ranked(u, np.flatnonzero(cand), scores, limit=limit, after=after)
+        ranked = await self._lexical(scope, query, role=role, since=since, until=until)
+        return await self._page(scope, ranked, limit=limit, after=after)
 
     async def semantic(
         self,
@@ -255,136 +146,129 @@ class MessageIndex:
         limit: int = 10,
         min_score: float = 0.0,
     ) -> list[Hit]:
-        """Messages of ``scope`` most similar to ``query_text``: the cosine of the embedder's vectors over
-        its ``similarity_floor`` rescaled to 0-1 (the search's rule, so ``min_score`` means the same with
-        every embedder; the n-grams' floor is 0), at least ``min_score`` and above 0. Only the
-        candidates are embedded, once each."""
-        async with (u := self._user(scope.user_id)).lock:
-            await self._refresh(u)
-            _, cand = u.mask(scope, role, since, until)
-            todo = np.flatnonzero(cand & ~u.embedded)
-            if u.vectors is None:
-                u.vectors = np.zeros((len(u.records), self.embedder.dim), dtype=np.float32)
-            for start in range(0, len(todo), EMBED_BATCH):
-                part = todo[start : start + EMBED_BATCH]
-                texts = [u.records[i].content[: self.embed_chars] for i in part]
-                u.vectors[part] = await self.embedder.embed(texts)
-                u.embedded[part] = True
-            query = (await self.embedder.embed([query_text]))[0]
-            idx = np.flatnonzero(cand)
-            scores = np.zeros(len(u.records))
-            scores[idx] = above_floor(np.clip(u.vectors[idx] @ query, 0.0, 1.0), similarity_floor(self.embedder))
-            keep = idx[(scores[idx] > 0) & (scores[idx] >= min_score)]
-            return self._ranked(u, keep, scores, limit=limit, after=None)
+        """Messages of ``scope`` most similar to ``query_text`` among the bounded candidate set (see the
+        module docs): the cosine of the embedder's vectors over its ``similarity_floor`` rescaled to 0-1
+        (the search's rule, so ``min_score`` means the same with every embedder; the n-grams' floor is 0),
+        at least ``min_score`` and above 0."""
+        words = ParsedQuery((), parse_query(query_text, self.tokenizer).terms)
+        lexical = await self._lexical(scope, words, role=role, since=since, until=until) if words.terms else []
+        rows = await self.layer.messages.recent_contents(
+            scope,
+            limit=self.semantic_window,
+            role=role,
+            since=since,
+            until=until,
+            ids=[mid for mid, _ in lexical[: self.semantic_lexical]],
+        )
+        if not rows:
+            return []
+        vectors = await self._embed([content for _, content in rows])
+        query = (await self.embedder.embed([query_text]))[0]
+        scores = above_floor(np.clip(vectors @ query, 0.0, 1.0), similarity_floor(self.embedder))
+        found = [(mid, float(s)) for (mid, _), s in zip(rows, scores, strict=True) if s > 0 and s >= min_score]
+        return await self._page(scope, found, limit=limit, after=None)
 
-    def stats(self, user_id: str) -> IndexStats | None:
-        """What is indexed of ``user_id`` (``None`` before the first search)."""
-        u = self._users.get(user_id)
-        if u is None:
-            return None
-        return IndexStats(messages=len(u.records), dropped=u.dropped, embedded=int(u.embedded.sum()))
+    # -- lexical ranking ---------------------------------------------------------------------------
 
-    def forget(self, user_id: str) -> None:
-        """Drop a user's part of the index (it is rebuilt on the next search)."""
-        self._users.pop(user_id, None)
+    async def _lexical(
+        self,
+        scope: Scope,
+        query: ParsedQuery,
+        *,
+        role: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[tuple[int, float]]:
+        """``(message id, score)`` of every match of ``query`` in ``scope`` (unordered)."""
+        messages = self.layer.messages
+        await self._catch_up(scope.user_id)
+        stats = await messages.term_statistics(scope, query.terms)
+        if stats.documents == 0:
+            return []
+        phrases = [phrase_filter(p, self.tokenizer) for p in query.phrases]
+        candidates = await messages.term_candidates(
+            scope,
+            any_of=() if phrases else query.terms,
+            phrases=phrases,
+            role=role,
+            since=since,
+            until=until,
+            with_content=bool(phrases),
+        )
+        if phrases:
+            patterns = query.patterns()
+            candidates = [c for c in candidates if all(p.search(fold(c.content or "")) for p in patterns)]
+        scores = self._bm25(candidates, query.terms, stats.documents, stats.average_length, stats.frequencies)
+        if phrases:
+            scores = np.maximum(scores, PHRASE_FLOOR) if query.terms else np.ones(len(candidates))
+        return [(c.id, float(s)) for c, s in zip(candidates, scores, strict=True) if s > 0]
 
-    # -- scoring -----------------------------------------------------------------------------------
-
-    def _bm25(self, u: _UserMessages, terms: Sequence[str], visible: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-        """Normalised BM25 of every message; statistics over the ``visible`` messages only."""
-        scores = np.zeros(len(u.records))
-        n_docs = int(visible.sum())
-        if n_docs == 0 or not terms:
+    def _bm25(
+        self,
+        candidates: Sequence[TermCandidate],
+        terms: Sequence[str],
+        n_docs: int,
+        avg_length: float,
+        frequencies: dict[str, int],
+    ) -> npt.NDArray[np.float64]:
+        """Normalised BM25 of each candidate: ``min(1, sum_t idf(t) * tf(t) / sum_t idf(t))`` over the
+        query ``terms``, with the scope's statistics."""
+        scores = np.zeros(len(candidates))
+        if not terms or not candidates:
             return scores
-        lengths = u.arrays()["lengths"]
-        avg = float(lengths[visible].mean())
+        lengths = np.fromiter((c.length for c in candidates), dtype=np.float64, count=len(candidates))
+        split = [c.terms.split(" ") if c.terms else [] for c in candidates]
         idf_sum = 0.0
         for term in terms:
-            docs_all, tfs_all = u.postings.get(term, (array("I"), array("I")))
-            docs = np.frombuffer(docs_all, dtype=np.uint32).astype(np.intp)
-            keep = visible[docs]
-            docs, tfs = docs[keep], np.frombuffer(tfs_all, dtype=np.uint32)[keep]
-            idf = float(bm25_idf(n_docs, docs.size))
+            idf = float(bm25_idf(n_docs, frequencies.get(term, 0)))
             idf_sum += idf
-            if docs.size:
-                scores[docs] += idf * bm25_tf(tfs, lengths[docs], avg, k1=self.k1, b=self.b)
+            tf = np.fromiter((words.count(term) for words in split), dtype=np.float64, count=len(split))
+            held = tf > 0
+            if held.any():
+                scores[held] += idf * bm25_tf(tf[held], lengths[held], avg_length, k1=self.k1, b=self.b)
         return np.minimum(1.0, scores / idf_sum) if idf_sum > 0 else scores
 
-    @staticmethod
-    def _ranked(
-        u: _UserMessages,
-        idx: npt.NDArray[np.intp],
-        scores: npt.NDArray[np.float64],
-        *,
-        limit: int,
-        after: tuple[float, int] | None,
+    async def _page(
+        self, scope: Scope, scored: Sequence[tuple[int, float]], *, limit: int, after: tuple[float, int] | None
     ) -> list[Hit]:
-        """``idx`` ordered by score (6 decimals) then id, both descending; keyset-cut after ``after``."""
-        ids = u.arrays()["ids"][idx]
-        rounded = np.round(scores[idx], 6)
+        """``scored`` ordered by score (6 decimals) then id, both descending; keyset-cut after ``after``;
+        the first ``limit`` as records."""
+        ranked = sorted(((round(s, 6), mid) for mid, s in scored), reverse=True)
         if after is not None:
-            keep = (rounded < after[0]) | ((rounded == after[0]) & (ids < after[1]))
-            idx, ids, rounded = idx[keep], ids[keep], rounded[keep]
-        order = np.lexsort((-ids, -rounded))[: max(limit, 0)]
-        return [(u.records[int(idx[i])], float(rounded[i])) for i in order]
+            ranked = [(s, mid) for s, mid in ranked if (s, mid) < (after[0], after[1])]
+        ranked = ranked[: max(limit, 0)]
+        records = await self.layer.messages.records(user_id=scope.user_id, ids=[mid for _, mid in ranked])
+        return [(records[mid], s) for s, mid in ranked if mid in records]
 
-    # -- keeping in step ---------------------------------------------------------------------------
+    # -- keeping the store's terms complete --------------------------------------------------------
 
-    def _user(self, user_id: str) -> _UserMessages:
-        u = self._users.get(user_id)
-        if u is None:
-            u = self._users[user_id] = _UserMessages(user_id)
-            while len(self._users) > self.max_users:
-                self._users.popitem(last=False)
-        self._users.move_to_end(user_id)
-        return u
+    async def _catch_up(self, user_id: str) -> None:
+        """Analyse and store the terms of the user's messages written without them (by a layer without the
+        analyzer, or before the engine existed). Shared by all processes: each message is analysed once."""
+        await analyse_user(self.layer, self.analyzer, user_id)
 
-    async def _refresh(self, u: _UserMessages) -> None:
-        """Read what was appended since the last search; rebuild when storage went backwards."""
-        messages = self.layer.messages
-        total = await messages.count(user_id=u.user_id)
-        if u.records:
-            probe = await messages.get(user_id=u.user_id, message_id=u.last_id)
-            if total < u.seen or probe != u.records[-1]:
-                u.clear()
-        if total > u.seen:
-            await self._read_new(u)
-            if u.seen < total:  # ids restarted below the last one seen: read everything again
-                u.clear()
-                await self._read_new(u)
-        self._bound(u)
+    # -- vectors -----------------------------------------------------------------------------------
 
-    async def _read_new(self, u: _UserMessages) -> None:
-        start = u.last_id
-        rows: list[MessageRecord] = []
-        state = self.layer.archive_state
-        for friend in await state.chats(user_id=u.user_id):
-            after = start
-            while True:
-                batch = await state.messages_after(
-                    user_id=u.user_id, friend_id=friend, after_id=after, limit=READ_BATCH
-                )
-                rows += batch
-                if len(batch) < READ_BATCH:
-                    break
-                after = batch[-1].id
-        rows.sort(key=lambda r: r.id)
-        texts = [r.content for r in rows]
-        if len(texts) >= THREAD_TOKENISE:
-            terms = await asyncio.to_thread(self._analyse, texts)
-        else:
-            terms = self._analyse(texts)
-        u.add(rows, terms)
-
-    def _analyse(self, texts: Sequence[str]) -> list[Counter[str]]:
-        return [Counter(self.tokenizer.tokens(text)) for text in texts]
-
-    def _bound(self, u: _UserMessages) -> None:
-        """Apply the per-user and total caps (oldest messages, then least recently searched users)."""
-        if len(u.records) > self.max_messages_per_user:
-            u.drop_oldest(len(u.records) - int(self.max_messages_per_user * 0.9))
-        while len(self._users) > 1 and sum(len(x.records) for x in self._users.values()) > self.max_messages_total:
-            oldest = next(iter(self._users))
-            if oldest == u.user_id:
-                break
-            del self._users[oldest]
+    async def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The embedder's vectors of ``texts`` (cut at ``embed_chars``), from the cache where it has them."""
+        name = self.embedder.name.encode("utf-8")
+        keys = [hashlib.sha256(name + b"\0" + t[: self.embed_chars].encode("utf-8")).digest() for t in texts]
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        todo: list[int] = []
+        for i, key in enumerate(keys):
+            vector = self._vectors.get(key)
+            if vector is None:
+                todo.append(i)
+            else:
+                out[i] = vector
+                self._vectors.move_to_end(key)
+        for start in range(0, len(todo), EMBED_BATCH):
+            part = todo[start : start + EMBED_BATCH]
+            found = await self.embedder.embed([texts[i][: self.embed_chars] for i in part])
+            for i, vector in zip(part, found, strict=True):
+                out[i] = vector
+                if self._vector_cache:
+                    self._vectors[keys[i]] = np.asarray(vector, dtype=np.float32)
+        while len(self._vectors) > self._vector_cache:
+            self._vectors.popitem(last=False)
+        return out

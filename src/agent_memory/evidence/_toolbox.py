@@ -303,7 +303,7 @@ class EvidenceToolbox:
             note = "没有匹配的消息；可去掉引号、扩大 time_range、去掉 role 限定，或改用 semantic_search"
         return LexicalSearchOutput(
             success=True,
-            message=note + self._coverage(),
+            message=note,
             messages=[self._evidence(r, s) for r, s in hits],
             next_cursor=next_cursor,
         )
@@ -324,9 +324,7 @@ class EvidenceToolbox:
             note = f"{len(hits)} 条命中（相似度高的在前）"
         else:
             note = f"没有相似度达到 {a.min_score:g} 的消息；可降低 min_score、放宽 filter，或改用 lexical_search"
-        return SemanticSearchOutput(
-            success=True, message=note + self._coverage(), messages=[self._evidence(r, s) for r, s in hits]
-        )
+        return SemanticSearchOutput(success=True, message=note, messages=[self._evidence(r, s) for r, s in hits])
 
     async def _neighbors(self, a: NeighborsInput) -> NeighborsOutput:
         not_found = NeighborsOutput(
@@ -396,12 +394,6 @@ class EvidenceToolbox:
             self._read_ids.add(record.id)
             self.read.append(item)
         return item
-
-    def _coverage(self) -> str:
-        stats = self.index.stats(self.scope.user_id)
-        if stats is None or not stats.dropped:
-            return ""
-        return f"（检索只覆盖最近 {stats.messages} 条消息；更早的请用 messages_list 按时间读取）"
 
     @staticmethod
     def _signature(a: LexicalSearchInput) -> str:

@@ -127,7 +127,8 @@ class MemorySystem:
             history_token_budget=s.memory_context_token_budget,
             injection=s.memory_recall_injection,
         )
-        #: The chat messages as evidence (seed 003): BM25 with quoted phrases and embeddings, per user.
+        #: The chat messages as evidence (seed 003): BM25 with quoted phrases over the store's engine, and
+        #: embeddings over a bounded candidate set; it installs its analyzer on the layer (terms on write).
         #: Its ``semantic_search`` scores likeness over the embedder's floor, as the search does. The
         #: search's embedder serves it when it reads sentences (``reads_sentences``: the default encoder,
         #: an endpoint) or is named; the word vectors ``auto`` falls back to (without the encoder) put

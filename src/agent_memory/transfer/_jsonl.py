@@ -46,6 +46,7 @@ _KINDS: dict[str, str | None] = {
     "session_archive_state": "archive_state",
     "agent_memory_search_index": None,  # the analysis, computed again on import
     "memory_index_state": None,  # change counters, bumped by the import's writes
+    "chat_search_statistics": None,  # the messages' search statistics, kept by the store as they are written
 }
 _DROP = {"user_id", "id", "memory_id", "revision", "needs_keyword_extraction", "content_hash"}
 

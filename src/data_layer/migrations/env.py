@@ -9,7 +9,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from data_layer._engine import create_engine
-from data_layer._tables import Base
+from data_layer._tables import Base, is_engine_object
 
 target_metadata = Base.metadata
 
@@ -21,6 +21,9 @@ def _configure(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         transaction_per_migration=False,
+        # the message search engine is made by the migrations, not by the models
+        include_name=lambda name, kind, parents: not is_engine_object(name, kind),
+        include_object=lambda obj, name, kind, reflected, other: not is_engine_object(name, kind),
     )
     with context.begin_transaction():
         context.run_migrations()
