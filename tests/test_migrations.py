@@ -23,24 +23,22 @@ def blank_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> s
     return str(request.getfixturevalue("fresh_pg_url"))
 
 
-async def _tables(url: str) -> set[str]:
+async def _all_tables(url: str) -> set[str]:
     engine = create_async_engine(normalize_url(url))
     try:
         async with engine.connect() as conn:
             names = await conn.run_sync(lambda c: inspect(c).get_table_names())
     finally:
         await engine.dispose()
-    return {name for name in names if not is_engine_object(name, "table")} - {"alembic_version"}
+    return set(names)
+
+
+async def _tables(url: str) -> set[str]:
+    return {name for name in await _all_tables(url) if not is_engine_object(name, "table")} - {"alembic_version"}
 
 
 async def _engine_tables(url: str) -> set[str]:
-    engine = create_async_engine(normalize_url(url))
-    try:
-        async with engine.connect() as conn:
-            names = await conn.run_sync(lambda c: inspect(c).get_table_names())
-    finally:
-        await engine.dispose()
-    return {name for name in names if is_engine_object(name, "table")}
+    return {name for name in await _all_tables(url) if is_engine_object(name, "table")}
 
 
 EXPECTED = {

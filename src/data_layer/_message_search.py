@@ -151,6 +151,19 @@ class PhraseFilter:
     text: str | None = None
 
 
+def _passing(*, role: str | None, since: datetime | None, until: datetime | None) -> list[Any]:
+    """The conditions of the role and ``[since, until)`` filters (validated; none when not given)."""
+    conditions: list[Any] = []
+    if role is not None:
+        conditions.append(_T.role == v.message_role(role))
+    lo, hi = v.time_range(since, until)
+    if lo is not None:
+        conditions.append(_T.created_at >= lo)
+    if hi is not None:
+        conditions.append(_T.created_at < hi)
+    return conditions
+
+
 def _like_pattern(text_: str) -> str:
     return "%" + text_.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -314,13 +327,7 @@ class MessageSearchMixin:
             if not options:
                 return []
             conditions.append(or_(*options))
-        if role is not None:
-            conditions.append(_T.role == v.message_role(role))
-        lo, hi = v.time_range(since, until)
-        if lo is not None:
-            conditions.append(_T.created_at >= lo)
-        if hi is not None:
-            conditions.append(_T.created_at < hi)
+        conditions += _passing(role=role, since=since, until=until)
         selected: list[Any] = [_T.id, _T.search_terms, _T.search_length]
         if with_content:
             selected.append(_T.content)
@@ -354,13 +361,7 @@ class MessageSearchMixin:
         """``(id, content)`` of the scope's newest ``limit`` messages passing role and ``[since, until)``,
         newest first, plus those of ``ids`` that pass the same filters (a bounded candidate set)."""
         conditions: list[Any] = [scope.memory_clause(_T.user_id, _T.friend_id)]
-        if role is not None:
-            conditions.append(_T.role == v.message_role(role))
-        lo, hi = v.time_range(since, until)
-        if lo is not None:
-            conditions.append(_T.created_at >= lo)
-        if hi is not None:
-            conditions.append(_T.created_at < hi)
+        conditions += _passing(role=role, since=since, until=until)
         newest = select(_T.id, _T.content).where(*conditions).order_by(_T.created_at.desc(), _T.id.desc()).limit(limit)
         async with self._db.read(bulk=True) as session:
             rows = [(int(r[0]), str(r[1])) for r in (await session.execute(newest)).all()]
