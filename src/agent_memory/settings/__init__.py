@@ -15,6 +15,7 @@ from ._settings import (
     default_database_url,
     load_settings,
 )
+from ._reference import settings_reference
 
 __all__ = [
     "AgentMemorySettings",
@@ -26,4 +27,5 @@ __all__ = [
     "UserSettings",
     "default_database_url",
     "load_settings",
+    "settings_reference",
 ]
