@@ -7,6 +7,7 @@
 
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
+from ._reference import settings_reference
 from ._settings import (
     AgentMemorySettings,
     EmbeddingEndpoint,
@@ -15,7 +16,6 @@ from ._settings import (
     default_database_url,
     load_settings,
 )
-from ._reference import settings_reference
 
 __all__ = [
     "AgentMemorySettings",
