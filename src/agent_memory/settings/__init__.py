@@ -7,6 +7,7 @@
 
 from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
 
+from ._reference import settings_reference
 from ._settings import (
     AgentMemorySettings,
     EmbeddingEndpoint,
@@ -26,4 +27,5 @@ __all__ = [
     "UserSettings",
     "default_database_url",
     "load_settings",
+    "settings_reference",
 ]
