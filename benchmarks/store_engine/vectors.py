@@ -14,7 +14,8 @@ Run from the repository root, niced::
         --memdaily memdaily/ --allusion benchmarks/zh_allusion --synthetic 100000
     nice .venv/bin/python benchmarks/store_engine/vectors.py measure
 
-``measure --grid`` sweeps schemes (tables, levels, probes, max bucket); without it, the default scheme.
+``measure --schemes 16x4-8-12-16p4m512,32x4-10p8m512`` compares schemes (tables x prefix levels, probes,
+most memories per bucket a query asks); without it, the default scheme.
 Data sets: each user's own memories; ``pooled``: all memories of a data set as one user's (a larger
 collection of real texts); ``synthetic``: one user of the synthetic corpus (its queries).
 """
@@ -22,8 +23,8 @@ collection of real texts); ``synthetic``: one user of the synthetic corpus (its 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import re
 import statistics
 import time
 from datetime import UTC, datetime
@@ -76,45 +77,65 @@ def embed(args: argparse.Namespace) -> None:
         print(json.dumps({"dataset": "synthetic", "docs": len(docs), "seconds": round(seconds, 1)}))
 
 
-def _postings(scheme: VectorTermScheme, docs: npt.NDArray[np.float32]) -> dict[str, npt.NDArray[np.int64]]:
+def _counts_by_terms(scheme: VectorTermScheme, docs: npt.NDArray, queries: npt.NDArray, size: int) -> list[npt.NDArray]:
+    """Matched-term counts per memory through the real string terms (the check of the fast path)."""
     index: dict[str, list[int]] = {}
     for i, terms in enumerate(scheme.memory_terms_many(docs)):
         for term in terms:
             index.setdefault(term, []).append(i)
-    return {t: np.asarray(ids, dtype=np.int64) for t, ids in index.items()}
+    out = []
+    for q in queries:
+        counts = np.zeros(len(docs), dtype=np.int32)
+        for term in scheme.query_terms(q, collection_size=size):
+            counts[index.get(term, [])] += 1
+        out.append(counts)
+    return out
 
 
-def measure_set(scheme: VectorTermScheme, data: dict[str, npt.NDArray], *, pooled: bool = False) -> dict[str, object]:
+def _counts(buckets: npt.NDArray[np.int64], asked: dict[tuple[int, int], list[int]]) -> npt.NDArray[np.int32]:
+    counts = np.zeros(buckets.shape[0], dtype=np.int32)
+    for (t, j), values in asked.items():
+        counts += np.isin(buckets[:, t, j], values)
+    return counts
+
+
+def measure_set(
+    scheme: VectorTermScheme, data: dict[str, npt.NDArray], *, pooled: bool = False, every: int = 1
+) -> dict[str, object]:
     docs, queries = data["docs"], data["queries"]
     doc_users = np.zeros(len(docs), dtype=int) if pooled else data["doc_users"]
     query_users = np.zeros(len(queries), dtype=int) if pooled else data["query_users"]
+    buckets_all = scheme.buckets(docs)
     found = {(k, m): [0, 0] for k in TOPS for m in DEPTHS}
     matched: list[int] = []
     query_terms: list[int] = []
+    checked = False
     for user in np.unique(query_users[query_users >= 0]):
         members = np.flatnonzero(doc_users == user)
-        postings = _postings(scheme, docs[members])
+        buckets = buckets_all[members]
         for qi in np.flatnonzero(query_users == user):
+            if qi % every:
+                continue
             q = queries[qi]
             if not np.any(q):
                 continue
             cosine = docs[members] @ q
             exact = np.argsort(-cosine, kind="stable")
-            counts = np.zeros(len(members), dtype=np.int32)
-            terms = scheme.query_terms(q, collection_size=len(members))
-            query_terms.append(len(terms))
-            for term in terms:
-                ids = postings.get(term)
-                if ids is not None:
-                    counts[ids] += 1
+            asked = scheme.query_buckets(q, collection_size=len(members))
+            counts = _counts(buckets, asked)
+            if not checked:  # the fast path counts what the engine would, term for term
+                assert np.array_equal(counts, _counts_by_terms(scheme, docs[members], q[None, :], len(members))[0])
+                checked = True
+            query_terms.append(sum(len(set(v)) for v in asked.values()))
             hit = np.flatnonzero(counts)
             matched.append(len(hit))
             ranked = hit[np.argsort(-counts[hit], kind="stable")]
             for m in DEPTHS:
-                pool = set(ranked[:m].tolist())
+                pool = np.zeros(len(members), dtype=bool)
+                pool[ranked[:m]] = True
                 for k in TOPS:
-                    top = exact[: min(k, len(members))].tolist()
-                    found[(k, m)][0] += sum(i in pool for i in top)
+                    top = exact[: min(k, len(members))]
+                    found[(k, m)][0] += int(pool[top].sum())
                     found[(k, m)][1] += len(top)
     return {
         "recall": {f"top{k}@M{m}": round(a / max(b, 1), 3) for (k, m), (a, b) in found.items()},
@@ -125,20 +146,15 @@ def measure_set(scheme: VectorTermScheme, data: dict[str, npt.NDArray], *, poole
     }
 
 
-def _grid(dim: int) -> list[VectorTermScheme]:
-    name = SentenceEncoderEmbedder().name
-    shapes = [
-        (16, (4, 8, 12, 16)),
-        (16, (6, 10, 14, 18)),
-        (32, (6, 12)),
-        (32, (8, 14)),
-        (21, (4, 8, 12)),
-        (64, (10,)),
-    ]
-    return [
-        VectorTermScheme(embedder=name, dim=dim, tables=t, levels=lv, probes=p, max_bucket=mb)
-        for (t, lv), p, mb in itertools.product(shapes, (0, 4, 8), (256, 1024))
-    ]
+def parse_scheme(spec: str, dim: int) -> VectorTermScheme:
+    """``TxL1-L2-...pPmB``: T tables, prefix levels L1, L2..., P probes, max bucket B (``16x4-8-12-16p4m512``)."""
+    match = re.fullmatch(r"(\d+)x([\d-]+)p(\d+)m(\d+)", spec)
+    if match is None:
+        raise SystemExit(f"a scheme is TxL1-L2pPmB, e.g. 16x4-8-12-16p4m512; not {spec!r}")
+    tables, levels, probes, most = match.groups()
+    return VectorTermScheme(embedder=SentenceEncoderEmbedder().name, dim=dim, tables=int(tables),
+                            levels=tuple(int(b) for b in levels.split("-")), probes=int(probes),
+                            max_bucket=int(most))  # fmt: skip
 
 
 def measure(args: argparse.Namespace) -> None:
@@ -146,11 +162,13 @@ def measure(args: argparse.Namespace) -> None:
     sets = [s for s in args.sets.split(",") if (cache / f"{s.removesuffix('-pooled')}.npz").exists()]
     loaded = {s: dict(np.load(cache / f"{s.removesuffix('-pooled')}.npz")) for s in sets}
     dim = next(iter(loaded.values()))["docs"].shape[1]
-    schemes = _grid(dim) if args.grid else [default_scheme(SentenceEncoderEmbedder().name, dim)]
+    schemes = [parse_scheme(spec, dim) for spec in args.schemes.split(",")] if args.schemes else []
+    schemes = schemes or [default_scheme(SentenceEncoderEmbedder().name, dim)]
     for scheme in schemes:
         for name in sets:
             started = time.perf_counter()
-            row = measure_set(scheme, loaded[name], pooled=name.endswith("-pooled"))
+            every = max(1, len(loaded[name]["queries"]) // args.queries) if args.queries else 1
+            row = measure_set(scheme, loaded[name], pooled=name.endswith("-pooled"), every=every)
             shape = {"set": name, "tables": scheme.tables, "levels": scheme.levels, "probes": scheme.probes}
             row = {**shape, "max_bucket": scheme.max_bucket, **row, "seconds": round(time.perf_counter() - started, 1)}
             print(json.dumps(row), flush=True)
@@ -167,7 +185,8 @@ def main() -> None:
     e.add_argument("--synthetic", type=int, default=0, help="memories of the synthetic corpus")
     m = sub.add_parser("measure", help="simulate the candidates of bucket terms")
     m.add_argument("--sets", default="locomo,memdaily,allusion,locomo-pooled,memdaily-pooled,synthetic")
-    m.add_argument("--grid", action="store_true", help="sweep schemes instead of the default one")
+    m.add_argument("--queries", type=int, help="about this many queries of each set (evenly spaced)")
+    m.add_argument("--schemes", help="schemes to compare (TxL1-L2pPmB, comma-separated) instead of the default")
     args = parser.parse_args()
     embed(args) if args.command == "embed" else measure(args)
 

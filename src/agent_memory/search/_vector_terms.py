@@ -6,13 +6,14 @@ vector: those holding the most of the query's terms. The search then re-scores t
 exact cosine of the stored vectors.
 
 Each of ``tables`` tables has its own hyperplanes; the signs of a vector's projections on them are a
-bit string. A memory stores, per table, the bucket of several prefixes of that string (``levels``, in
-bits): a short prefix is a coarse bucket, a long one a fine bucket, so one stored set serves a user of
-ten memories and one of 100,000. A query picks, from the user's collection size, the levels whose
-buckets hold a useful number of memories and asks for its own bucket in each plus the buckets of the
-most likely near misses (multi-probe: the bits whose projections were closest to zero, flipped). A
-memory's count of matched terms grows with how many tables and how deep a prefix it shares with the
-query, a proxy of its angle to the query.
+bit string. A memory stores, per table, the bucket of one or more prefixes of that string (``levels``,
+in bits): a short prefix is a coarse bucket, a long one a fine bucket. A query asks, per table, for its
+own bucket at the levels whose buckets are not too big for the user's collection, plus the buckets of
+the most likely near misses (multi-probe: the bits whose projections were closest to zero, flipped). A
+memory's count of matched terms grows with how many tables (and how deep a prefix) it shares with the
+query, a proxy of its angle to the query. The default (many tables of few bits, one level) is what
+ranked the exact nearest memories best for a budget of 64 terms per memory in the measurement of
+``benchmarks/store_engine/vectors.py``; prefixes at several levels are there to compare.
 
 The hyperplanes come from a fixed seed and the embedder's name and dimension (numpy's PCG64), so every
 process on every machine computes the same terms; :attr:`VectorTermScheme.name` also holds a digest of
@@ -23,8 +24,8 @@ as stale.
 >>> scheme = VectorTermScheme(embedder="demo", dim=8)
 >>> v = np.arange(1, 9, dtype=np.float32)
 >>> terms = scheme.memory_terms(v)
->>> len(terms), terms[0][0]
-(64, '~')
+>>> len(terms), terms[0][0], len(scheme.query_terms(v, collection_size=10))
+(64, '~', 320)
 >>> set(terms) <= set(scheme.query_terms(v, collection_size=10))
 True
 """
@@ -76,8 +77,8 @@ class VectorTermScheme:
 
     embedder: str
     dim: int
-    tables: int = 16
-    levels: tuple[int, ...] = (4, 8, 12, 16)
+    tables: int = 64
+    levels: tuple[int, ...] = (5,)
     probes: int = 4
     max_bucket: int = 512
     _planes: npt.NDArray[np.float32] = field(init=False, repr=False, compare=False)
@@ -157,22 +158,28 @@ class VectorTermScheme:
         """The terms to ask the engine for: per table and chosen level, the query's own bucket and its
         ``probes`` most likely neighbours (flipping the bits whose projections were nearest zero, singly
         and together, cheapest first). A memory holding more of them is likely nearer."""
+        asked = self.query_buckets(vector, collection_size=collection_size)
+        return list(dict.fromkeys(_term(t, j, value) for (t, j), values in asked.items() for value in values))
+
+    def query_buckets(self, vector: npt.ArrayLike, *, collection_size: int) -> dict[tuple[int, int], list[int]]:
+        """:meth:`query_terms` as bucket numbers: ``(table, level index) -> [own bucket, probes...]``."""
         found = self._bits(vector)
         if found is None:
-            return []
+            return {}
         bits, projections = found
         margins = np.abs(projections)
-        out: list[str] = []
+        out: dict[tuple[int, int], list[int]] = {}
         for j in self.query_levels(collection_size):
             b = self.levels[j]
             for t in range(self.tables):
-                own = bits[t, :b].copy()
-                out.append(_term(t, j, _value(own)))
+                own = bits[t, :b]
+                values = [_value(own)]
                 for flip in _probes(margins[t, :b], self.probes):
                     probe = own.copy()
                     probe[list(flip)] ^= True
-                    out.append(_term(t, j, _value(probe)))
-        return list(dict.fromkeys(out))
+                    values.append(_value(probe))
+                out[(t, j)] = values
+        return out
 
 
 def _probes(margins: npt.NDArray[np.float64], count: int) -> list[tuple[int, ...]]:
