@@ -29,6 +29,7 @@ from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
+from ._vector_terms import VectorTermScheme, memory_vector_terms, query_vector_terms
 from ._word_neighbours import WordNeighbours, packaged_neighbours
 from ._word_vectors import WordVectorEmbedder, WordVectors, packaged_word_vectors
 
@@ -58,14 +59,17 @@ __all__ = [
     "SnapshotError",
     "SnapshotStore",
     "UserIndex",
+    "VectorTermScheme",
     "WordNeighbours",
     "WordVectorEmbedder",
     "WordVectors",
     "above_floor",
     "embedder_named",
     "memory_text",
+    "memory_vector_terms",
     "packaged_neighbours",
     "packaged_word_vectors",
+    "query_vector_terms",
     "reads_sentences",
     "semantic_share_for",
     "sentence_encoder_installed",
