@@ -45,6 +45,7 @@ from autogen_core.models import (
 )
 from pydantic import ValidationError
 
+from ..domain import DATED_TYPES
 from ..text import TYPE_KEYWORDS, Tokenizer
 from ..tools import (
     EARLY_STOP_SCORE,
@@ -233,7 +234,7 @@ def _days_round(days: str, config: RoundConfig, semantic: bool) -> dict[str, Any
     return {
         "query": days,
         "search_mode": _mode(config, semantic),
-        "memory_types": ["event"],
+        "memory_types": list(DATED_TYPES),
         "limit": config.max_results,
         "min_relevance_score": config.min_score,
     }
@@ -241,7 +242,7 @@ def _days_round(days: str, config: RoundConfig, semantic: bool) -> dict[str, Any
 
 def _lists_days(args: Mapping[str, Any], days: str | None) -> bool:
     """Whether a search's arguments are those of :func:`_days_round` (its hits match by time, not words)."""
-    return days is not None and args.get("query") == days and args.get("memory_types") == ["event"]
+    return days is not None and args.get("query") == days and args.get("memory_types") == list(DATED_TYPES)
 
 
 def _json(text: str) -> dict[str, Any]:
