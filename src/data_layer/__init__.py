@@ -44,6 +44,7 @@ from ._memory_types import (
 from ._message_repo import MessageRepository, NewMessage
 from ._message_search import MessageAnalyzer, PhraseFilter, TermCandidate, TermStatistics
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
+from ._questions import QUESTION_MARK_CLASS, QUESTION_MARKS, ends_as_question
 from ._records import (
     SESSION_FIELD,
     SPEAKER_FIELD,
@@ -85,6 +86,8 @@ __all__ = [
     "MEMORY_KEY_LENGTH",
     "MEMORY_TYPES",
     "PROFILE_TYPES",
+    "QUESTION_MARKS",
+    "QUESTION_MARK_CLASS",
     "RECALL_BOUNDS",
     "SESSION_FIELD",
     "SPEAKER_FIELD",
@@ -146,6 +149,7 @@ __all__ = [
     "check_memory_type",
     "current_revision",
     "downgrade",
+    "ends_as_question",
     "fold_text",
     "has_visible_text",
     "head_revision",

@@ -16,15 +16,17 @@ from data_layer import (
     FRIEND_OWNED_TYPES,
     MEMORY_TYPES,
     PROFILE_TYPES,
+    QUESTION_MARK_CLASS,
+    QUESTION_MARKS,
     RECALL_BOUNDS,
     Bound,
     MemoryType,
     MemoryTypeSpec,
+    ends_as_question,
     memory_type_spec,
 )
 
 from ._failures import FailureKind, FailureWords, failure_kind, failure_text
-from ._question import QUESTION_MARK_CLASS, QUESTION_MARKS, ends_as_question
 from ._recall import RECALL_RUN_BOUNDS
 from ._spans import MAX_LISTED_DAYS, listed_in_full
 from ._visibility import (

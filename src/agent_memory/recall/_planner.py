@@ -46,7 +46,7 @@ from autogen_core.models import (
 from pydantic import ValidationError
 
 from ..domain import DATED_TYPES
-from ..text import TYPE_KEYWORDS, Tokenizer
+from ..text import TYPE_KEYWORDS, Tokenizer, fold
 from ..tools import (
     EARLY_STOP_SCORE,
     TIMED_OUT,
@@ -290,8 +290,8 @@ def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -
     if not found:
         return ""
     anchor = max(found, key=lambda item: item.relevance_score)
-    folded = query.casefold()
-    words = [k for k in anchor.keywords if k and k.casefold() not in folded and k.casefold() not in _type_words()]
+    folded = fold(query)
+    words = [k for k in anchor.keywords if k and fold(k) not in folded and fold(k) not in _type_words()]
     return " ".join(words[:FOLLOW_WORDS])
 
 
@@ -303,7 +303,7 @@ def _type_words() -> frozenset[str]:
         term
         for words in TYPE_KEYWORDS.values()
         for word, _ in words
-        for term in (word.casefold(), *Tokenizer().unique_tokens(word))
+        for term in (fold(word), *Tokenizer().unique_tokens(word))
     )
 
 
