@@ -18,6 +18,7 @@ from data_layer import (
     FRIEND_OWNED_TYPES,
     AgentFusionDataLayer,
     InvalidInputError,
+    MemoryType,
     StorageError,
     current_revision,
     downgrade,
@@ -26,8 +27,9 @@ from data_layer import (
     schema_differences,
     upgrade,
 )
-from data_layer._memory_types import MEMORY_TYPE_NAMES
 from data_layer._tables import is_engine_object
+
+MEMORY_TYPE_NAMES = tuple(t.value for t in MemoryType)
 
 
 @pytest.fixture
