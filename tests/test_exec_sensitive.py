@@ -1,5 +1,5 @@
 """Seed 000 section 7.4: sensitive memories need an explicit permission before they reach another
-friend's slot (the rule: ``agent_memory.slots._sensitivity``)."""
+friend's slot (the rule: ``agent_memory.domain.reach``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.slots import (
-    CommandExecutor,
-    Limits,
-    SensitiveMemoryError,
-    may_reach,
-    record_sensitivity,
-    sensitivity,
-)
+from agent_memory.domain import reach, record_sensitivity, sensitivity
+from agent_memory.slots import CommandExecutor, Limits, SensitiveMemoryError
 from data_layer import AgentFusionDataLayer, Scope
 from test_sandbox import require_isolation, work_folder
 
@@ -85,8 +79,14 @@ async def test_a_remembered_command_cannot_pull_a_sensitive_memory(
     assert "糖尿病" in json.loads(saved.content)["output"]
 
 
-async def test_may_reach_is_the_same_rule_for_other_callers(layer: AgentFusionDataLayer) -> None:
+async def test_the_gate_is_the_same_rule_for_other_callers(layer: AgentFusionDataLayer) -> None:
     record = await layer.memory.add(user_id="u1", memory_key="d", content="I see a therapist weekly", friend_id="a")
     assert record_sensitivity(record) == "health"
-    assert may_reach(record, friend_id="a") and not may_reach(record, friend_id="b")
-    assert may_reach(record, friend_id="b", allow_sensitive=True)
+    assert reach(Scope.of("u1", "a"), record) and not reach(Scope.of("u1", "b"), record).seen
+    mine = Scope.of("u1")  # the user's own view sees it, but a slot run there needs the permission
+    assert reach(mine, record).seen and reach(mine, record).withheld == "health" and not reach(mine, record)
+    assert reach(mine, record, allow_sensitive=True)
+    assert "'d' is sensitive (health) and belongs to friend 'a'" in reach(mine, record).refusal()
+    shared = await layer.memory.add(user_id="u1", memory_key="s", content="my salary is 9k", shared=True)
+    assert reach(mine, shared) and not reach(Scope.of("u1", "b"), shared)  # the profile's own view: the user's
+    assert reach(Scope.of("u1", "b"), shared, allow_sensitive=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,10 +11,25 @@ from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from data_layer import current_revision, downgrade, head_revision, normalize_url, schema_differences, upgrade
+from data_layer import (
+    FRIEND_OWNED_TYPES,
+    AgentFusionDataLayer,
+    InvalidInputError,
+    MemoryType,
+    StorageError,
+    current_revision,
+    downgrade,
+    head_revision,
+    normalize_url,
+    schema_differences,
+    upgrade,
+)
 from data_layer._tables import is_engine_object
+
+MEMORY_TYPE_NAMES = tuple(t.value for t in MemoryType)
 
 
 @pytest.fixture
@@ -387,3 +403,76 @@ def test_db_upgrade_analyses_the_stored_messages(
     assert asyncio.run(_search_results(blank_url)) == asyncio.run(_results_written_at_head(backend, tmp_path, request))
     again = runner.invoke(app, ["db", "upgrade", "--url", blank_url], env={"COLUMNS": "200"})
     assert again.exit_code == 0 and "every chat message has its search terms" in again.output
+
+
+# -- the memory types in the schema ------------------------------------------------------------------------
+
+
+async def _sql(url: str, statement: str, **params: Any) -> Any:
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.begin() as conn:
+            result = await conn.execute(text(statement), params)
+            return result.all() if result.returns_rows else None
+    finally:
+        await engine.dispose()
+
+
+async def _checked_types(url: str) -> list[str]:
+    """The memory types the migrated database's CHECK constraint names, in its order."""
+    engine = create_async_engine(normalize_url(url))
+    try:
+        async with engine.connect() as conn:
+            checks = await conn.run_sync(lambda c: inspect(c).get_check_constraints("agent_memories"))
+    finally:
+        await engine.dispose()
+    (check,) = [c for c in checks if c["name"] == "ck_agent_memories_memory_type"]
+    return re.findall(r"'([a-z_]+)'", check["sqltext"])
+
+
+async def test_the_schema_allows_the_memory_types_of_the_table_and_no_other(blank_url: str) -> None:
+    """The migrated constraint names exactly the table's types: each is stored, any other is refused
+    by the database itself (a write past the library's validation). A new type fails here until a
+    revision replaces the constraint."""
+    await upgrade(blank_url)
+    assert await _checked_types(blank_url) == list(MEMORY_TYPE_NAMES)
+    async with AgentFusionDataLayer(blank_url) as layer:
+        for kind in MEMORY_TYPE_NAMES:
+            owner = "mentor" if kind in FRIEND_OWNED_TYPES else None
+            await layer.memory.add(
+                user_id="u1", memory_key=f"k-{kind}", content=kind, memory_type=kind, friend_id=owner
+            )
+        with pytest.raises(InvalidInputError) as refused:  # a caller still gets the one-line message
+            await layer.memory.add(user_id="u1", memory_key="k-diary", content="x", memory_type="diary")
+    assert str(refused.value) == f"unknown memory_type 'diary'; use one of: {', '.join(MEMORY_TYPE_NAMES)}"
+    with pytest.raises(IntegrityError):
+        await _sql(blank_url, "UPDATE agent_memories SET memory_type = 'diary' WHERE memory_key = 'k-general'")
+    rows = await _sql(blank_url, "SELECT memory_type FROM agent_memories ORDER BY memory_type")
+    assert [r[0] for r in rows] == sorted(MEMORY_TYPE_NAMES)
+
+
+async def test_the_type_check_revision_stops_at_unknown_types_and_names_them(blank_url: str) -> None:
+    """Rows of a type the table does not know stop the upgrade with one line naming each type and its
+    rows; nothing is changed. Once they are changed, the upgrade runs; the downgrade drops the check."""
+    await upgrade(blank_url)
+    async with AgentFusionDataLayer(blank_url) as layer:
+        for n in range(4):
+            await layer.memory.add(user_id="u1", memory_key=f"k{n}", content=f"记忆 {n}")
+    assert await downgrade(blank_url, "0009_message_search_engine") == "0009_message_search_engine"
+    await _sql(blank_url, "UPDATE agent_memories SET memory_type = 'diary' WHERE memory_key IN ('k0', 'k1')")
+    await _sql(blank_url, "UPDATE agent_memories SET memory_type = 'note' WHERE memory_key = 'k2'")
+    with pytest.raises(StorageError) as stopped:
+        await upgrade(blank_url)
+    message = str(stopped.value)
+    assert "\n" not in message and stopped.value.reason == "schema"
+    assert message.startswith(
+        "agent_memories holds memory types this version does not know: 'diary' (2 rows), 'note' (1 row)"
+    )
+    assert await current_revision(blank_url) == "0009_message_search_engine"
+    rows = await _sql(blank_url, "SELECT memory_key, memory_type FROM agent_memories ORDER BY memory_key")
+    assert [tuple(r) for r in rows] == [("k0", "diary"), ("k1", "diary"), ("k2", "note"), ("k3", "general")]
+
+    await _sql(blank_url, "UPDATE agent_memories SET memory_type = 'general' WHERE memory_type IN ('diary', 'note')")
+    assert await upgrade(blank_url) == head_revision()
+    assert await schema_differences(blank_url) == []
+    assert await _checked_types(blank_url) == list(MEMORY_TYPE_NAMES)

@@ -3,6 +3,7 @@ rules, and the visibility rule is the one of :class:`Scope`."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace as Row
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,8 @@ ROWS = [("u1", None), ("u1", "mentor"), ("u1", "xiaozhu"), ("u2", None), ("u2", 
 async def test_the_rule_is_the_same_for_records_sql_and_the_index(layer: AgentFusionDataLayer, scope: Scope) -> None:
     for n, (user, friend) in enumerate(ROWS):
         await layer.memory.add(user_id=user, memory_key=f"k{n}", content=f"记忆 {n}", friend_id=friend, shared=True)
-    expected = {f"k{n}" for n, (user, friend) in enumerate(ROWS) if scope.sees(user_id=user, friend_id=friend)}
+    rows = [Row(user_id=user, friend_id=friend) for user, friend in ROWS]
+    expected = {f"k{n}" for n, row in enumerate(rows) if scope.sees_record(row)}
     async with layer.db.read() as session:
         clause = scope.memory_clause(AgentMemoryTable.user_id, AgentMemoryTable.friend_id)
         by_sql = set(await session.scalars(select(AgentMemoryTable.memory_key).where(clause)))

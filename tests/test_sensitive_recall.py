@@ -1,12 +1,13 @@
 """Seed 000 section 7.4 ("敏感记忆内容需要额外权限验证") on every path by which memories reach an AI
 friend: the memory tools (``search_memories``, ``get_memory_detail``), the ``MemoryContext`` recall
-block, and seed 001's ``recall_memory`` output. The rule is ``agent_memory.slots._sensitivity``: a
+block, and seed 001's ``recall_memory`` output. The rule is ``agent_memory.domain.reach``: a
 sensitive memory reaches a friend only when it is that friend's, the user shared it with that friend
 (``metadata["share_with"]``) or the runtime passes ``allow_sensitive=True``."""
 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace as Row
 from typing import Any
 
 import pytest
@@ -14,8 +15,8 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import FunctionExecutionResultMessage, SystemMessage
 
 from agent_memory.context import reachable_items
+from agent_memory.domain import reach, record_sensitivity, shared_with
 from agent_memory.recall import RecallFinishedEvent, recall_memory_output
-from agent_memory.slots import may_reach, reaches, record_sensitivity, shared_with
 from agent_memory.system import MemorySystem
 from agent_memory.tools import GetMemoryDetailInput, MemorySearchResultItem, MemoryToolbox, SearchMemoriesInput
 from data_layer import AgentFusionDataLayer, NewMemory, Scope
@@ -63,7 +64,7 @@ def _items(keys: list[str]) -> list[MemorySearchResultItem]:
 def test_the_memories_are_as_sensitive_as_the_table_says() -> None:
     sensitive = {"diabetes", "checkup", "mortgage", "breakup", "marked"}
     for key, content, _, _, meta in MEMORIES:
-        from agent_memory.slots import sensitivity
+        from agent_memory.domain import sensitivity
 
         assert (sensitivity(content=content, metadata=meta) is not None) == (key in sensitive), key
     assert shared_with({"share_with": ["mentor"]}, "mentor") and not shared_with({"share_with": ["mentor"]}, "x")
@@ -139,7 +140,7 @@ async def test_recall_memory_output_checks_each_memory_again(layer: AgentFusionD
     assert given == {content for key, content, *_ in MEMORIES if key in EXPECTED[friend]}
     allowed = await recall_memory_output(layer, scope, _items(KEYS), profile_topk=10, event_topk=10,
                                          allow_sensitive=True)  # fmt: skip
-    visible = {content for _, content, _, owner, _ in MEMORIES if scope.sees(user_id="u1", friend_id=owner)}
+    visible = {content for _, content, _, owner, _ in MEMORIES if scope.sees_record(Row(user_id="u1", friend_id=owner))}
     assert {p.content for p in allowed.profiles} | {e.content for e in allowed.events} == visible
 
 
@@ -191,13 +192,13 @@ async def test_the_simulated_recall_memory_call_leaves_them_out_too(system: Memo
 
 
 async def test_every_path_follows_the_one_rule(system: MemorySystem) -> None:
-    """For each memory and view: the tools, the block gate and recall_memory agree with ``reaches``."""
+    """For each memory and view: the tools, the block gate and recall_memory agree with ``reach``."""
     await _store(system.layer)
     records = await system.layer.memory.get_many(user_id="u1", memory_keys=KEYS)
     for friend in ("mentor", "xiaozhu", "stranger", None):
         scope = system.scope("u1", friend)
-        rule = {k for k, r in records.items() if reaches(scope, r)}
-        assert rule == {k for k, r in records.items() if scope.sees_record(r) and may_reach(r, friend_id=friend)}
+        rule = {k for k, r in records.items() if reach(scope, r)}
+        assert rule == {k for k, r in records.items() if reach(scope, r).seen and reach(scope, r).withheld is None}
         box = system.toolbox(scope)
         details = {k for k in KEYS if (await box.get_memory_detail(GetMemoryDetailInput(memory_key=k))).success}
         gate = {i.memory_key for i in await reachable_items(system.layer, scope, _items(KEYS))}

@@ -11,24 +11,30 @@ Chinese), so a model is not told in one language how to talk in another.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
+
+from data_layer import PROFILE_TYPES
 
 Language = Literal["zh", "en"]
 
+#: The types a search for the user's preferences names (those that describe the user).
+_PROFILE_TYPES = json.dumps(sorted(PROFILE_TYPES))
+
 #: Seed 002 section 3.4.2: when the main model should use the memory tools.
 MEMORY_TOOLS_PROMPT: dict[Language, str] = {
-    "zh": """## 记忆工具
+    "zh": f"""## 记忆工具
 你可以访问用户的长期记忆。需要时主动调用 search_memories：
 - 用户提到以前的内容（"按之前的配置"、"上次的方案"）时，搜索相关主题；
-- 需要用户偏好或习惯时，用 memory_types=["profile", "user_preference"]；
+- 需要用户偏好或习惯时，用 memory_types={_PROFILE_TYPES}；
 - 多轮任务需要之前步骤的结果时，用关键词搜索；引用模糊时用 semantic 模式。
 分数 0-1：> 0.8 优先使用，0.6-0.8 作为参考。
 对话开头的 [记忆召回] 块（或 recall_memory 工具结果）列出本轮召回的记忆，形如 [memory:key:summary]；
 需要完整内容时调用 get_memory_detail(memory_key=key)。""",
-    "en": """## Memory tools
+    "en": f"""## Memory tools
 You can read the user's long-term memory. Call search_memories on your own when:
 - the user refers to something earlier ("as before", "the plan from last time"): search that topic;
-- you need the user's preferences or habits: memory_types=["profile", "user_preference"];
+- you need the user's preferences or habits: memory_types={_PROFILE_TYPES};
 - a multi-step task needs an earlier step's result: search its keywords; use semantic mode for vague references.
 Scores are 0-1: prefer > 0.8, treat 0.6-0.8 as hints.
 The [记忆召回] block at the start (or the recall_memory tool result) lists memories recalled for this

@@ -31,11 +31,21 @@ from ._fold import FOLD_VERSION, fold_text
 from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
 from ._memory_reads import MAX_GET_MANY
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
+from ._memory_types import (
+    DATED_TYPES,
+    DEFAULT_MEMORY_TYPE,
+    FRIEND_OWNED_TYPES,
+    MEMORY_TYPES,
+    PROFILE_TYPES,
+    MemoryType,
+    MemoryTypeSpec,
+    memory_type_spec,
+)
 from ._message_repo import MessageRepository, NewMessage
 from ._message_search import MessageAnalyzer, PhraseFilter, TermCandidate, TermStatistics
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
+from ._questions import QUESTION_MARK_CLASS, QUESTION_MARKS, ends_as_question
 from ._records import (
-    PROFILE_TYPES,
     SESSION_FIELD,
     SPEAKER_FIELD,
     ArchiveRecord,
@@ -48,7 +58,6 @@ from ._records import (
     MemoryAnalyzer,
     MemoryDraft,
     MemoryRecord,
-    MemoryType,
     MessageRecord,
     MessageRole,
     Page,
@@ -59,12 +68,15 @@ from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_copy, storable_json, storable_text
 from ._tables import MEMORY_KEY_LENGTH
-from ._user_settings import ChatSettings, MemoryRecallSettings, UserSettings
+from ._user_settings import RECALL_BOUNDS, Bound, ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id, truncate_utf8
 from ._validation import memory_type as check_memory_type
 
 __all__ = [
+    "DATED_TYPES",
+    "DEFAULT_MEMORY_TYPE",
     "FOLD_VERSION",
+    "FRIEND_OWNED_TYPES",
     "GLOBAL_TABLES",
     "MAX_CONTENT_BYTES",
     "MAX_GET_MANY",
@@ -72,7 +84,11 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MEMORY_KEY_LENGTH",
+    "MEMORY_TYPES",
     "PROFILE_TYPES",
+    "QUESTION_MARKS",
+    "QUESTION_MARK_CLASS",
+    "RECALL_BOUNDS",
     "SESSION_FIELD",
     "SPEAKER_FIELD",
     "AgentFusionDataLayer",
@@ -81,6 +97,7 @@ __all__ = [
     "ArchiveRepository",
     "ArchiveStateRepository",
     "Backend",
+    "Bound",
     "ChangeListener",
     "ChatLocks",
     "ChatSettings",
@@ -105,6 +122,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryRepository",
     "MemoryType",
+    "MemoryTypeSpec",
     "MessageAnalyzer",
     "MessageNotFoundError",
     "MessageRecord",
@@ -131,9 +149,11 @@ __all__ = [
     "check_memory_type",
     "current_revision",
     "downgrade",
+    "ends_as_question",
     "fold_text",
     "has_visible_text",
     "head_revision",
+    "memory_type_spec",
     "normalize_url",
     "schema_differences",
     "scope_id",

@@ -14,6 +14,7 @@ from . import _validation as v
 from ._dialect import insert_updating
 from ._errors import InvalidInputError
 from ._keyword_ops import KeywordOpsMixin
+from ._questions import QUESTION_MARKS
 from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
 from ._rows import record_of
 from ._tables import (
@@ -25,9 +26,9 @@ from ._tables import (
 from ._types import utcnow
 
 _STATE = MemoryIndexStateTable
-#: A memory asks something (``IndexRow.asks``) when it holds one of these question marks (full width,
-#: small, Arabic) anywhere ...
-QUESTION_MARKS = ("？", "﹖", "؟")
+#: A memory asks something (``IndexRow.asks``) when it holds a question mark other than "?" (full
+#: width, small, Arabic) anywhere ...
+WIDE_MARKS = tuple(mark for mark in QUESTION_MARKS if mark != "?")
 #: ... or "?" where a sentence ends: before one of these or at the end. A "?" inside a link
 #: (``page?id=3``) asks nothing.
 QUESTION_ENDS = (" ", "\n", "\t", "!", '"', "'", ")", "]", "”", "’", "）", "?")
@@ -36,7 +37,7 @@ QUESTION_ENDS = (" ", "\n", "\t", "!", '"', "'", ")", "]", "”", "’", "）", 
 def _asks(content: Any) -> Any:
     """The SQL condition of ``IndexRow.asks`` over a content column (the same on both backends)."""
     return or_(
-        *(content.contains(mark, autoescape=True) for mark in QUESTION_MARKS),
+        *(content.contains(mark, autoescape=True) for mark in WIDE_MARKS),
         content.endswith("?", autoescape=True),
         *(content.contains("?" + end, autoescape=True) for end in QUESTION_ENDS),
     )

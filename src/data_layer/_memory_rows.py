@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
 from ._errors import InvalidInputError
-from ._records import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
+from ._memory_types import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, USER_OWNED_TYPES
+from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
@@ -36,17 +37,13 @@ class NewMemory:
     memory_key: str
     content: str
     summary: str | None = None
-    memory_type: str = "general"
+    memory_type: str = DEFAULT_MEMORY_TYPE
     friend_id: str | int | None = None
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None
     keywords: Sequence[str | tuple[str, float] | KeywordInput] | None = None
     #: An event memory without ``friend_id`` is refused unless this is set: shared on purpose.
     shared: bool = False
-
-
-#: Memory types that belong to one AI friend's conversation: they must name the friend.
-FRIEND_OWNED_TYPES = frozenset({"event"})
 
 
 def _from_values(values: dict[str, Any]) -> MemoryRecord:
@@ -92,7 +89,7 @@ class MemoryRowsMixin:
                 "belongs to, or share it with every friend of the user on purpose (shared=True in Python, --shared "
                 "on the command line)"
             )
-        if friend is not None and kind in PROFILE_TYPES:
+        if friend is not None and kind in USER_OWNED_TYPES:
             raise InvalidInputError(
                 f"memory {key!r} is a {kind} memory, shared by every AI friend of the user: leave friend_id out "
                 "(no --friend on the command line); a memory for one friend alone is an event"

@@ -6,31 +6,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
-
-
-class MemoryType(StrEnum):
-    """The kinds of memory the store accepts.
-
-    ``profile`` memories describe the user and are shared by every AI friend; ``event`` memories
-    record what happened in one friend's conversation and carry that ``friend_id``.
-    """
-
-    USER_PREFERENCE = "user_preference"
-    COMMAND_OUTPUT = "command_output"
-    GENERAL = "general"
-    PROFILE = "profile"
-    EVENT = "event"
-    TOOL_RESULT = "tool_result"
-    CONVERSATION = "conversation"
-
-
-#: Memory types that describe the user (the profile every AI friend of the user sees in a recall, and
-#: whose stated topics the write path files them under); the other types are what happened.
-PROFILE_TYPES: frozenset[str] = frozenset({MemoryType.PROFILE.value, MemoryType.USER_PREFERENCE.value})
 
 
 MessageRole = Literal["user", "assistant", "system", "tool"]

@@ -7,12 +7,13 @@ A scope is a user (always), optionally one AI friend of that user, optionally a 
 - a scope with a friend sees that friend's memories and, when ``include_shared`` (the default), the
   user's shared memories (``friend_id`` null: profiles, preferences). It never sees another friend's.
 
-The same rule is offered in the three forms the layers need: :meth:`Scope.sees` for a record,
+The same rule is offered in the three forms the layers need: :meth:`Scope.sees_record` for a record,
 :meth:`Scope.memory_clause` for SQL and :meth:`Scope.friend_mask` for the search index's arrays. The
 runtime builds a scope once, from ids it trusts; a model never sees or sets it.
 
+>>> from types import SimpleNamespace as Row
 >>> scope = Scope.of("u1", friend_id="mentor")
->>> scope.sees(user_id="u1", friend_id=None), scope.sees(user_id="u1", friend_id="xiaozhu")
+>>> scope.sees_record(Row(user_id="u1", friend_id=None)), scope.sees_record(Row(user_id="u1", friend_id="xiaozhu"))
 (True, False)
 """
 
@@ -66,17 +67,14 @@ class Scope:
 
     # -- the rule --------------------------------------------------------------------------------
 
-    def sees(self, *, user_id: str, friend_id: str | None) -> bool:
-        """Whether a memory of ``user_id`` owned by ``friend_id`` (``None``: shared) is visible."""
-        if user_id != self.user_id:
+    def sees_record(self, record: Any) -> bool:
+        """Whether a row (anything with ``user_id`` and ``friend_id``, ``None``: shared) is visible. What is
+        handed to a friend passes ``agent_memory.domain.reach``, which adds the sensitivity rule to this."""
+        if record.user_id != self.user_id:
             return False
         if self.friend_id is None:
             return True
-        return friend_id == self.friend_id or (self.include_shared and friend_id is None)
-
-    def sees_record(self, record: Any) -> bool:
-        """:meth:`sees` for anything with ``user_id`` and ``friend_id`` attributes (a memory record)."""
-        return self.sees(user_id=record.user_id, friend_id=record.friend_id)
+        return record.friend_id == self.friend_id or (self.include_shared and record.friend_id is None)
 
     def memory_clause(self, user_column: Any, friend_column: Any) -> ColumnElement[bool]:
         """The rule as a SQL condition over a table's ``user_id`` and ``friend_id`` columns."""

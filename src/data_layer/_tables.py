@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     Float,
     ForeignKeyConstraint,
     Index,
@@ -36,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from ._memory_types import MEMORY_TYPE_NAMES, memory_type_check
 from ._types import JSONType, UTCDateTime, utcnow
 
 NAMING_CONVENTION = {
@@ -72,6 +74,8 @@ class AgentMemoryTable(Base):
         Index("ix_agent_memories_user_active_created", "user_id", "is_active", "created_at"),
         Index("ix_agent_memories_user_friend", "user_id", "friend_id"),
         Index("ix_agent_memories_user_revision", "user_id", "revision"),
+        # the memory-type table's names (migration 0011 makes it; a new type needs a revision)
+        CheckConstraint(memory_type_check(MEMORY_TYPE_NAMES), name="memory_type"),
     )
 
     # the key is (user_id, id); the id alone is unique as well (a random UUID)

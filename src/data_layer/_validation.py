@@ -21,7 +21,8 @@ from typing import Any
 
 from ._errors import InvalidInputError
 from ._fold import fold_text
-from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, SESSION_FIELD, SPEAKER_FIELD, KeywordInput, MemoryType
+from ._memory_types import MEMORY_TYPE_NAMES, MemoryType
+from ._records import KEYWORD_SOURCES, MESSAGE_ROLES, SESSION_FIELD, SPEAKER_FIELD, KeywordInput
 from ._storable import storable_json as json_object
 from ._storable import storable_text as storable
 from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
@@ -99,7 +100,7 @@ def memory_key(value: object) -> str:
 
 def memory_type(value: object) -> str:
     """One of :class:`MemoryType`'s values."""
-    allowed = [m.value for m in MemoryType]
+    allowed = MEMORY_TYPE_NAMES
     if isinstance(value, MemoryType):
         return value.value
     if not isinstance(value, str) or value not in allowed:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ..domain import ends_as_question
 from . import _topics as T
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def _clauses(sentence: str, *, role: str, quoted: bool) -> Iterator[Clause]:
     """Split a sentence into clauses and give each its speech kind and allowed subjects."""
     lang: Literal["zh", "en"] = "zh" if T.CJK.search(sentence) else "en"
     body = sentence.rstrip(" \n。.!?;")
-    is_question = sentence.rstrip(" \n").endswith(("?", "？"))
+    is_question = ends_as_question(sentence, trailing=" \n")
     tag = T.TAG.search(body)
     if tag is not None:
         body = body[: tag.start()]

@@ -22,8 +22,9 @@ from datetime import datetime
 
 from data_layer import MessageRecord
 
+from ..domain import QUESTION_MARK_CLASS
 from ..history import latest_lapse
-from ..text import Tokenizer, content_word, has_cjk, informativeness, parse_time_expressions
+from ..text import Tokenizer, content_word, fold, has_cjk, informativeness, parse_time_expressions
 from ._statements import statement_topics
 
 #: Sentences quoted per gist, and characters kept of each.
@@ -75,7 +76,7 @@ _SHIFTS = re.compile(r"^(?:对了|另外|还有件事|换个话题|顺便|(?:by 
 #: A demonstrative opening: it points back ("这让我很难过"), unless it opens a time counted from now.
 _DEMONSTRATIVE = re.compile(r"^(?:这|那|this\b|that\b)", re.IGNORECASE)
 #: The assistant asked: the user's next message answers about what was being talked of ("练到哪一步了？").
-_ASKS = re.compile(r"[?？]\W*$")
+_ASKS = re.compile(QUESTION_MARK_CLASS + r"\W*$")
 #: A question for a content (what, which, how...): whatever the user says next answers it.
 _ASKS_WHAT = re.compile(
     r"什么|哪|怎么|怎样|如何|谁|多少|多久|多大|几|为什么|为啥|"
@@ -96,8 +97,8 @@ def _points_back(sentence: str, *, said_at: datetime) -> bool:
         return False
     if not _DEMONSTRATIVE.match(sentence):
         return True
-    opening = sentence[:40].casefold()
-    return not any(opening.startswith(r.expression.casefold()) for r in parse_time_expressions(opening, now=said_at))
+    opening = fold(sentence[:40])
+    return not any(opening.startswith(fold(r.expression)) for r in parse_time_expressions(opening, now=said_at))
 
 
 def _answers(question: str, reply: str, tokenizer: Tokenizer) -> bool:

@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from data_layer import NewMemory
+from data_layer import PROFILE_TYPES, NewMemory
 
 _ZH_SUBJECTS = [
     "数据库",
@@ -89,7 +89,7 @@ def synthetic_memories(
             summary = f"{rng.choice(_EN_ACTIONS)} the {subject}"
             content = f"The user {summary}, {rng.choice(_EN_DETAILS)}; also {rng.choice(_EN_DETAILS)} (note {i})."
         memory_type = rng.choice(_TYPES)
-        friend = None if memory_type in ("profile", "user_preference") else f"friend-{rng.randrange(friends)}"
+        friend = None if memory_type in PROFILE_TYPES else f"friend-{rng.randrange(friends)}"
         yield NewMemory(
             memory_key=f"{key_prefix}-{i:07d}",
             content=content,

@@ -10,7 +10,7 @@ no hidden control, see ``agent_memory.text.neutralize``), brackets become parent
 breaks spaces, so no memory can close a slot, open another one or start a second header line.
 
 :func:`reachable` is the gate in front of the block: each memory is read once more and must pass
-the check of every path to a friend (``agent_memory.slots._sensitivity.reaches``: the scope sees it,
+the check of every path to a friend (``agent_memory.domain.reach``: the scope sees it,
 and a sensitive memory of another friend or of the shared profile needs the user's permission, seed
 000 section 7.4). A withheld memory gets no slot, not even its key.
 """

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from ..domain import RECALL_RUN_BOUNDS
 
 InjectionMode = Literal["system", "tool_call"]
 #: The share of the recall's time budget a recall model may use.
@@ -23,11 +25,11 @@ class RecallOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    window_size: int = Field(5, ge=1, le=50)
-    max_iterations: int = Field(3, ge=1, le=5)
-    time_budget_s: float = Field(3.0, gt=0, le=120)
-    slot_token_budget: int = Field(400, ge=20, le=8000)
-    history_token_budget: int = Field(6000, ge=256, le=1_000_000)
+    window_size: int = RECALL_RUN_BOUNDS["window_size"].field()
+    max_iterations: int = RECALL_RUN_BOUNDS["max_iterations"].field()
+    time_budget_s: float = RECALL_RUN_BOUNDS["time_budget_s"].field()
+    slot_token_budget: int = RECALL_RUN_BOUNDS["slot_token_budget"].field()
+    history_token_budget: int = RECALL_RUN_BOUNDS["history_token_budget"].field()
     injection: InjectionMode = "system"
 
     @property

@@ -375,7 +375,7 @@ class EvidenceToolbox:
         return self._aside or frozenset()
 
     def _sees(self, record: MessageRecord) -> bool:
-        return self.scope.sees(user_id=record.user_id, friend_id=record.friend_id)
+        return self.scope.sees_record(record)  # a message: the scope's rule (the sensitivity rule is of memories)
 
     def _evidence(self, record: MessageRecord, score: float | None = None) -> EvidenceMessage:
         """The record as evidence (content cut at ``max_chars``), noted in :attr:`read` once."""

@@ -28,6 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ..archiving import quotations_removed
+from ..domain import ends_as_question
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -111,7 +112,7 @@ def forget_request(text: str) -> ForgetRequest | None:
     outer = quotations_removed(text)
     for match in _SENTENCE.finditer(outer):
         sentence = match.group(0)
-        question = sentence.rstrip().endswith(("?", "？")) or bool(_ZH_QUESTION_TAIL.search(sentence))
+        question = ends_as_question(sentence) or bool(_ZH_QUESTION_TAIL.search(sentence))
         for clause in _CLAUSE.split(sentence.rstrip(" \n。.!?;")):
             found = _in_clause(clause.strip(), question=question)
             if found is not None:

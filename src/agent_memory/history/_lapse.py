@@ -32,6 +32,7 @@ from typing import Any
 
 from data_layer import InvalidInputError, MemoryRecord
 
+from ..domain import QUESTION_MARK_CLASS
 from ..text import TimeRange, fold, parse_time_expressions
 from ._validity import aware, parse_time
 
@@ -39,7 +40,7 @@ from ._validity import aware, parse_time
 _SENTENCE = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)\s+|[“”\"]")
 #: A question asks about a time; it plans nothing.
 _QUESTION = re.compile(
-    r"[?？]\s*$|[吗么][\s。.!！~]*$|是不是|要不要|会不会|有没有|能不能|"
+    QUESTION_MARK_CLASS + r"\s*$|[吗么][\s。.!！~]*$|是不是|要不要|会不会|有没有|能不能|"
     r"^\s*(?:do|does|did|what|when|where|who|why|how|which|is|are|am|can|could|should|will|would|shall)\b"
 )
 #: A habit (每周五, "every Friday") names a time that comes again: it never becomes the past.

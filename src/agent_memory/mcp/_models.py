@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from data_layer import MAX_CONTENT_BYTES, MemoryType
 
+from ..domain import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, MEMORY_TYPES, PROFILE_TYPES
 from ..evidence import LexicalSearchInput, MessagesListInput, NeighborsInput, SemanticSearchInput
 from ..forgetting import MAX_SUBJECT_CHARS
 from ..history import AwareTime
@@ -34,6 +35,14 @@ MAX_TAGS = 20
 MAX_METADATA_CHARS = 16 * 1024
 
 MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]  # type: ignore[valid-type]
+#: The memory types as a client reads them in ``add_memory``'s schema (from the memory-type table).
+_TYPES_TOLD = "; ".join(
+    [
+        f"{', '.join(sorted(PROFILE_TYPES))}: about the user, shared by every AI friend",
+        f"{', '.join(FRIEND_OWNED_TYPES)}: something that happened in one friend's conversation (needs friend_id)",
+        f"{', '.join(t.name for t in MEMORY_TYPES if t.owner == 'any')}: either",
+    ]
+)
 IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
 #: An AI friend's id: a string or an integer (seed 001 uses integers; ``7`` and ``"7"`` are one friend).
 FriendId = IdText | int
@@ -87,11 +96,7 @@ class AddMemoryArgs(_Forbid):
     content: str = Field(
         ..., min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory's text (at most 100 KB as UTF-8)"
     )
-    memory_type: MemoryTypeName = Field(
-        "general",
-        description="profile: about the user, shared by every AI friend; event: something that happened in one "
-        "friend's conversation (needs friend_id); user_preference, command_output, general, ...",
-    )
+    memory_type: MemoryTypeName = Field(DEFAULT_MEMORY_TYPE, description=_TYPES_TOLD)
     friend_id: FriendId | None = Field(
         None, description="The AI friend the memory belongs to (required for an event); omit: shared by all friends"
     )

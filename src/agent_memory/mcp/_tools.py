@@ -29,17 +29,13 @@ from pydantic import BaseModel, ValidationError
 from data_layer import (
     MAX_CONTENT_BYTES,
     AgentMemoryError,
-    DuplicateError,
-    InvalidInputError,
     MemoryRecord,
-    NotFoundError,
-    StorageError,
 )
 
+from ..domain import FRIEND_OWNED_TYPES, FailureWords, failure_text, reach
 from ..evidence import EVIDENCE_TOOLS
 from ..history import base_key, marked, memory_history, revise, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
-from ..slots import reaches
 from ..telemetry import MCP_SPAN, span
 from ..text import neutralize
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
@@ -256,18 +252,20 @@ def explain_arguments(exc: ValidationError, *, user_id: str) -> str:
 
 def _failure(exc: Exception) -> str:
     """A library error as the client reads it (the data layer's messages already say what to do)."""
-    if isinstance(exc, InvalidInputError):
-        return f"invalid input: {exc}"
-    if isinstance(exc, DuplicateError):
-        return f"{exc}. With add_memory: pass replace=true to replace it, or choose another memory_key"
-    if isinstance(exc, NotFoundError):
-        return f"not found: {exc}"
-    if isinstance(exc, StorageError):
-        advice = "retry once" if exc.retryable else "retrying will not help; tell the server's operator"
-        return f"database error ({exc.reason}): {exc.problem}; {advice}"
-    if isinstance(exc, AgentMemoryError):
-        return f"memory system error: {exc}"
-    return f"internal error ({type(exc).__name__}); the server's log (stderr) has the details"
+    return failure_text(exc, _FAILURE_WORDS)
+
+
+#: How :func:`_failure` words each kind of failure for an MCP client.
+_FAILURE_WORDS = FailureWords(
+    invalid="invalid input: {error}",
+    duplicate="{error}. With add_memory: pass replace=true to replace it, or choose another memory_key",
+    not_found="not found: {error}",
+    storage="database error ({reason}): {problem}; {advice}",
+    retry="retry once",
+    no_retry="retrying will not help; tell the server's operator",
+    library="memory system error: {error}",
+    internal="internal error ({name}); the server's log (stderr) has the details",
+)
 
 
 class MemoryMcpTools:
@@ -379,8 +377,8 @@ class MemoryMcpTools:
 
     async def _add_memory(self, args: AddMemoryArgs) -> AddMemoryResult:
         _check_size(args.content, args.metadata)
-        if args.memory_type == "event" and args.friend_id is None:
-            raise McpToolError("an event memory belongs to one AI friend: pass its friend_id")
+        if args.memory_type in FRIEND_OWNED_TYPES and args.friend_id is None:
+            raise McpToolError(f"an {args.memory_type} memory belongs to one AI friend: pass its friend_id")
         fields: dict[str, Any] = {
             "user_id": self.user_id,
             "memory_key": args.memory_key or f"mcp-{uuid.uuid4().hex[:16]}",
@@ -504,7 +502,7 @@ class MemoryMcpTools:
             # the rule of every path that hands a memory on (search, detail, recall, with or without a
             # friend): a sensitive memory stays out unless it is that friend's own or shared with it (an MCP
             # client is an agent, not the user); a page may then hold fewer
-            if reaches(scope, r)
+            if reach(scope, r)
         ]
         return ListMemoriesResult(items=items, next_cursor=page.next_cursor)
 

@@ -23,6 +23,7 @@ from autogen_core.models import ChatCompletionClient
 
 from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, MessageRecord, Scope
 
+from ..domain import reach
 from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
 from ..history import aware, shown_at
 from ..search import HybridMemorySearch
@@ -132,7 +133,7 @@ class EvidenceRecallAgent:
 
 
 def _visible(memories: Sequence[MemoryRecord], scope: Scope) -> list[MemoryRecord]:
-    return [m for m in memories if scope.sees_record(m)]
+    return [m for m in memories if reach(scope, m).seen]
 
 
 def _roles_read(box: EvidenceToolbox, role: str | None) -> str:

@@ -30,6 +30,7 @@ from autogen_core.models import (
     UserMessage,
 )
 
+from ..domain import DATED_TYPES
 from ..text import named_time_range
 from ._intent import days_asked_about, days_to_read, needs_memory
 from ._planner_client import PlannerClient
@@ -104,7 +105,7 @@ class EvidenceRecallPlanner(PlannerClient):
             "min_relevance_score": float(meta.get("memory_min_score", 0.0)),
         }
         if days is not None and not searched:  # the events of the days to read, ranked after the rest
-            return "search_memories", {"query": days, "memory_types": ["event"], **memory_search}
+            return "search_memories", {"query": days, "memory_types": list(DATED_TYPES), **memory_search}
         if question[:1000] not in searched:
             return "search_memories", {"query": question[:1000], **memory_search}
         listed = _messages(results, ("messages_list",))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from ..archiving._topics import QUESTION_ZH, TOPIC_CUES, topic_label
+from ..domain import QUESTION_MARK_CLASS, listed_in_full
 from ..text import fold, parse_time_expressions
 
 Intent = Literal["greeting", "chitchat", "past_reference", "preference", "task"]
@@ -54,7 +55,10 @@ _SUGGESTION = re.compile(
 #: 都/也 ("什么都不想做", "怎么都睡不着") or after 知道 ("不知道为什么") tells, it does not ask.
 _KNOWING = re.compile(r"知道(是)?(为什么|怎么|什么)")
 _QUESTION = re.compile(
-    QUESTION_ZH.pattern + r"|[?？]|呢\s*[。.!！~～]*$|(?:什么|怎么|为什么|哪|谁|多少|几点|几号|要不要)(?![都也])"
+    QUESTION_ZH.pattern
+    + "|"
+    + QUESTION_MARK_CLASS
+    + r"|呢\s*[。.!！~～]*$|(?:什么|怎么|为什么|哪|谁|多少|几点|几号|要不要)(?![都也])"
     r"|^(what|when|where|who|whom|which|why|how|do|does|did|is|are|was|were|can|could|should|would|will|have|has)\b",
     re.IGNORECASE,
 )
@@ -154,8 +158,6 @@ _WHAT_HAPPENED = re.compile(
     r"|happen(ed)?|up|to|doing|done|busy|go|went|on|the|was|were|is|are)\b",
     re.IGNORECASE,
 )
-#: The longest span a question about what happened may name and still be read in full, newest first.
-ASKED_DAYS = 31
 
 
 def days_asked_about(text: str) -> str | None:
@@ -164,7 +166,8 @@ def days_asked_about(text: str) -> str | None:
 
     Its other words name nothing to match: the answer is what was said in those days, so the recall
     reads them (as for :func:`recent_days_told`). A question that names something ("上周说的那个方案")
-    is searched by its words; a span longer than :data:`ASKED_DAYS` days is too long to read this way.
+    is searched by its words; a span wider than ``agent_memory.domain.MAX_LISTED_DAYS`` days is too long to
+    read this way.
 
     >>> days_asked_about("我们上周聊了什么？"), days_asked_about("What did we talk about last week?")
     ('上周', 'last week')
@@ -181,7 +184,7 @@ def _days_asked(head: str) -> str | None:
     if classify_intent(head) in ("greeting", "chitchat"):
         return None
     spans = parse_time_expressions(head, now=_WHOLE_SPANS)
-    if not spans or spans[0].end - spans[0].start > timedelta(days=ASKED_DAYS):
+    if not spans or not listed_in_full(spans[0].end - spans[0].start):
         return None
     rest = fold(head)
     for span in spans:

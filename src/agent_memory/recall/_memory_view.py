@@ -11,7 +11,7 @@ Every text in it is neutralised (``agent_memory.text.neutralize``): a model read
 simulated call's result or an MCP client's tool result.
 
 Every memory is read once more and must pass the check of every path to a friend
-(``agent_memory.slots._sensitivity.reaches``: the scope sees it, and a sensitive memory of another
+(``agent_memory.domain.reach``: the scope sees it, and a sensitive memory of another
 friend or of the shared profile needs the user's permission, seed 000 section 7.4). A withheld
 memory is left out, with its evidence ids.
 """
@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, InvalidInputError, MemoryRecord, Scope
 
+from ..domain import reach
 from ..history import AwareTime, aware, marked, shown_at
-from ..slots._sensitivity import reaches
 from ..text import neutralize
 from ..tools import MemorySearchResultItem
 
@@ -109,7 +109,7 @@ async def reachable(
         for item in items
         if (record := records.get(item.memory_key)) is not None
         and shown_at(record, as_of)
-        and reaches(scope, record, allow_sensitive=allow_sensitive)
+        and reach(scope, record, allow_sensitive=allow_sensitive)
     ]
 
 

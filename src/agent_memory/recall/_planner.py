@@ -45,7 +45,8 @@ from autogen_core.models import (
 )
 from pydantic import ValidationError
 
-from ..text import TYPE_KEYWORDS, Tokenizer
+from ..domain import DATED_TYPES
+from ..text import TYPE_KEYWORDS, Tokenizer, fold
 from ..tools import (
     EARLY_STOP_SCORE,
     TIMED_OUT,
@@ -233,7 +234,7 @@ def _days_round(days: str, config: RoundConfig, semantic: bool) -> dict[str, Any
     return {
         "query": days,
         "search_mode": _mode(config, semantic),
-        "memory_types": ["event"],
+        "memory_types": list(DATED_TYPES),
         "limit": config.max_results,
         "min_relevance_score": config.min_score,
     }
@@ -241,7 +242,7 @@ def _days_round(days: str, config: RoundConfig, semantic: bool) -> dict[str, Any
 
 def _lists_days(args: Mapping[str, Any], days: str | None) -> bool:
     """Whether a search's arguments are those of :func:`_days_round` (its hits match by time, not words)."""
-    return days is not None and args.get("query") == days and args.get("memory_types") == ["event"]
+    return days is not None and args.get("query") == days and args.get("memory_types") == list(DATED_TYPES)
 
 
 def _json(text: str) -> dict[str, Any]:
@@ -289,8 +290,8 @@ def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -
     if not found:
         return ""
     anchor = max(found, key=lambda item: item.relevance_score)
-    folded = query.casefold()
-    words = [k for k in anchor.keywords if k and k.casefold() not in folded and k.casefold() not in _type_words()]
+    folded = fold(query)
+    words = [k for k in anchor.keywords if k and fold(k) not in folded and fold(k) not in _type_words()]
     return " ".join(words[:FOLLOW_WORDS])
 
 
@@ -302,7 +303,7 @@ def _type_words() -> frozenset[str]:
         term
         for words in TYPE_KEYWORDS.values()
         for word, _ in words
-        for term in (word.casefold(), *Tokenizer().unique_tokens(word))
+        for term in (fold(word), *Tokenizer().unique_tokens(word))
     )
 
 

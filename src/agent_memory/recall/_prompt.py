@@ -10,16 +10,18 @@ paths see exactly the same input.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..domain import DATED_TYPES
 from ..text import neutralize
 
 #: The recall agent's instructions, short on purpose: a small local model reads them on every call.
 RECALL_SYSTEM_PROMPT = """你在主助手回答前，从用户的长期记忆中找出与当前消息相关的记忆。
 1. 用 search_memories 搜索（最多 {rounds} 轮）：先 keyword 精确查找，再 hybrid，最后 semantic。
-   消息讲用户这几天的状况（"最近睡眠不好"）时，第一轮只用时间词（query="最近"，memory_types=["event"]）
+   消息讲用户这几天的状况（"最近睡眠不好"）时，第一轮只用时间词（query="最近"，memory_types={dated_types}）
    列出那几天的事件：它们常与消息没有相同的词。
 2. 摘要不够判断时用 get_memory_detail。
 3. 当前消息指向更早的对话而窗口里没有时，用 expand_context_window（本轮随即结束）。
@@ -30,7 +32,7 @@ RECALL_SYSTEM_PROMPT = """你在主助手回答前，从用户的长期记忆中
 
 def recall_prompt(*, rounds: int) -> str:
     """The recall agent's system message for ``rounds`` search rounds."""
-    return RECALL_SYSTEM_PROMPT.format(rounds=rounds)
+    return RECALL_SYSTEM_PROMPT.format(rounds=rounds, dated_types=json.dumps(list(DATED_TYPES)))
 
 
 _CURRENT = "当前用户消息:"

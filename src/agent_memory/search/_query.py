@@ -24,6 +24,7 @@ from typing import Literal, get_args
 
 from data_layer import InvalidInputError, Scope, check_memory_type
 
+from ..domain import listed_in_full
 from ..history import aware as _aware  # the one rule for a time given to the library
 from ..text import TimeRange, asked_range, fold, named_range, parse_time_expressions
 
@@ -37,8 +38,6 @@ MAX_LIMIT = 100
 MAX_RANGE_DAYS = 36_500
 #: The most filter keywords one search takes.
 MAX_KEYWORDS = 20
-#: The widest time a query of nothing but a time lists (see :meth:`SearchQuery.time_alone`).
-LISTED_DAYS = 31
 #: What may stand beside a time in a query of nothing but a time: punctuation and joining words.
 _JOINERS = re.compile(r"[\W_]+|\b(?:in|on|at|during|the|over|from|within)\b|[的了呢吧啊呀里内中]", re.IGNORECASE)
 
@@ -165,8 +164,8 @@ class SearchQuery:
         the message's ("最近睡眠不好" and "这几天一直在熬夜"). The query is a time alone when, without
         its time expressions, only punctuation and joining words are left ("上周的", "in May 2023"):
         "五月天" (a band) and "最近好吗" leave words. A vague word counts ("最近": the last days), as for
-        the ``use_time_expressions`` filter; a span longer than :data:`LISTED_DAYS` days is too wide to
-        call everything in it a match ("2026年", "since 1900").
+        the ``use_time_expressions`` filter; a span wider than ``agent_memory.domain.MAX_LISTED_DAYS`` days is
+        too wide to call everything in it a match ("2026年", "since 1900").
 
         >>> q = SearchQuery.build("最近", scope=Scope.of("u1"), now=datetime(2026, 1, 6, tzinfo=UTC))
         >>> q.time_alone().start.date().isoformat()
@@ -180,7 +179,7 @@ class SearchQuery:
         for span in self.spans:
             rest = rest.replace(span.expression, " ")
         span = asked_range(self.spans)
-        if _JOINERS.sub("", rest) or span is None or span.end - span.start > timedelta(days=LISTED_DAYS):
+        if _JOINERS.sub("", rest) or span is None or not listed_in_full(span.end - span.start):
             return None
         return span
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..domain import DEFAULT_MEMORY_TYPE
 from ._scoring import TYPE_PRIORITY, interaction_score
 
 
@@ -55,6 +56,6 @@ class SearchResultRanker:
         """The rank score of one result, in 0-1 (rounded to 6 places so equal inputs tie exactly)."""
         days = None if last_accessed_at is None else max(0.0, (now - last_accessed_at).total_seconds() / 86400)
         interaction = interaction_score(access_count, days, half_life_days=self.half_life_days)
-        priority = self.type_priority.get(memory_type, self.type_priority.get("general", 0.4))
+        priority = self.type_priority.get(memory_type, self.type_priority.get(DEFAULT_MEMORY_TYPE, 0.4))
         value = self.relevance_weight * relevance + self.interaction_weight * interaction + self.type_weight * priority
         return round(value * (self.lapsed_weight if lapsed else 1.0), 6)

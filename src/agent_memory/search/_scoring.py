@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..domain import MEMORY_TYPES
+
 FloatArray = npt.NDArray[np.float64]
 
 #: Keyword match tiers (seed 002 section 3.3.1): see ``keyword_tiers`` in ``_components``.
@@ -111,16 +113,8 @@ def calibrate(score: npt.ArrayLike) -> FloatArray:
     return 1.0 - np.power(1.0 - s, 3)
 
 
-#: Type priority of the ranker (seed 002 3.3.2: user_preference > command_output > general).
-TYPE_PRIORITY: dict[str, float] = {
-    "user_preference": 1.0,
-    "profile": 1.0,
-    "command_output": 0.8,
-    "event": 0.6,
-    "tool_result": 0.5,
-    "conversation": 0.5,
-    "general": 0.4,
-}
+#: Type priority of the ranker (user_preference > command_output > general): the memory-type table's.
+TYPE_PRIORITY: dict[str, float] = {t.name: t.priority for t in MEMORY_TYPES}
 
 
 def interaction_score(access_count: int, days_since_access: float | None, *, half_life_days: float = 30.0) -> float:

@@ -23,7 +23,9 @@ from platformdirs import user_data_dir
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from data_layer import ChatSettings, MemoryRecallSettings, UserSettings
+from data_layer import RECALL_BOUNDS, ChatSettings, MemoryRecallSettings, UserSettings
+
+from ..domain import RECALL_RUN_BOUNDS
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 EmbedderName = Literal["auto", "hashing", "wordvec-zh", "use-m3", "openai", "minilm"]
@@ -110,20 +112,20 @@ class AgentMemorySettings(BaseSettings):
 
     # -- recall defaults for users without stored settings (seed 001 section 5.1) -------------------
     memory_recall_enabled: bool = True
-    memory_recall_rounds: int = Field(3, ge=1, le=5)
-    memory_recall_profile_top_k: int = Field(5, ge=1, le=10)
-    memory_recall_event_top_k: int = Field(5, ge=1, le=10)
-    memory_recall_similarity_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    memory_recall_rounds: int = RECALL_BOUNDS["rounds"].field()
+    memory_recall_profile_top_k: int = RECALL_BOUNDS["profile_top_k"].field()
+    memory_recall_event_top_k: int = RECALL_BOUNDS["event_top_k"].field()
+    memory_recall_similarity_threshold: float = RECALL_BOUNDS["similarity_threshold"].field()
 
     # -- the recall run (MemoryContext) ---------------------------------------------------------------
-    memory_recall_window_size: int = Field(5, ge=1, le=50)
-    memory_recall_max_iterations: int = Field(3, ge=1, le=5)
-    memory_recall_time_budget_s: float = Field(3.0, gt=0.0, le=120.0)
-    memory_recall_token_budget: int = Field(400, ge=20, le=8000)
+    memory_recall_window_size: int = RECALL_RUN_BOUNDS["window_size"].field()
+    memory_recall_max_iterations: int = RECALL_RUN_BOUNDS["max_iterations"].field()
+    memory_recall_time_budget_s: float = RECALL_RUN_BOUNDS["time_budget_s"].field()
+    memory_recall_token_budget: int = RECALL_RUN_BOUNDS["slot_token_budget"].field()
     memory_recall_injection: Literal["system", "tool_call"] = "system"
     #: Most tokens of conversation history a MemoryContext sends (the oldest turns are dropped from
     #: what the model sees; they stay stored and recallable).
-    memory_context_token_budget: int = Field(6000, ge=256, le=1_000_000)
+    memory_context_token_budget: int = RECALL_RUN_BOUNDS["history_token_budget"].field()
     #: Language of the instructions the library adds to an agent: auto (follow the application's
     #: system message), zh or en.
     memory_language: Literal["auto", "zh", "en"] = "auto"

@@ -21,27 +21,13 @@ from ._placeholders import (
     substitute,
 )
 from ._sandbox import Limits, RunOutcome, run_python, run_shell
-from ._sensitivity import (
-    RULES,
-    SENSITIVE_FIELD,
-    SHARE_FIELD,
-    SensitiveMemoryError,
-    check_reach,
-    may_reach,
-    reaches,
-    record_sensitivity,
-    sensitivity,
-    shared_with,
-)
+from ._sensitivity import SensitiveMemoryError
 from ._tool import RUN_CODE_TOOL, RunCodeInput, RunCodeOutput, RunCodeTool
 
 __all__ = [
     "PLACEHOLDER",
-    "RULES",
     "RUN_CODE_TOOL",
     "SANDBOX_UID",
-    "SENSITIVE_FIELD",
-    "SHARE_FIELD",
     "CodeRunFinishedEvent",
     "CodeRunOutputEvent",
     "CodeRunStartedEvent",
@@ -58,20 +44,14 @@ __all__ = [
     "RunOutcome",
     "SensitiveMemoryError",
     "SlotValue",
-    "check_reach",
     "detect_isolation",
     "format_value",
     "looks_like_shell",
-    "may_reach",
     "parse_placeholders",
     "placeholder_keys",
-    "reaches",
-    "record_sensitivity",
     "resolve",
     "run_python",
     "run_shell",
-    "sensitivity",
-    "shared_with",
     "substitute",
     "to_python",
     "unisolated_error",

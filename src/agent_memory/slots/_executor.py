@@ -14,7 +14,7 @@ the slots it was given. A malformed placeholder or a memory that is not availabl
 
 Where the machine cannot isolate runs (no working bubblewrap, see ``_isolation``), nothing runs either
 unless the executor was made with ``allow_unisolated=True`` (``MEMORY_EXEC_ALLOW_UNISOLATED``); the
-error says so. A sensitive memory (``_sensitivity``) becomes a slot only for the friend it belongs to,
+error says so. A sensitive memory (``agent_memory.domain.reach``) becomes a slot only for the friend it belongs to,
 or with ``allow_sensitive=True``.
 """
 
@@ -34,10 +34,11 @@ from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, Use
 
 from data_layer import AgentFusionDataLayer, InvalidInputError, Scope, storable_copy
 
+from ..domain import SENSITIVE_FIELD, reach, sensitivity
 from ._isolation import Isolation, detect_isolation, unisolated_error, workdir_problem
 from ._placeholders import Placeholder, PlaceholderError, SlotValue, format_value, placeholder_keys, substitute
 from ._sandbox import Limits, OutputCallback, RunOutcome, run_python, run_shell
-from ._sensitivity import SENSITIVE_FIELD, check_reach, sensitivity
+from ._sensitivity import SensitiveMemoryError
 
 logger = logging.getLogger(__name__)
 _SHELL_START = re.compile(r"^(python3?|bash|sh|ls|echo|cat|cd|git|pip|make|npm|node|docker|kubectl|curl|mysql|psql)\b")
@@ -164,12 +165,14 @@ class CommandExecutor:
         if isinstance(keys, str) or not isinstance(keys, Sequence):
             raise InvalidInputError(f'keys must be a list of memory keys such as ["db-config-001"], not {keys!r:.80}')
         found = await self.layer.memory.get_many(user_id=self.user_id, memory_keys=list(dict.fromkeys(keys)))
-        visible = {k: r for k, r in found.items() if self.scope.sees_record(r)}
+        gates = {k: reach(self.scope, r, allow_sensitive=allow_sensitive) for k, r in found.items()}
+        visible = {k: gate.record for k, gate in gates.items() if gate.seen}
         missing = [k for k in dict.fromkeys(keys) if k not in visible]
         if missing:
             raise PlaceholderError(f"no memory {missing} for this user and friend; search for the right key first")
-        for record in visible.values():
-            check_reach(record, friend_id=self.friend_id, allow_sensitive=allow_sensitive)
+        for gate in gates.values():
+            if gate.seen and gate.withheld is not None:
+                raise SensitiveMemoryError(gate.refusal())
         return {k: SlotValue(k, r.summary, r.content, r.metadata, r.memory_type) for k, r in visible.items()}
 
     async def prepare_memory_context(

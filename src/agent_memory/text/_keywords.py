@@ -23,7 +23,7 @@ from typing import Literal
 
 from autogen_core.models import ChatCompletionClient, UserMessage
 
-from data_layer import KeywordInput
+from data_layer import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, KeywordInput
 
 from ._idf import idf_table
 from ._scan import KEYWORD_SCAN_CHARS, ScanBudget, scan
@@ -53,12 +53,8 @@ MEMORY_KEYWORDS_PROMPT = """从以下记忆中提取最多 {max_keywords} 个关
   ]
 }}"""
 
-#: Words added by memory type (rules of seed 002 section 3.2.4), with their weight.
-TYPE_KEYWORDS: dict[str, tuple[tuple[str, float], ...]] = {
-    "user_preference": (("偏好", 0.35), ("preference", 0.35)),
-    "command_output": (("命令", 0.35), ("command", 0.35)),
-    "profile": (("画像", 0.3), ("profile", 0.3)),
-}
+#: Words added by memory type, with their weight: the cue words of the memory-type table.
+TYPE_KEYWORDS: dict[str, tuple[tuple[str, float], ...]] = {t.name: t.cue_words for t in MEMORY_TYPES if t.cue_words}
 
 #: Longest keyword stored (the data layer's limit); a longer word (a URL, a hash) is never a keyword.
 MAX_KEYWORD_CHARS = 100
@@ -250,7 +246,7 @@ class KeywordExtractor:
                 break
         if words:
             return [KeywordInput(w[:MAX_KEYWORD_CHARS], 0.3, "system") for w in words[:2]]
-        return [KeywordInput((memory_type or "general")[:MAX_KEYWORD_CHARS], 0.3, "system")]
+        return [KeywordInput((memory_type or DEFAULT_MEMORY_TYPE)[:MAX_KEYWORD_CHARS], 0.3, "system")]
 
     def query_keywords(self, query: str, *, context: str | None = None, max_keywords: int = 5) -> list[QueryKeyword]:
         """Typed keywords of a query, offline (entity / action / concept / time), heaviest first."""
@@ -312,7 +308,7 @@ class KeywordExtractor:
     ) -> list[tuple[str, float]]:
         assert self.model_client is not None
         prompt = MEMORY_KEYWORDS_PROMPT.format(
-            max_keywords=limit, summary=summary, content=content[:4000], memory_type=memory_type or "general"
+            max_keywords=limit, summary=summary, content=content[:4000], memory_type=memory_type or DEFAULT_MEMORY_TYPE
         )
         result = await self.model_client.create([UserMessage(content=prompt, source="system")], json_output=True)
         if not isinstance(result.content, str):

@@ -24,11 +24,11 @@ from typing import Any
 from autogen_core.models import ChatCompletionClient, UserMessage
 from autogen_core.tools import BaseTool
 
-from data_layer import AgentMemoryError, InvalidInputError, MemoryRecord, MemoryType, NotFoundError, Scope, StorageError
+from data_layer import InvalidInputError, MemoryRecord, MemoryType, NotFoundError, Scope
 
+from ..domain import FailureWords, failure_text, reach
 from ..history import marked, shown_at
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchQuery, SearchResults
-from ..slots._sensitivity import reaches
 from ..text import KeywordExtractor, neutralize, neutralize_value
 from ._ledger import RecallLedger, SearchRound
 from ._limits import ToolLimits
@@ -100,16 +100,19 @@ def _failure(exc: Exception) -> str:
     The project's errors say what was wrong in their message; a storage failure is reported by its
     problem only (no driver text), with a retry hint when repeating can help.
     """
-    if isinstance(exc, InvalidInputError):
-        return f"参数无效: {exc}"
-    if isinstance(exc, NotFoundError):
-        return f"未找到: {exc}"
-    if isinstance(exc, StorageError):
-        advice = "请重试一次" if exc.retryable else "重试无用"
-        return f"数据库错误（{exc.reason}）: {exc.problem}。{advice}，仍然失败则在 handoff 中报告"
-    if isinstance(exc, AgentMemoryError):
-        return f"记忆系统错误: {exc}"
-    return f"工具内部错误: {type(exc).__name__}: {str(exc)[:300]}"
+    return failure_text(exc, _FAILURE_WORDS)
+
+
+#: How :func:`_failure` words each kind of failure for the model.
+_FAILURE_WORDS = FailureWords(
+    invalid="参数无效: {error}",
+    not_found="未找到: {error}",
+    storage="数据库错误（{reason}）: {problem}。{advice}，仍然失败则在 handoff 中报告",
+    retry="请重试一次",
+    no_retry="重试无用",
+    library="记忆系统错误: {error}",
+    internal="工具内部错误: {name}: {error}",
+)
 
 
 def _unknown_types(memory_types: list[str] | None) -> str | None:
@@ -139,7 +142,7 @@ class MemoryToolbox:
     gives each search round its time limit. ``as_of`` answers every search with what was current
     then (an earlier value of a changed profile item). ``now`` fixes the reference time of the time decay
     (benchmarks replaying old conversations; default: the current time). Sensitive memories of
-    another friend (seed 000 section 7.4, ``agent_memory.slots._sensitivity``) are left out of the
+    another friend (seed 000 section 7.4, ``agent_memory.domain.reach``) are left out of the
     results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
     ``listing`` narrows what a search of nothing but a time lists ("最近": every memory of those days) to
     what bears on the conversation (``agent_memory.recall.told_days_filter``; ``None``: all of it).
@@ -267,7 +270,7 @@ class MemoryToolbox:
                 keywords=list(h.keywords),
             )
             for h in hits
-            if reaches(self.scope, h.record, allow_sensitive=self.allow_sensitive)
+            if reach(self.scope, h.record, allow_sensitive=self.allow_sensitive)
         ]
         message = None
         if hits.period is not None and results:  # a time alone: listed by time, not matched by words
@@ -315,17 +318,18 @@ class MemoryToolbox:
                                                   include_inactive=self.as_of is not None)  # fmt: skip
             if record is not None and not shown_at(record, self.as_of):
                 record = None  # as of a time, an earlier version is read; a deleted memory never
-            if record is not None and record.is_active and reaches(self.scope, record, allow_sensitive=allow):
+            if record is not None and record.is_active and reach(self.scope, record, allow_sensitive=allow):
                 # visible: read again, counting the access (hidden and withheld memories are not touched)
                 record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid)
         except Exception as exc:
             _log_failure("get_memory_detail", exc)
             return GetMemoryDetailOutput(success=False, message=_failure(exc))
-        if record is None or not self.scope.sees_record(record):
+        gate = None if record is None else reach(self.scope, record, allow_sensitive=self.allow_sensitive)
+        if gate is None or not gate.seen:
             return GetMemoryDetailOutput(
                 success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
             )
-        if not reaches(self.scope, record, allow_sensitive=self.allow_sensitive):
+        if not gate:
             return GetMemoryDetailOutput(
                 success=False,
                 message=f"记忆 {data.memory_key} 是敏感记忆，需要用户额外授权才能读取。不要再请求它，在 handoff 中说明",

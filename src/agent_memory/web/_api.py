@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from data_layer import FriendRecord, MemoryRecord, MemoryType, NotFoundError, scope_id
+from data_layer import FriendRecord, MemoryRecord, NotFoundError, scope_id
 
-from ..context import PROFILE_TYPES
+from ..domain import MEMORY_TYPES, PROFILE_TYPES
 from ..history import base_key, memory_history, past_mark, revise
 from ..system import MemorySystem
 from ._chat import MAX_MESSAGE_CHARS, ChatService, check_message
@@ -40,7 +40,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 MEMORY_PAGE = 200
 #: Kinds of memory the page lists under "other": neither the shared profile nor a friend's events.
 #: (``conversation`` memories are copies of chat messages, which the chat itself shows.)
-OTHER_TYPES = sorted(t.value for t in MemoryType if t.value not in {*PROFILE_TYPES, "event", "conversation"})
+OTHER_TYPES = sorted(t.name for t in MEMORY_TYPES if t.listed and t.owner != "friend" and not t.describes_user)
+#: The types each friend's section lists (its own events).
+FRIEND_TYPES = [t.name for t in MEMORY_TYPES if t.listed and t.owner == "friend"]
 
 
 def guarded(handler: Handler) -> Handler:
@@ -353,14 +355,14 @@ async def list_memory(request: Request) -> Response:
     known = {f.friend_id for f in friends}
     more: dict[str, bool] = {}
     if query:
-        types = [*sorted(PROFILE_TYPES), "event", *OTHER_TYPES]
+        types = [*sorted(PROFILE_TYPES), *FRIEND_TYPES, *OTHER_TYPES]
         hits = await system.search.search(query, user_id=user, memory_types=types, limit=100)
         records = [h.record for h in hits]
     else:
         memory = system.layer.memory
         records = []
         sections = [("profiles", sorted(PROFILE_TYPES), None), ("other", OTHER_TYPES, None)]
-        sections += [(f"friend:{f.friend_id}", ["event"], f.friend_id) for f in friends]
+        sections += [(f"friend:{f.friend_id}", FRIEND_TYPES, f.friend_id) for f in friends]
         for name, types, friend in sections:
             page = await memory.list_memories(user_id=user, memory_types=types, friend_id=friend,
                                               include_shared=False, limit=MEMORY_PAGE)  # fmt: skip
@@ -368,14 +370,14 @@ async def list_memory(request: Request) -> Response:
             more[name] = page.next_cursor is not None
         # events of a friend the page does not list (written for another app's friend id), among the
         # newest events of all friends: older ones are found by the search
-        strays = await memory.list_memories(user_id=user, memory_types=["event"], limit=MEMORY_PAGE)
+        strays = await memory.list_memories(user_id=user, memory_types=FRIEND_TYPES, limit=MEMORY_PAGE)
         records += [r for r in strays.items if r.friend_id not in known]
     by_friend: dict[str, list[dict[str, Any]]] = {f.friend_id: [] for f in friends}
     shared, other = [], []
     for record in records:
         if record.memory_type in PROFILE_TYPES and record.friend_id is None:
             shared.append(memory_json(record))
-        elif record.memory_type == "event" and record.friend_id in by_friend:
+        elif record.memory_type in FRIEND_TYPES and record.friend_id in by_friend:
             by_friend[record.friend_id].append(memory_json(record))
         else:
             other.append(memory_json(record))
