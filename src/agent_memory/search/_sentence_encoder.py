@@ -16,6 +16,7 @@ memory) load once per process, on first use or at a server's warm-up (``prepare`
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.metadata
 import threading
 from collections.abc import Sequence
@@ -74,6 +75,14 @@ def _load() -> Any:
     return _model
 
 
+@functools.lru_cache(maxsize=1)
+def _name() -> str:
+    """The encoder's name: its package's version and dimension (read once: every stored vector is checked
+    against it)."""
+    version = importlib.metadata.version(PACKAGE) if sentence_encoder_installed() else "missing"
+    return f"use-m3-{version}-d{DIM}"
+
+
 class SentenceEncoderEmbedder:
     """Multilingual sentence vectors from the packaged Universal Sentence Encoder (see the module)."""
 
@@ -87,8 +96,7 @@ class SentenceEncoderEmbedder:
 
     @property
     def name(self) -> str:
-        version = importlib.metadata.version(PACKAGE) if sentence_encoder_installed() else "missing"
-        return f"use-m3-{version}-d{DIM}"
+        return _name()
 
     @property
     def dim(self) -> int:
