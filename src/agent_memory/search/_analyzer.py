@@ -28,6 +28,8 @@ OFF_LOOP_CHARS = 8_000
 #: background pass, so a sentence encoder's cost (milliseconds a text) does not bound how fast memories
 #: can be written. Until the pass is done, those memories are found by their words.
 INLINE_VECTORS = 64
+#: Keywords whose search terms are kept once computed (a process's keyword vocabulary).
+KEYWORD_CACHE = 200_000
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -75,6 +77,7 @@ class SearchAnalyzer:
         self.extractor = extractor or KeywordExtractor()
         self.embedder = embedder
         self.topics = topics
+        self._keyword_cache: dict[str, tuple[str, ...]] = {}
 
     @property
     def name(self) -> str:
@@ -83,6 +86,20 @@ class SearchAnalyzer:
         if len(full) <= 64:  # the stored column's size
             return full
         return f"{full[:47]}~{hashlib.sha1(full.encode()).hexdigest()[:16]}"
+
+    def keyword_terms(self, keywords: Sequence[str]) -> str:
+        """The search terms of a memory's stored keywords, space-joined, each once in the order of the
+        keywords (a tag "machine learning" gives "machin learn"): what the store's engine indexes beside
+        the tokens. The data layer calls it with the keywords a memory holds after each write."""
+        out: dict[str, None] = {}
+        for word in keywords:
+            terms = self._keyword_cache.get(word)
+            if terms is None:
+                terms = tuple(self.tokenizer.unique_tokens(word))
+                if len(self._keyword_cache) < KEYWORD_CACHE:
+                    self._keyword_cache[word] = terms
+            out.update(dict.fromkeys(terms))
+        return " ".join(out)
 
     async def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
         """One analysis per draft (called by the repository before its write transaction)."""
