@@ -302,3 +302,47 @@ async def test_concurrent_writers_keep_exact_counts(db_url: str) -> None:
 
 def _unused(*_: Any) -> None:
     uuid.uuid4()
+
+
+async def _snapshot(layer: AgentFusionDataLayer, uid: str) -> tuple[Any, ...]:
+    every = await layer.memory.index_rows(user_id=uid, active_only=True)
+    rows = await layer.memory.memory_rows(user_id=uid, ids=[r.id for r in every])
+    found = await layer.memory.memory_candidates(user_id=uid, terms=WORDS[:5], keyword_terms=WORDS[5:8], limit=500)
+    return (
+        await _stored(layer, uid),
+        sorted((r.id, r.tokens, r.keyword_terms) for r in rows),
+        sorted(found),
+    )
+
+
+async def test_a_database_written_before_the_engine_gets_the_same_statistics(db_url: str) -> None:
+    from agent_memory.search._analyzer import fill_keyword_terms
+    from data_layer import downgrade, upgrade
+
+    rng = random.Random(11)
+    async with AgentFusionDataLayer(db_url) as layer:
+        await _corpus(layer, rng, 60)
+        await layer.memory.delete(user_id="u1", memory_key="m7")
+        await layer.memory.delete(user_id="u1", memory_key="m8", hard=True)
+        fresh = {uid: await _snapshot(layer, uid) for uid in ("u1", "u2")}
+    assert fresh["u1"][0][0] == 58
+    await downgrade(db_url, "0009_message_search_engine")
+    async with AgentFusionDataLayer(db_url) as layer:
+        async with layer.db.read() as session:
+            names = set((await session.execute(text("SELECT * FROM agent_memory_search_index"))).keys())
+        assert not {"keyword_terms", "vector_terms", "row_id"} & names
+    await upgrade(db_url)
+    async with AgentFusionDataLayer(db_url) as layer:
+        layer.memory.set_analyzer(WordsAnalyzer())
+        before = await layer.memory.memory_rows(
+            user_id="u1", ids=[r.id for r in await layer.memory.index_rows(user_id="u1")]
+        )
+        assert before and all(r.keyword_terms is None for r in before)  # not analysed yet
+        rows, users = await fill_keyword_terms(layer, WordsAnalyzer(), batch=7)
+        assert (rows, users) == (58 + 1 + 10, 2)  # every analysed row, the soft-deleted one too
+        assert await fill_keyword_terms(layer, WordsAnalyzer()) == (0, 0)
+        for uid in ("u1", "u2"):
+            assert await _snapshot(layer, uid) == fresh[uid]
+        # and it goes on counting new writes
+        await layer.memory.add(user_id="u1", memory_key="later", content="w1 w2 w2")
+        assert await _stored(layer, "u1") == await _recounted(layer, "u1")

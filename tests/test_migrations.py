@@ -47,6 +47,8 @@ EXPECTED = {
     "keyword_synonyms",
     "chat_messages",
     "chat_search_statistics",
+    "memory_search_statistics",
+    "memory_term_statistics",
     "tool_result_archive",
     "system_settings",
     "memory_index_state",

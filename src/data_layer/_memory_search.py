@@ -35,11 +35,13 @@ from sqlalchemy import (
     or_,
     select,
     table,
+    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 
 from . import _validation as v
 from ._index_ops import _asks
+from ._memory_engine import engine_text
 from ._message_search import _fts_string, _lexeme, owner_token
 from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow
 from ._scope import Scope
@@ -361,7 +363,67 @@ class MemorySearchMixin:
         async with self._db.read(bulk=True) as session:
             return [r[0] for r in (await session.execute(stmt)).all()]
 
+    # -- keyword terms not analysed yet ----------------------------------------------------------------
+
+    async def keyword_terms_pending_users(self, *, after: str | None = None, limit: int = 1000) -> list[str]:
+        """Up to ``limit`` users, in id order after ``after``, with search rows whose keyword terms are not
+        analysed yet (read from the partial index of those rows)."""
+        size = v.bounded_int(limit, name="limit", low=1, high=MAX_CANDIDATES)
+        stmt = select(_IX.c.user_id).where(_IX.c.keyword_terms.is_(None)).distinct().order_by(_IX.c.user_id)
+        if after is not None:
+            stmt = stmt.where(_IX.c.user_id > v.user_id(after))
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt.limit(size)).all())
+        return [str(r[0]) for r in rows]
+
+    async def keyword_terms_pending(
+        self, *, user_id: str | int, limit: int = 1000
+    ) -> list[tuple[uuid.UUID, list[str]]]:
+        """Up to ``limit`` of the user's search rows whose keyword terms are not analysed yet, as
+        ``(memory id, the keywords it holds)``."""
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=MAX_CANDIDATES)
+        ids = (
+            select(_IX.c.memory_id)
+            .where(_IX.c.user_id == uid, _IX.c.keyword_terms.is_(None))
+            .order_by(_IX.c.memory_id)
+            .limit(size)
+        )
+        async with self._db.read(bulk=True) as session:
+            found = list((await session.execute(ids)).scalars())
+            held: dict[uuid.UUID, list[str]] = {mid: [] for mid in found}
+            if found:
+                words = select(_KW.c.memory_id, _KW.c.keyword).where(
+                    _KW.c.user_id == uid, _KW.c.memory_id.in_(ids.scalar_subquery())
+                )
+                for mid, word in (await session.execute(words.order_by(_KW.c.keyword))).all():
+                    if mid in held:
+                        held[mid].append(str(word))
+        return list(held.items())
+
+    async def store_keyword_terms(self, *, user_id: str | int, terms: Sequence[tuple[uuid.UUID, str]]) -> int:
+        """Store the keyword terms of the user's search rows that have none yet; returns how many rows were
+        filled (another process may have filled some meanwhile)."""
+        uid = v.user_id(user_id)
+        values = [{"mid": mid, "terms": engine_text(t) or ""} for mid, t in terms]
+        if not values:
+            return 0
+        stmt = (
+            update(_IX)
+            .where(_IX.c.user_id == uid, _IX.c.memory_id == bindparam("mid"), _IX.c.keyword_terms.is_(None))
+            .values(keyword_terms=bindparam("terms"))
+        )
+        async with self._db.write() as session:
+            done = await (await session.connection()).execute(stmt, values)
+        return int(done.rowcount or 0)
+
     # -- rows ----------------------------------------------------------------------------------------
+
+    def _active(self) -> Any:
+        """``is_active`` as a condition no index serves on SQLite (written ``+is_active``): the planner then
+        looks the given ids (or sessions) up instead of scanning the user's active memories."""
+        if self._db.backend == "sqlite":
+            return literal_column("+agent_memories.is_active", Integer()) == 1
+        return AgentMemoryTable.is_active.is_(True)
 
     def _row_columns(self) -> list[Any]:
         m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
@@ -390,7 +452,7 @@ class MemorySearchMixin:
         stmt = (
             select(*self._row_columns())
             .outerjoin(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
-            .where(m.user_id == uid, m.is_active.is_(True), *conditions)
+            .where(m.user_id == uid, self._active(), *conditions)
             .order_by(m.created_at, m.memory_key)
         )
         kw_stmt = (
@@ -400,10 +462,10 @@ class MemorySearchMixin:
         )
         async with self._db.read(bulk=True) as session:
             rows = (await session.execute(stmt)).all()
-            keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
-            if rows:
-                for memory_id, keyword, weight in (await session.execute(kw_stmt)).all():
-                    keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
+            keyword_rows = (await session.execute(kw_stmt)).all() if rows else []
+        keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
+        for memory_id, keyword, weight in keyword_rows:
+            keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
         return [
             IndexRow(
                 id=r[0],
@@ -434,7 +496,7 @@ class MemorySearchMixin:
             return []
         m = AgentMemoryTable
         chosen = self._uuid_in(m.id, wanted, "ids")
-        ids_of = select(m.id).where(m.user_id == uid, m.is_active.is_(True), chosen)
+        ids_of = select(m.id).where(m.user_id == uid, self._active(), chosen)
         return await self._rows_where(uid, [chosen], ids_of)
 
     def _uuid_in(self, col: Any, ids: Sequence[uuid.UUID], name: str) -> Any:
@@ -475,7 +537,7 @@ class MemorySearchMixin:
             .exists()
         )
         conditions = [in_session, same]
-        ids_of = select(m.id).where(m.user_id == uid, m.is_active.is_(True), *conditions)
+        ids_of = select(m.id).where(m.user_id == uid, self._active(), *conditions)
         return await self._rows_where(uid, conditions, ids_of)
 
 

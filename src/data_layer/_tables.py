@@ -294,6 +294,15 @@ class AgentMemorySearchIndexTable(Base):
             ondelete="CASCADE",
         ),
         Index("ux_agent_memory_search_index_user_row", "user_id", "row_id", unique=True),
+        # the rows whose keyword terms are still to be computed (stored before the engine, or by a layer
+        # whose analyzer gives none)
+        Index(
+            "ix_agent_memory_search_index_user_unanalysed",
+            "user_id",
+            "memory_id",
+            sqlite_where=text("keyword_terms IS NULL"),
+            postgresql_where=text("keyword_terms IS NULL"),
+        ),
     )
 
     #: The memory's user (the same as ``agent_memories.user_id`` of ``memory_id``).

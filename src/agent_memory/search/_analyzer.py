@@ -13,7 +13,15 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 
-from data_layer import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
+from data_layer import (
+    PROFILE_TYPES,
+    AgentFusionDataLayer,
+    KeywordInput,
+    KeywordTermsAnalyzer,
+    MemoryAnalysis,
+    MemoryDraft,
+    MemoryRecord,
+)
 
 from ..text import KeywordExtractor, Tokenizer
 from ._embeddings import Embedder, Vectors, to_bytes
@@ -186,3 +194,39 @@ class SearchAnalyzer:
         have = {k.keyword for k in found}
         labels = self.topics(memory_text(summary, content))
         return found + [KeywordInput(label, 1.0, "system") for label in dict.fromkeys(labels) if label not in have]
+
+
+async def fill_keyword_terms(
+    layer: AgentFusionDataLayer,
+    analyzer: KeywordTermsAnalyzer,
+    *,
+    batch: int = 1000,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> tuple[int, int]:
+    """Store the keyword terms of every search row that has none yet (rows stored before the store's
+    engine held memories, or by a layer whose analyzer gives none), in batches; ``on_batch(user, filled)``
+    after each. Idempotent: a second run finds none. Returns ``(rows filled, users)``."""
+    rows = users = 0
+    after: str | None = None
+    while True:
+        pending = await layer.memory.keyword_terms_pending_users(after=after)
+        if not pending:
+            return rows, users
+        for user in pending:
+            filled = 0
+            while True:
+                found = await layer.memory.keyword_terms_pending(user_id=user, limit=batch)
+                if not found:
+                    break
+                terms = await asyncio.to_thread(
+                    lambda f=found: [(mid, analyzer.keyword_terms(words)) for mid, words in f]
+                )
+                done = await layer.memory.store_keyword_terms(user_id=user, terms=terms)
+                filled += done
+                if on_batch is not None:
+                    on_batch(user, done)
+                if len(found) < batch:
+                    break
+            rows += filled
+            users += 1 if filled else 0
+        after = pending[-1]

@@ -65,6 +65,7 @@ _STATS = "memory_search_statistics"
 _TERMS = "memory_term_statistics"
 _ROW_INDEX = "ux_agent_memory_search_index_user_row"
 _SESSION_INDEX = "ix_agent_memories_user_session"
+_PENDING_INDEX = "ix_agent_memory_search_index_user_unanalysed"
 _SEQUENCE = "agent_memory_search_index_row_id_seq"
 _VECTORS = ("search_vector", "keyword_vector", "bucket_vector")
 _VECTOR_INDEX = "ix_agent_memory_search_index_user_vectors"
@@ -443,11 +444,19 @@ def upgrade() -> None:
     else:
         _postgresql_engine(bind)
     op.create_index(_ROW_INDEX, _IX, ["user_id", "row_id"], unique=True)
+    op.create_index(
+        _PENDING_INDEX,
+        _IX,
+        ["user_id", "memory_id"],
+        sqlite_where=sa.text("keyword_terms IS NULL"),
+        postgresql_where=sa.text("keyword_terms IS NULL"),
+    )
     # keyword_terms stay NULL (the tokenizer is not SQL): `agent-memory db upgrade` fills them next
 
 
 def downgrade() -> None:
     bind = op.get_bind()
+    op.drop_index(_PENDING_INDEX, table_name=_IX)
     op.drop_index(_ROW_INDEX, table_name=_IX)
     if bind.dialect.name == "sqlite":
         for trigger in _SQLITE_TRIGGERS:
