@@ -82,6 +82,8 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "session_archive_state",
         "ai_friends",
         "chat_search_statistics",
+        "memory_search_statistics",
+        "memory_term_statistics",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(
