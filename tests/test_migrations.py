@@ -63,6 +63,8 @@ EXPECTED = {
     "keyword_synonyms",
     "chat_messages",
     "chat_search_statistics",
+    "memory_search_statistics",
+    "memory_term_statistics",
     "tool_result_archive",
     "system_settings",
     "memory_index_state",
@@ -96,6 +98,8 @@ async def test_keyword_revision_flags_active_memories_and_downgrades(blank_url: 
         "session_archive_state",
         "ai_friends",
         "chat_search_statistics",
+        "memory_search_statistics",
+        "memory_term_statistics",
     }
     engine = create_async_engine(normalize_url(blank_url))
     insert = text(

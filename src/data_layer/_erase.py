@@ -55,6 +55,18 @@ def _rule(table: Table) -> str:
     )
 
 
+#: Tables whose rows triggers delete as their counts reach zero (the memories' search statistics): erased
+#: first, so the erasure counts their rows instead of the triggers removing them unseen.
+_ERASED_FIRST = ("memory_search_statistics", "memory_term_statistics")
+
+
+def _erase_order() -> list[Table]:
+    """The tables in the order an erasure deletes from them: :data:`_ERASED_FIRST`, then children before
+    their parents."""
+    tables = list(reversed(Base.metadata.sorted_tables))
+    return [t for t in tables if t.name in _ERASED_FIRST] + [t for t in tables if t.name not in _ERASED_FIRST]
+
+
 async def erase_user(db: Database, user_id: str | int) -> UserErasure:
     """Delete every row of ``user_id`` in every table of the schema, in one transaction."""
     uid = v.user_id(user_id)
@@ -64,7 +76,7 @@ async def erase_user(db: Database, user_id: str | int) -> UserErasure:
     async with db.write() as session:
         # children first (reverse dependency order), explicit rather than only ON DELETE CASCADE: a SQLite
         # connection may run without foreign keys
-        for table in reversed(Base.metadata.sorted_tables):
+        for table in _erase_order():
             rule = rules[table]
             if rule == "user":
                 result = await session.execute(delete(table).where(table.c.user_id == uid))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select, update
@@ -14,6 +14,7 @@ from . import _validation as v
 from ._dialect import insert_updating
 from ._errors import InvalidInputError
 from ._keyword_ops import KeywordOpsMixin
+from ._memory_engine import engine_text, number_rows, refresh_keyword_terms
 from ._questions import QUESTION_MARKS
 from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow, IndexState, KeywordInput, MemoryAnalysis, MemoryRecord
 from ._rows import record_of
@@ -239,6 +240,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                     done.append(memory_id)
             if done:
                 await _revision.stamp(session, uid, done, revision)
+                await refresh_keyword_terms(session, self._analyzer, uid, done)
         if done:
             self._changed(uid)
         return len(done)
@@ -261,7 +263,7 @@ class IndexOpsMixin(KeywordOpsMixin):
                 self._db.backend, AgentMemorySearchIndexTable, conflict=["user_id", "memory_id"], update=columns
             )
             for columns in (
-                ["analyzer", "tokens", "embedder", "embedding", "updated_at"],
+                ["analyzer", "tokens", "embedder", "embedding", "vector_terms", "updated_at"],
                 ["analyzer", "tokens", "updated_at"],
             )
         )
@@ -281,13 +283,16 @@ class IndexOpsMixin(KeywordOpsMixin):
                         "user_id": uid,
                         "memory_id": memory_id,
                         "analyzer": analysis.analyzer,
-                        "tokens": analysis.tokens,
+                        "tokens": engine_text(analysis.tokens),
                         "embedder": analysis.embedder,
                         "embedding": analysis.embedding,
+                        "vector_terms": engine_text(analysis.vector_terms),
                         "updated_at": utcnow(),
                     }
                 )
                 done.append(memory_id)
+            # a row that exists keeps its number (the upsert does not set it)
+            await number_rows(session, self._db.backend, rows)
             for stmt, part in (
                 (with_vectors, [r for r in rows if r["embedding"] is not None]),
                 (words_only, [r for r in rows if r["embedding"] is None]),
@@ -296,14 +301,23 @@ class IndexOpsMixin(KeywordOpsMixin):
                     await session.execute(stmt, part)
             if rows:
                 await _revision.stamp(session, uid, done, revision)
+                # the keywords it holds now: the analysis' and the user tags kept
+                await refresh_keyword_terms(session, self._analyzer, uid, done)
         if done:
             self._changed(uid)
         return len(done)
 
     async def store_embeddings(
-        self, *, user_id: str | int, embedder: str, vectors: Sequence[tuple[uuid.UUID, bytes]]
+        self,
+        *,
+        user_id: str | int,
+        embedder: str,
+        vectors: Sequence[tuple[uuid.UUID, bytes]],
+        vector_terms: Mapping[uuid.UUID, str] | None = None,
     ) -> int:
-        """Store embeddings (float32 bytes) made by ``embedder`` for memories that already have an index row."""
+        """Store embeddings (float32 bytes) made by ``embedder`` for memories that already have an index row,
+        with their bucket terms (``vector_terms``: a memory left out has none stored, the old vector's
+        being stale)."""
         uid = v.user_id(user_id)
         name = v.stored_text(embedder, name="embedder")
         vectors = v.id_pairs(vectors, name="vectors")
@@ -311,8 +325,9 @@ class IndexOpsMixin(KeywordOpsMixin):
         async with self._db.write() as session:
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
             revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
+            terms = vector_terms or {}
             rows = [
-                {"mid": memory_id, "blob": blob}
+                {"mid": memory_id, "blob": blob, "terms": engine_text(terms.get(memory_id))}
                 for memory_id, blob in vectors
                 if memory_id in owned and isinstance(blob, bytes)
             ]
@@ -321,7 +336,9 @@ class IndexOpsMixin(KeywordOpsMixin):
                 await session.execute(
                     update(table)
                     .where(table.c.user_id == uid, table.c.memory_id == bindparam("mid"))
-                    .values(embedder=name, embedding=bindparam("blob"), updated_at=utcnow()),
+                    .values(
+                        embedder=name, embedding=bindparam("blob"), vector_terms=bindparam("terms"), updated_at=utcnow()
+                    ),
                     rows,
                 )
                 done.extend(r["mid"] for r in rows)

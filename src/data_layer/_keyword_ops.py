@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,6 +14,7 @@ from . import _validation as v
 from ._dialect import insert_updating
 from ._engine import Database
 from ._errors import InvalidInputError, MemoryNotFoundError
+from ._memory_engine import refresh_keyword_terms
 from ._records import KeywordInput, KeywordRecord, SynonymRecord
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemoryTable, KeywordSynonymsTable
@@ -29,6 +31,8 @@ class KeywordOpsMixin:
 
     _db: Database
     _changed: Callable[[str], None]
+    #: the repository's analyzer (its ``keyword_terms`` makes a memory's keyword terms)
+    _analyzer: Any
 
     async def _memory_id(self, session: AsyncSession, uid: str, key: str) -> uuid.UUID:
         memory_id = await session.scalar(
@@ -84,6 +88,7 @@ class KeywordOpsMixin:
                 )
                 await session.execute(stmt, keyword_rows(uid, memory_id, kws))
                 await _revision.stamp(session, uid, [memory_id], revision)
+                await refresh_keyword_terms(session, self._analyzer, uid, [memory_id])
         self._changed(uid)
         return len(kws)
 
@@ -102,6 +107,7 @@ class KeywordOpsMixin:
             revision = await _revision.bump(session, self._db.backend, uid)  # before any row changes
             await self._replace_keyword_rows(session, uid, memory_id, kws, keep_user_tags=keep_user_tags)
             await _revision.stamp(session, uid, [memory_id], revision)
+            await refresh_keyword_terms(session, self._analyzer, uid, [memory_id])
             kw = AgentMemoryKeywordsTable
             total = await session.scalar(select(func.count()).where(kw.user_id == uid, kw.memory_id == memory_id))
         self._changed(uid)
@@ -148,6 +154,7 @@ class KeywordOpsMixin:
             removed = int(result.rowcount or 0)  # type: ignore[attr-defined]
             if removed:
                 await _revision.stamp(session, uid, [memory_id], revision)
+                await refresh_keyword_terms(session, self._analyzer, uid, [memory_id])
         self._changed(uid)
         return removed
 

@@ -25,8 +25,10 @@ from ._combiner import CombinerPool
 from ._engine import Database
 from ._errors import DuplicateMemoryKeyError, InvalidInputError, NotFoundError, StaleMemoryError, StorageError
 from ._index_ops import IndexOpsMixin
+from ._memory_engine import number_rows
 from ._memory_reads import MemoryReadsMixin
 from ._memory_rows import MemoryRowsMixin, NewMemory, OnOversize, _from_values, _Prepared
+from ._memory_search import MemorySearchMixin
 from ._records import ExpectedContent, KeywordInput, MemoryAnalyzer, MemoryRecord, UpsertResult
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
@@ -42,7 +44,7 @@ async def _flush_queued(items: Sequence[_QueuedAdd]) -> list[MemoryRecord | Base
     return await items[0][0]._flush_adds(items)
 
 
-class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
+class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin, MemorySearchMixin):
     """Reads and writes ``agent_memories`` and what hangs off it (keywords, synonyms, search index).
 
     >>> rec = await layer.memory.add(user_id="u1", memory_key="db-config-001",
@@ -230,7 +232,9 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                 memory_rows.append(values)
                 kw_rows.extend(keyword_rows(uid, values["id"], item.keywords))
                 if item.analysis is not None:
-                    index_rows.append(self._index_row(uid, values["id"], item.analysis))
+                    index_rows.append(
+                        self._index_row(uid, values["id"], item.analysis, keyword_terms=item.keyword_terms)
+                    )
             results.append(_from_values(values))
         if memory_rows:
             try:
@@ -242,6 +246,7 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
         if kw_rows:
             await session.execute(AgentMemoryKeywordsTable.__table__.insert(), kw_rows)
         if index_rows:
+            await number_rows(session, self._db.backend, index_rows)
             await session.execute(AgentMemorySearchIndexTable.__table__.insert(), index_rows)
         return results
 
@@ -342,10 +347,11 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin):
                                 keyword_rows(uid, values["id"], prepared.keywords),
                             )
                         if prepared.analysis is not None:
-                            await session.execute(
-                                AgentMemorySearchIndexTable.__table__.insert(),
-                                [self._index_row(uid, values["id"], prepared.analysis)],
+                            row = self._index_row(
+                                uid, values["id"], prepared.analysis, keyword_terms=prepared.keyword_terms
                             )
+                            await number_rows(session, self._db.backend, [row])
+                            await session.execute(AgentMemorySearchIndexTable.__table__.insert(), [row])
                 break
             except StorageError as exc:  # another writer inserted the key between our look-up and insert
                 if exc.reason != "conflict" or attempt == 1:

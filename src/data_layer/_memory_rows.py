@@ -10,22 +10,27 @@ revisions, listeners).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _validation as v
 from ._errors import InvalidInputError
-from ._memory_types import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, USER_OWNED_TYPES
+from ._memory_engine import KeywordTermsAnalyzer, engine_text, keyword_terms_of, number_rows
+from ._memory_types import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, PROFILE_TYPES, USER_OWNED_TYPES
 from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
 from ._types import utcnow
+
+if TYPE_CHECKING:
+    from ._engine import Database
 
 OnOversize = Literal["truncate", "error"]
 
@@ -70,12 +75,15 @@ class _Prepared:
     draft: MemoryDraft
     keywords: list[KeywordInput]
     analysis: MemoryAnalysis | None
+    #: the search terms of ``keywords`` (``None``: the analyzer gives none)
+    keyword_terms: str | None = None
 
 
 class MemoryRowsMixin:
     """Draft validation, analysis and row building shared by the write paths of :class:`MemoryRepository`."""
 
     _analyzer: MemoryAnalyzer | None
+    _db: Database
 
     def _draft(self, uid: str, item: NewMemory, *, on_oversize: OnOversize) -> MemoryDraft:
         key = v.memory_key(item.memory_key)
@@ -121,6 +129,17 @@ class MemoryRowsMixin:
             for kw in v.analysis_keywords(analysis.keywords):  # a computed keyword never fails the write
                 merged.setdefault(kw.keyword, kw)
             prepared.append(_Prepared(draft, list(merged.values()), analysis))
+        if isinstance(self._analyzer, KeywordTermsAnalyzer):
+            analyzer = self._analyzer
+
+            def with_terms() -> list[_Prepared]:
+                return [
+                    replace(p, keyword_terms=keyword_terms_of(analyzer, sorted(k.keyword for k in p.keywords)))
+                    for p in prepared
+                ]
+
+            # a batch's keywords are tokenised off the event loop (an import: thousands of words)
+            prepared = await asyncio.to_thread(with_terms) if len(prepared) > 1 else with_terms()
         return prepared
 
     @staticmethod
@@ -145,15 +164,20 @@ class MemoryRowsMixin:
         }
 
     @staticmethod
-    def _index_row(user_id: str, memory_id: uuid.UUID, analysis: MemoryAnalysis) -> dict[str, Any]:
+    def _index_row(
+        user_id: str, memory_id: uuid.UUID, analysis: MemoryAnalysis, *, keyword_terms: str | None = None
+    ) -> dict[str, Any]:
+        """A search row (numbered by :func:`number_rows` before its insert)."""
         return {
             "user_id": user_id,
             "memory_id": memory_id,
             "analyzer": analysis.analyzer,
-            "tokens": analysis.tokens,
+            "tokens": engine_text(analysis.tokens),
             "embedder": analysis.embedder,
             "embedding": analysis.embedding,
             "updated_at": utcnow(),
+            "keyword_terms": keyword_terms,
+            "vector_terms": engine_text(analysis.vector_terms),
         }
 
     async def _replace(
@@ -181,5 +205,7 @@ class MemoryRowsMixin:
         if item.keywords:
             await session.execute(kw.__table__.insert(), keyword_rows(uid, old.id, item.keywords))
         if item.analysis is not None:
-            await session.execute(ix.__table__.insert(), [self._index_row(uid, old.id, item.analysis)])
+            row = self._index_row(uid, old.id, item.analysis, keyword_terms=item.keyword_terms)
+            await number_rows(session, self._db.backend, [row])
+            await session.execute(ix.__table__.insert(), [row])
         return values

@@ -157,7 +157,8 @@ class MemoryAnalysis:
     """What a :class:`MemoryAnalyzer` computed for one memory; stored with the memory, in its transaction.
 
     ``tokens`` are the analysed search terms joined by spaces; ``embedding`` is a float32 vector as
-    bytes, tagged with the ``embedder`` that made it.
+    bytes, tagged with the ``embedder`` that made it; ``vector_terms`` the bucket terms of that vector,
+    space-joined (``None``: none), which the store's engine indexes beside the tokens.
     """
 
     analyzer: str
@@ -165,6 +166,7 @@ class MemoryAnalysis:
     keywords: tuple[KeywordInput, ...] = ()
     embedder: str | None = None
     embedding: bytes | None = None
+    vector_terms: str | None = None
 
 
 class MemoryAnalyzer(Protocol):
@@ -212,3 +214,5 @@ class IndexRow:
     #: whether the content asks something (a "?" ending a sentence, or "？"): in a conversation, the next
     #: turn answers it
     asks: bool = False
+    #: the search terms of its stored keywords, space-joined (``None``: not analysed yet)
+    keyword_terms: str | None = None

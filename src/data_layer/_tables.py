@@ -216,16 +216,28 @@ MESSAGE_VECTOR_COLUMN = "search_vector"
 MESSAGE_VECTOR_INDEX = "ix_chat_messages_user_search_vector"
 
 
+#: The full-text engine over memories (migration ``0010_memory_search_engine``): on SQLite the FTS5 table
+#: ``agent_memories_fts(owner, terms, keywords, buckets)``, rowid = ``agent_memory_search_index.row_id``,
+#: fed by triggers; on PostgreSQL the generated ``tsvector`` columns of ``agent_memory_search_index``
+#: (tokens, keyword terms, bucket terms) and their GIN index. Both: the index of ``agent_memories`` by
+#: ``(user_id, metadata session_id)`` (an expression index, which the models cannot compare).
+MEMORY_FTS_TABLE = "agent_memories_fts"
+MEMORY_VECTOR_COLUMNS = ("search_vector", "keyword_vector", "bucket_vector")
+MEMORY_VECTOR_INDEX = "ix_agent_memory_search_index_user_vectors"
+MEMORY_SESSION_INDEX = "ix_agent_memories_user_session"
+_ENGINE_TABLES = (MESSAGE_FTS_TABLE, MEMORY_FTS_TABLE)
+
+
 def is_engine_object(name: str | None, kind: str) -> bool:
-    """Whether a reflected object is part of the message engine (the model comparison leaves it out)."""
+    """Whether a reflected object is part of a search engine (the model comparison leaves it out)."""
     if name is None:
         return False
     if kind == "table":
-        return name == MESSAGE_FTS_TABLE or name.startswith(MESSAGE_FTS_TABLE + "_")
+        return any(name == t or name.startswith(t + "_") for t in _ENGINE_TABLES)
     if kind == "column":
-        return name == MESSAGE_VECTOR_COLUMN
+        return name == MESSAGE_VECTOR_COLUMN or name in MEMORY_VECTOR_COLUMNS
     if kind == "index":
-        return name == MESSAGE_VECTOR_INDEX
+        return name in (MESSAGE_VECTOR_INDEX, MEMORY_VECTOR_INDEX, MEMORY_SESSION_INDEX)
     return False
 
 
@@ -285,6 +297,16 @@ class AgentMemorySearchIndexTable(Base):
             name="fk_agent_memory_search_index_user_id_agent_memories",
             ondelete="CASCADE",
         ),
+        Index("ux_agent_memory_search_index_user_row", "user_id", "row_id", unique=True),
+        # the rows whose keyword terms are still to be computed (stored before the engine, or by a layer
+        # whose analyzer gives none)
+        Index(
+            "ix_agent_memory_search_index_user_unanalysed",
+            "user_id",
+            "memory_id",
+            sqlite_where=text("keyword_terms IS NULL"),
+            postgresql_where=text("keyword_terms IS NULL"),
+        ),
     )
 
     #: The memory's user (the same as ``agent_memories.user_id`` of ``memory_id``).
@@ -295,6 +317,40 @@ class AgentMemorySearchIndexTable(Base):
     embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    #: The search terms of the memory's stored keywords, space-joined (``None``: not analysed yet).
+    keyword_terms: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: The bucket terms of its embedding, space-joined (``None`` or ``""``: none).
+    vector_terms: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: The row's stable number in the engine (FTS5's rowid on SQLite; a sequence on PostgreSQL).
+    row_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+#: A term column: compared and sorted by code point on both backends (PostgreSQL's "C" collation), so a
+#: prefix is a key range.
+TermText = Text().with_variant(Text(collation="C"), "postgresql")
+
+
+class MemorySearchStatisticsTable(Base):
+    """BM25's collection statistics of a user's memories: how many active memories are analysed and their
+    total length (terms). Kept by triggers (migration ``0010_memory_search_engine``) in the writing
+    transaction; a user without one has none."""
+
+    __tablename__ = "memory_search_statistics"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    memories: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class MemoryTermStatisticsTable(Base):
+    """Each token's document frequency over a user's active analysed memories (keyword terms are not
+    counted), kept by the same triggers; a term no memory holds has no row."""
+
+    __tablename__ = "memory_term_statistics"
+
+    user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
+    term: Mapped[str] = mapped_column(TermText, primary_key=True)
+    memories: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
 class SessionArchiveStateTable(Base):

@@ -31,6 +31,38 @@ async def upgrade_cmd(
     console.print(f"database {_shown(target)} is at revision [bold]{esc(reached)}[/]")
     if reached is not None and _has_message_search(reached):
         await _analyse_messages(target)
+    if reached is not None and _has_revision(reached, MEMORY_SEARCH_REVISION):
+        await _analyse_keyword_terms(target)
+
+
+def _has_revision(revision: str, wanted: str) -> bool:
+    """Whether the schema at ``revision`` has what ``wanted`` made."""
+    from alembic.script import ScriptDirectory
+
+    from data_layer._migrate import MIGRATIONS_DIR
+
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    return any(r.revision == wanted for r in script.iterate_revisions(revision, "base"))
+
+
+#: The revision that puts memories in the store's engine (their keyword terms filled after it).
+MEMORY_SEARCH_REVISION = "0010_memory_search_engine"
+
+
+async def _analyse_keyword_terms(target: str) -> None:
+    """The keyword terms of every search row stored without them (idempotent)."""
+    from agent_memory.search import SearchAnalyzer
+    from agent_memory.search._analyzer import fill_keyword_terms
+    from data_layer import AgentFusionDataLayer
+
+    async with AgentFusionDataLayer(target) as layer:
+        rows, users = await fill_keyword_terms(layer, SearchAnalyzer())
+    if rows:
+        console.print(
+            f"analysed the keywords of {rows:,} memories of {users:,} user{'' if users == 1 else 's'} for search"
+        )
+    else:
+        console.print("every analysed memory has its keyword terms")
 
 
 def _has_message_search(revision: str) -> bool:

@@ -13,7 +13,15 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 
-from data_layer import PROFILE_TYPES, KeywordInput, MemoryAnalysis, MemoryDraft, MemoryRecord
+from data_layer import (
+    PROFILE_TYPES,
+    AgentFusionDataLayer,
+    KeywordInput,
+    KeywordTermsAnalyzer,
+    MemoryAnalysis,
+    MemoryDraft,
+    MemoryRecord,
+)
 
 from ..text import KeywordExtractor, Tokenizer
 from ._embeddings import Embedder, Vectors, to_bytes
@@ -28,6 +36,8 @@ OFF_LOOP_CHARS = 8_000
 #: background pass, so a sentence encoder's cost (milliseconds a text) does not bound how fast memories
 #: can be written. Until the pass is done, those memories are found by their words.
 INLINE_VECTORS = 64
+#: Keywords whose search terms are kept once computed (a process's keyword vocabulary).
+KEYWORD_CACHE = 200_000
 
 
 def memory_text(summary: str, content: str) -> str:
@@ -75,6 +85,7 @@ class SearchAnalyzer:
         self.extractor = extractor or KeywordExtractor()
         self.embedder = embedder
         self.topics = topics
+        self._keyword_cache: dict[str, tuple[str, ...]] = {}
 
     @property
     def name(self) -> str:
@@ -83,6 +94,20 @@ class SearchAnalyzer:
         if len(full) <= 64:  # the stored column's size
             return full
         return f"{full[:47]}~{hashlib.sha1(full.encode()).hexdigest()[:16]}"
+
+    def keyword_terms(self, keywords: Sequence[str]) -> str:
+        """The search terms of a memory's stored keywords, space-joined, each once in the order of the
+        keywords (a tag "machine learning" gives "machin learn"): what the store's engine indexes beside
+        the tokens. The data layer calls it with the keywords a memory holds after each write."""
+        out: dict[str, None] = {}
+        for word in keywords:
+            terms = self._keyword_cache.get(word)
+            if terms is None:
+                terms = tuple(self.tokenizer.unique_tokens(word))
+                if len(self._keyword_cache) < KEYWORD_CACHE:
+                    self._keyword_cache[word] = terms
+            out.update(dict.fromkeys(terms))
+        return " ".join(out)
 
     async def analyze(self, drafts: Sequence[MemoryDraft]) -> list[MemoryAnalysis]:
         """One analysis per draft (called by the repository before its write transaction)."""
@@ -169,3 +194,39 @@ class SearchAnalyzer:
         have = {k.keyword for k in found}
         labels = self.topics(memory_text(summary, content))
         return found + [KeywordInput(label, 1.0, "system") for label in dict.fromkeys(labels) if label not in have]
+
+
+async def fill_keyword_terms(
+    layer: AgentFusionDataLayer,
+    analyzer: KeywordTermsAnalyzer,
+    *,
+    batch: int = 1000,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> tuple[int, int]:
+    """Store the keyword terms of every search row that has none yet (rows stored before the store's
+    engine held memories, or by a layer whose analyzer gives none), in batches; ``on_batch(user, filled)``
+    after each. Idempotent: a second run finds none. Returns ``(rows filled, users)``."""
+    rows = users = 0
+    after: str | None = None
+    while True:
+        pending = await layer.memory.keyword_terms_pending_users(after=after)
+        if not pending:
+            return rows, users
+        for user in pending:
+            filled = 0
+            while True:
+                found = await layer.memory.keyword_terms_pending(user_id=user, limit=batch)
+                if not found:
+                    break
+                terms = await asyncio.to_thread(
+                    lambda f=found: [(mid, analyzer.keyword_terms(words)) for mid, words in f]
+                )
+                done = await layer.memory.store_keyword_terms(user_id=user, terms=terms)
+                filled += done
+                if on_batch is not None:
+                    on_batch(user, done)
+                if len(found) < batch:
+                    break
+            rows += filled
+            users += 1 if filled else 0
+        after = pending[-1]

@@ -47,6 +47,8 @@ _KINDS: dict[str, str | None] = {
     "agent_memory_search_index": None,  # the analysis, computed again on import
     "memory_index_state": None,  # change counters, bumped by the import's writes
     "chat_search_statistics": None,  # the messages' search statistics, kept by the store as they are written
+    "memory_search_statistics": None,  # the memories' search statistics, likewise
+    "memory_term_statistics": None,
 }
 _DROP = {"user_id", "id", "memory_id", "revision", "needs_keyword_extraction", "content_hash"}
 
