@@ -32,6 +32,7 @@ from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
 from ._memory_engine import KeywordTermsAnalyzer
 from ._memory_reads import MAX_GET_MANY
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
+from ._memory_search import MemoryCollection
 from ._memory_types import (
     DATED_TYPES,
     DEFAULT_MEMORY_TYPE,
@@ -42,7 +43,6 @@ from ._memory_types import (
     MemoryTypeSpec,
     memory_type_spec,
 )
-from ._memory_search import MemoryCollection
 from ._message_repo import MessageRepository, NewMessage
 from ._message_search import MessageAnalyzer, PhraseFilter, TermCandidate, TermStatistics
 from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from . import _validation as v
 from ._errors import InvalidInputError
 from ._memory_engine import KeywordTermsAnalyzer, engine_text, keyword_terms_of, number_rows
-from ._memory_types import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, PROFILE_TYPES, USER_OWNED_TYPES
+from ._memory_types import DEFAULT_MEMORY_TYPE, FRIEND_OWNED_TYPES, USER_OWNED_TYPES
 from ._records import KeywordInput, MemoryAnalysis, MemoryAnalyzer, MemoryDraft, MemoryRecord
 from ._rows import keyword_rows
 from ._tables import AgentMemoryKeywordsTable, AgentMemorySearchIndexTable, AgentMemoryTable
