@@ -50,6 +50,31 @@ _STATES = select(_STATE.user_id, _STATE.revision, _STATE.hard_delete_revision).w
 )
 
 
+def index_row_of(r: Any, keywords: Mapping[uuid.UUID, Sequence[tuple[str, float]]]) -> IndexRow:
+    """An :class:`IndexRow` from a row of the index reads' columns (id, key, friend, type, created,
+    active, revision, analyzer, tokens, embedder, embedding, session, speaker, asks[, keyword terms]) and
+    the memories' keywords: the one rule for how a stored value reads."""
+    return IndexRow(
+        id=r[0],
+        memory_key=r[1],
+        friend_id=r[2],
+        memory_type=r[3],
+        created_at=r[4],
+        is_active=bool(r[5]),
+        revision=int(r[6]),
+        analyzer=r[7],
+        tokens=r[8],
+        embedder=r[9],
+        embedding=r[10],
+        keywords=tuple(keywords.get(r[0], ())),
+        session=None if r[11] is None or r[11] == "" else str(r[11]),  # 7 and "7" are one session
+        # text only: a value stored before speakers were checked (a number, true) reads as none
+        speaker=r[12] if isinstance(r[12], str) and r[12].strip() else None,
+        asks=bool(r[13]),
+        keyword_terms=r[14] if len(r) > 14 else None,
+    )
+
+
 class IndexOpsMixin(KeywordOpsMixin):
     """Index support operations of :class:`MemoryRepository` (keyword operations come with them)."""
 
@@ -109,27 +134,7 @@ class IndexOpsMixin(KeywordOpsMixin):
             keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
             for memory_id, keyword, weight in (await session.execute(kw_stmt)).all():
                 keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
-        return [
-            IndexRow(
-                id=r[0],
-                memory_key=r[1],
-                friend_id=r[2],
-                memory_type=r[3],
-                created_at=r[4],
-                is_active=bool(r[5]),
-                revision=int(r[6]),
-                analyzer=r[7],
-                tokens=r[8],
-                embedder=r[9],
-                embedding=r[10],
-                keywords=tuple(keywords.get(r[0], ())),
-                session=None if r[11] is None or r[11] == "" else str(r[11]),  # 7 and "7" are one session
-                # text only: a value stored before speakers were checked (a number, true) reads as none
-                speaker=r[12] if isinstance(r[12], str) and r[12].strip() else None,
-                asks=bool(r[13]),
-            )
-            for r in rows
-        ]
+        return [index_row_of(r, keywords) for r in rows]
 
     async def active_ids(self, *, user_id: str | int) -> set[uuid.UUID]:
         """The ids of the user's active memories (to reconcile an index after hard deletes)."""

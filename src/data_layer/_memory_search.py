@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 
 from . import _validation as v
-from ._index_ops import _asks
+from ._index_ops import _asks, index_row_of
 from ._memory_engine import engine_text
 from ._message_search import _fts_string, _lexeme, owner_token
 from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow
@@ -466,27 +466,7 @@ class MemorySearchMixin:
         keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
         for memory_id, keyword, weight in keyword_rows:
             keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
-        return [
-            IndexRow(
-                id=r[0],
-                memory_key=r[1],
-                friend_id=r[2],
-                memory_type=r[3],
-                created_at=r[4],
-                is_active=bool(r[5]),
-                revision=int(r[6]),
-                analyzer=r[7],
-                tokens=r[8],
-                embedder=r[9],
-                embedding=r[10],
-                keywords=tuple(keywords.get(r[0], ())),
-                session=None if r[11] is None or r[11] == "" else str(r[11]),
-                speaker=r[12] if isinstance(r[12], str) and r[12].strip() else None,
-                asks=bool(r[13]),
-                keyword_terms=r[14],
-            )
-            for r in rows
-        ]
+        return [index_row_of(r, keywords) for r in rows]
 
     async def memory_rows(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[IndexRow]:
         """The rows (as ``index_rows`` builds them) of the user's active memories among ``ids``."""
