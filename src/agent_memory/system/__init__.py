@@ -2,8 +2,28 @@
 
 >>> from agent_memory.system import MemorySystem
 >>> system = MemorySystem.from_settings()  # doctest: +SKIP
+
+``MemorySystem.build(settings, overrides=SystemOverrides(...))`` is the one wiring; ``search_engine``
+is the search engine it wires, for a benchmark or a test that needs the engine without the rest, and
+``describe_engine`` what an engine was built with.
 """
 
+from ._parts import (
+    EngineDescription,
+    SystemOverrides,
+    describe_engine,
+    search_analyzer,
+    search_engine,
+    settings_embedder,
+)
 from ._system import MemorySystem
 
-__all__ = ["MemorySystem"]
+__all__ = [
+    "EngineDescription",
+    "MemorySystem",
+    "SystemOverrides",
+    "describe_engine",
+    "search_analyzer",
+    "search_engine",
+    "settings_embedder",
+]

@@ -39,7 +39,7 @@ from data_layer import (
 )
 
 from ..archive import ToolResultManager
-from ..archiving import ModelExtractor, SessionArchiver, statement_topics
+from ..archiving import ModelExtractor, SessionArchiver
 from ..context import MemoryContext, RecallOptions
 from ..evidence import EvidenceToolbox, MessageIndex
 from ..forgetting import Forgetting, forget, forgettings, set_aside, unforget
@@ -50,28 +50,19 @@ from ..recall import (
     RecallMemoryOutput,
     recall_memory_output,
 )
-from ..search import (
-    Embedder,
-    FusionWeights,
-    HybridMemorySearch,
-    SearchAnalyzer,
-    SnapshotStore,
-    embedder_named,
-    reads_sentences,
-    semantic_share_for,
-    snapshot_folder,
-)
+from ..search import Embedder, SnapshotStore, reads_sentences, snapshot_folder
 from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
 from ..telemetry import record_content
-from ..text import KeywordExtractor, Tokenizer
+from ..text import Tokenizer
 from ..tools import MemoryToolbox, ToolLimits
+from ._parts import SystemOverrides, search_engine
 
 
 class MemorySystem:
     """The memory system of one database (see the module docs).
 
-    Build it with :meth:`from_settings` (or :meth:`open`); pass ``layer`` and ``settings`` directly
+    Build it with :meth:`build` (or :meth:`from_settings`); pass ``layer`` and ``settings`` directly
     only when you hold both already. ``recall_client`` replaces the offline recall planner with a
     model, ``archive_client`` the offline archiving rules; ``embedder`` stores a model's vectors with
     every memory (default: the one ``MEMORY_SEARCH_EMBEDDER`` names). :meth:`close` (or ``async with``)
@@ -94,30 +85,11 @@ class MemorySystem:
         #: The model that turns ended sessions into memories (``None``: the offline rules).
         self.archive_client = archive_client
         s = settings
-        extractor = KeywordExtractor(
-            max_keywords=s.memory_extraction_max_keywords, min_weight=s.memory_extraction_min_keyword_weight
-        )
         embedder_given = embedder is not None
-        if embedder is None:
-            embedder = embedder_named(s.memory_search_embedder, endpoint=s.embedding_endpoint())
-        self.search = HybridMemorySearch(
-            layer.memory,
-            analyzer=SearchAnalyzer(extractor=extractor, embedder=embedder, topics=statement_topics),
-            semantic_share=semantic_share_for(embedder, s.memory_search_semantic_share),
-            weights=FusionWeights(
-                keyword=s.memory_search_keyword_weight,
-                text=s.memory_search_text_similarity_weight,
-                time=s.memory_search_time_decay_weight,
-            ),
-            half_life_days=float(s.memory_search_half_life_days),
-            synonym_expansion=s.memory_extraction_enable_synonym_expansion,
-            neighbours="packaged" if s.memory_search_word_neighbours else None,
-            default_mode=s.memory_search_default_mode,
-            snapshots=_snapshot_store(s.memory_search_index_snapshot_dir, layer),
-            index_cache_mb=s.memory_search_index_cache_mb,
+        # its analyzer runs on every write through this layer, in the write's own transaction
+        self.search = search_engine(
+            layer.memory, s, embedder=embedder, snapshots=_snapshot_store(s.memory_search_index_snapshot_dir, layer)
         )
-        # every write through this layer gets keywords and search terms in its own transaction
-        layer.memory.set_analyzer(self.search.analyzer)
         #: How MemoryContexts run recall and bound what they send.
         self.recall_options = RecallOptions(
             window_size=s.memory_recall_window_size,
@@ -174,6 +146,23 @@ class MemorySystem:
     # -- construction and life cycle ---------------------------------------------------------------
 
     @classmethod
+    def build(cls, settings: AgentMemorySettings, *, overrides: SystemOverrides | None = None) -> MemorySystem:
+        """The system ``settings`` describe, with the parts ``overrides`` gives instead of the settings'.
+
+        Every system is built here (the CLI, the web chat, the MCP server, the benchmarks and
+        :meth:`from_settings`), so each wires the same engine. Raises ``SettingsError`` naming a bad
+        variable (a model client's, say).
+        """
+        o = overrides or SystemOverrides()
+        s = settings
+        layer = AgentFusionDataLayer(o.database_url or s.memory_database_url, default_settings=s.user_defaults())
+        recall = o.recall_client if o.recall_client is not None else s.recall_model_client()
+        archive = o.archive_client if o.archive_client is not None else s.archive_model_client()
+        return cls(
+            layer=layer, settings=s, recall_client=recall, archive_client=archive, embedder=o.embedder, locks=o.locks
+        )
+
+    @classmethod
     def from_settings(
         cls,
         settings: AgentMemorySettings | None = None,
@@ -184,25 +173,28 @@ class MemorySystem:
         embedder: Embedder | None = None,
         locks: ChatLocks | None = None,
     ) -> MemorySystem:
-        """A system from ``settings`` (default: the environment and ``.env``, read now).
+        """A system from ``settings`` (default: the environment and ``.env``, read now): :meth:`build`
+        with these overrides (see :class:`SystemOverrides`).
 
         ``database_url`` overrides ``MEMORY_DATABASE_URL``; ``recall_client`` overrides
         ``MEMORY_RECALL_MODEL_CLIENT`` and ``archive_client`` ``MEMORY_ARCHIVE_MODEL_CLIENT``; ``locks``
         (default: this process only) orders the chat turns and archiving runs of several processes.
         Raises ``SettingsError`` naming a bad variable.
         """
-        s = settings or load_settings()
-        layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
-        client = recall_client if recall_client is not None else s.recall_model_client()
-        archiver = archive_client if archive_client is not None else s.archive_model_client()
-        return cls(layer=layer, settings=s, recall_client=client, archive_client=archiver, embedder=embedder,
-                   locks=locks)  # fmt: skip
+        overrides = SystemOverrides(
+            database_url=database_url,
+            recall_client=recall_client,
+            archive_client=archive_client,
+            embedder=embedder,
+            locks=locks,
+        )
+        return cls.build(settings or load_settings(), overrides=overrides)
 
     @classmethod
     def open(cls, database_url: str | None = None, **settings: Any) -> MemorySystem:
         """A system on ``database_url`` with the environment's settings and ``settings`` overrides
         (field names of :class:`AgentMemorySettings`, e.g. ``memory_recall_rounds=4``)."""
-        return cls.from_settings(load_settings(**settings), database_url=database_url)
+        return cls.build(load_settings(**settings), overrides=SystemOverrides(database_url=database_url))
 
     async def ensure_schema(self) -> bool:
         """Create or migrate the tables of an embedded SQLite database; returns whether it migrated.
