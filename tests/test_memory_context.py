@@ -288,7 +288,7 @@ async def test_component_round_trip_is_lossless(tmp_path: Any) -> None:
         options = RecallOptions(window_size=7, injection="tool_call", history_token_budget=900)
         context = s.context(user_id="u1", friend_id="mentor", thread_id="t1", options=options)
         dumped = context.dump_component()
-    assert dumped.provider == "agent_memory.context.MemoryContext"
+    assert dumped.provider == "agent_memory.system.SystemMemoryContext"
     loaded = MemoryContext.load_component(json.loads(dumped.model_dump_json()))
     try:
         assert loaded.dump_component() == dumped

@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from autogen_core import Component, ComponentModel, FunctionCall
 from autogen_core.model_context import ChatCompletionContext
@@ -65,6 +65,7 @@ from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._aside import kept_messages, without_set_aside
 from ._block import RecallBlock, ledger_block, reachable
+from ._host import MemoryHost
 from ._options import RecallOptions
 from ._turns import (
     MAX_RECALL_HISTORY,
@@ -77,9 +78,6 @@ from ._turns import (
     stored_before,
 )
 from ._window import bounded, message_tokens
-
-if TYPE_CHECKING:
-    from ..system import MemorySystem
 
 logger = logging.getLogger(__name__)
 #: The most stored messages :meth:`MemoryContext.resume` gives the model (the token budget bounds what is sent).
@@ -109,11 +107,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
     :meth:`MemorySystem.context`; ``events`` (an ``asyncio.Queue``) receives recall events."""
 
     component_config_schema = MemoryContextConfig
-    component_provider_override = "agent_memory.context.MemoryContext"
 
     def __init__(
         self,
-        system: MemorySystem,
+        system: MemoryHost,
         *,
         scope: Scope,
         options: RecallOptions | None = None,
@@ -505,13 +502,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
 
     @classmethod
     def _from_config(cls, config: MemoryContextConfig) -> Self:
-        from autogen_core.models import ChatCompletionClient
-
-        from ..system import MemorySystem
-
-        client = ChatCompletionClient.load_component(config.model_client) if config.model_client else None
-        system = MemorySystem.from_settings(database_url=config.database_url or None, recall_client=client)
-        context = system.context(user_id=config.user_id, friend_id=config.friend_id, thread_id=config.thread_id,
-                                 options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
-        context._owns_system = True
-        return context  # type: ignore[return-value]
+        """A context is rebuilt by the memory system that opens its database: the one ``MemorySystem``
+        makes dumps a provider that does (``agent_memory.system.SystemMemoryContext``)."""
+        raise TypeError(
+            f"{cls.__name__} is loaded through the memory system that opens its database: dump the context "
+            "MemorySystem.context() made (its provider is agent_memory.system.SystemMemoryContext)"
+        )

@@ -56,6 +56,7 @@ from ..slots import CommandExecutor, Limits, detect_isolation
 from ..telemetry import record_content
 from ..text import Tokenizer
 from ..tools import MemoryToolbox, ToolLimits
+from ._context import SystemMemoryContext
 from ._parts import SystemOverrides, search_engine
 
 
@@ -426,7 +427,7 @@ class MemorySystem:
         """A :class:`MemoryContext` for the user talking to AI friend ``friend_id``; ``archive`` keeps
         big tool results out of the window; ``persist`` saves the chat to ``chat_messages``."""
         scope = self.scope(user_id, friend_id, thread_id)
-        return MemoryContext(
+        return SystemMemoryContext(
             self,
             scope=scope,
             options=options,
