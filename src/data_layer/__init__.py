@@ -45,7 +45,7 @@ from ._memory_types import (
 )
 from ._message_repo import MessageRepository, NewMessage
 from ._message_search import MessageAnalyzer, PhraseFilter, TermCandidate, TermStatistics
-from ._migrate import current_revision, downgrade, head_revision, schema_differences, upgrade
+from ._migrate import MIGRATIONS_DIR, current_revision, downgrade, head_revision, schema_differences, upgrade
 from ._questions import QUESTION_MARK_CLASS, QUESTION_MARKS, ends_as_question
 from ._records import (
     SESSION_FIELD,
@@ -70,6 +70,7 @@ from ._scope import Scope
 from ._settings_repo import SettingsRepository
 from ._storable import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, storable_copy, storable_json, storable_text
 from ._tables import MEMORY_KEY_LENGTH
+from ._types import utcnow
 from ._user_settings import RECALL_BOUNDS, Bound, ChatSettings, MemoryRecallSettings, UserSettings
 from ._validation import MAX_CONTENT_BYTES, MAX_MESSAGE_BYTES, has_visible_text, scope_id, truncate_utf8
 from ._validation import memory_type as check_memory_type
@@ -87,6 +88,7 @@ __all__ = [
     "MAX_METADATA_DEPTH",
     "MEMORY_KEY_LENGTH",
     "MEMORY_TYPES",
+    "MIGRATIONS_DIR",
     "PROFILE_TYPES",
     "QUESTION_MARKS",
     "QUESTION_MARK_CLASS",
@@ -166,4 +168,5 @@ __all__ = [
     "storable_text",
     "truncate_utf8",
     "upgrade",
+    "utcnow",
 ]

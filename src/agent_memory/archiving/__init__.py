@@ -27,11 +27,14 @@ from ._gists import GistDraft, make_gists
 from ._profiles import ProfileChange, ProfileWriter, profile_key
 from ._sessions import Session, split_sessions
 from ._statements import Polarity, Speech, Statement, extract_statements, statement_topics
-from ._topics import topic_label
+from ._topics import QUESTION_ZH, TOPIC_CUES, TOPICS, topic_label
 
 __all__ = [
     "MAX_SKIPPED",
+    "QUESTION_ZH",
     "REASONS",
+    "TOPICS",
+    "TOPIC_CUES",
     "ArchiveReport",
     "ConflictCase",
     "Extracted",

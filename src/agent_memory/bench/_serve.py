@@ -100,7 +100,7 @@ async def _start_server(database_url: str, port: int, workers: int = 1) -> async
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
-    from ..web._api import every_worker_serves
+    from ..web import every_worker_serves
 
     deadline, serving = time.monotonic() + 60, 0
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as client:

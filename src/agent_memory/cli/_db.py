@@ -39,7 +39,7 @@ def _has_revision(revision: str, wanted: str) -> bool:
     """Whether the schema at ``revision`` has what ``wanted`` made."""
     from alembic.script import ScriptDirectory
 
-    from data_layer._migrate import MIGRATIONS_DIR
+    from data_layer import MIGRATIONS_DIR
 
     script = ScriptDirectory(str(MIGRATIONS_DIR))
     return any(r.revision == wanted for r in script.iterate_revisions(revision, "base"))
@@ -51,12 +51,13 @@ MEMORY_SEARCH_REVISION = "0010_memory_search_engine"
 
 async def _analyse_keyword_terms(target: str) -> None:
     """The keyword terms of every search row stored without them (idempotent)."""
-    from agent_memory.search import SearchAnalyzer
-    from agent_memory.search._analyzer import fill_keyword_terms
+    from agent_memory.search import fill_keyword_terms
+    from agent_memory.settings import load_settings
+    from agent_memory.system import search_analyzer
     from data_layer import AgentFusionDataLayer
 
-    async with AgentFusionDataLayer(target) as layer:
-        rows, users = await fill_keyword_terms(layer, SearchAnalyzer())
+    async with AgentFusionDataLayer(target) as layer:  # the analysis a system on these settings runs on write
+        rows, users = await fill_keyword_terms(layer, search_analyzer(load_settings()))
     if rows:
         console.print(
             f"analysed the keywords of {rows:,} memories of {users:,} user{'' if users == 1 else 's'} for search"
@@ -69,7 +70,7 @@ def _has_message_search(revision: str) -> bool:
     """Whether the schema at ``revision`` has the messages' search terms (revision 0009 or later)."""
     from alembic.script import ScriptDirectory
 
-    from data_layer._migrate import MIGRATIONS_DIR
+    from data_layer import MIGRATIONS_DIR
 
     script = ScriptDirectory(str(MIGRATIONS_DIR))
     return any(r.revision == MESSAGE_SEARCH_REVISION for r in script.iterate_revisions(revision, "base"))

@@ -38,8 +38,7 @@ async def demo_cmd(
     from rich.panel import Panel
     from rich.table import Table
 
-    from data_layer import head_revision
-    from data_layer._types import utcnow
+    from data_layer import head_revision, utcnow
 
     from ..demo import DEMO_USER, FRIEND_NAMES, sample
     from ._recall import stream_recall

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from data_layer import PROFILE_TYPES, AgentFusionDataLayer, MemoryRecallSettings, MemoryRecord, Scope
 
-from ..recall._memory_view import reachable, without_repeats
+from ..recall import reachable, without_repeats
 from ..text import neutralize
 from ..tools import MemorySearchResultItem, RecallLedger
 

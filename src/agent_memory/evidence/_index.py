@@ -41,8 +41,7 @@ import numpy.typing as npt
 
 from data_layer import AgentFusionDataLayer, MessageRecord, PhraseFilter, Scope, TermCandidate
 
-from ..search import Embedder, HashingEmbedder, above_floor, similarity_floor
-from ..search._scoring import bm25_idf, bm25_tf
+from ..search import Embedder, HashingEmbedder, above_floor, bm25_idf, bm25_tf, similarity_floor
 from ..text import Tokenizer, fold
 from ._analyzer import MessageTermsAnalyzer, analyse_user
 from ._query import ParsedQuery as ParsedQuery

@@ -35,6 +35,7 @@ from ._memory_view import (
     RecallMemoryInput,
     RecallMemoryOutput,
     output_of_records,
+    reachable,
     recall_memory_output,
     without_repeats,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "output_of_records",
     "parse_skill",
     "parse_task",
+    "reachable",
     "recall_memory_output",
     "recall_prompt",
     "recent_days_told",

@@ -44,9 +44,9 @@ from ..tools import (
     MemorySearchResultItem,
     MemoryToolbox,
     RecallLedger,
+    ScopedTool,
     ToolLimits,
 )
-from ..tools._adapter import ScopedTool
 from ._days import told_days_filter
 from ._events import RecallErrorEvent, RecallTimeoutEvent, WindowExpandedEvent
 from ._planner import OfflineRecallPlanner

@@ -23,8 +23,7 @@ for all of it: no narrowing is made for it.
 
 from __future__ import annotations
 
-from ..archiving import statement_topics
-from ..archiving._topics import TOPICS
+from ..archiving import TOPICS, statement_topics
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchHit, SearchQuery, SearchResults
 from ..tools import ListingFilter
 from ._intent import cue_topics, recent_days_told

@@ -15,7 +15,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..archiving._topics import QUESTION_ZH, TOPIC_CUES, topic_label
+from ..archiving import QUESTION_ZH, TOPIC_CUES, topic_label
 from ..domain import QUESTION_MARK_CLASS, listed_in_full
 from ..text import fold, parse_time_expressions
 

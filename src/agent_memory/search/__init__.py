@@ -6,7 +6,7 @@
 ['db-config-001']
 """
 
-from ._analyzer import SearchAnalyzer, memory_text
+from ._analyzer import SearchAnalyzer, fill_keyword_terms, memory_text
 from ._embeddings import (
     DEFAULT_SEMANTIC_SHARE,
     EMBEDDERS,
@@ -26,7 +26,7 @@ from ._model import MemoryInfo, MemoryModel
 from ._pipeline import Pipeline, SearchHit, SearchResults
 from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
 from ._ranker import SearchResultRanker
-from ._scoring import FusionWeights
+from ._scoring import FusionWeights, bm25_idf, bm25_tf
 from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
 from ._vector_terms import VectorTermScheme, memory_vector_terms, query_vector_terms
@@ -64,7 +64,10 @@ __all__ = [
     "WordVectorEmbedder",
     "WordVectors",
     "above_floor",
+    "bm25_idf",
+    "bm25_tf",
     "embedder_named",
+    "fill_keyword_terms",
     "memory_text",
     "memory_vector_terms",
     "packaged_neighbours",

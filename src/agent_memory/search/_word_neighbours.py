@@ -46,8 +46,7 @@ import numpy as np
 import numpy.typing as npt
 from cachetools import LRUCache
 
-from ..text import fold, has_cjk
-from ..text._thesaurus import RELATED_SIMILARITY, SYNONYM_SIMILARITY
+from ..text import RELATED_SIMILARITY, SYNONYM_SIMILARITY, fold, has_cjk
 from ._word_vectors import (
     PACKAGE,
     PACKAGE_VERSION,

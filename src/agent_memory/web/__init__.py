@@ -8,6 +8,7 @@ Without ``MEMORY_CHAT_MODEL_CLIENT`` the chat answers with :class:`OfflineRespon
 deterministic client that needs no download and says so on the page.
 """
 
+from ._api import every_worker_serves
 from ._app import create_app, serve
 from ._chat import MAX_MESSAGE_CHARS, ChatService, ThinkSplitter, split_think
 from ._responder import OFFLINE_LABEL, OfflineResponder, offline_reply
@@ -19,6 +20,7 @@ __all__ = [
     "OfflineResponder",
     "ThinkSplitter",
     "create_app",
+    "every_worker_serves",
     "offline_reply",
     "serve",
     "split_think",
