@@ -38,11 +38,15 @@ def replay(answers: Sequence[str | CreateResult]) -> ReplayChatCompletionClient:
     return ReplayChatCompletionClient(list(answers), model_info=MODEL_INFO)
 
 
-def engine(memory: Any, **options: Any) -> Any:
-    """A ``HybridMemorySearch`` whose analysis runs on every write of ``memory`` (what
-    ``MemorySystem`` wires), for tests that exercise the engine without the whole system."""
-    from agent_memory.search import HybridMemorySearch
+def engine(memory: Any, *, embedder: Any = None, **settings: Any) -> Any:
+    """The search engine a ``MemorySystem`` wires (``agent_memory.system.search_engine``) on ``memory``,
+    its analysis run on every write, for tests that exercise the engine without the whole system.
 
-    search = HybridMemorySearch(memory, **options)
-    memory.set_analyzer(search.analyzer)
-    return search
+    ``settings`` are fields of ``AgentMemorySettings`` (e.g. ``memory_extraction_max_keywords=3``); the
+    embedder is the hashing one (the words alone, no model to load) unless ``memory_search_embedder`` or
+    ``embedder`` says otherwise. No index is saved."""
+    from agent_memory.settings import load_settings
+    from agent_memory.system import search_engine
+
+    chosen = load_settings(**{"memory_search_embedder": "hashing", **settings})
+    return search_engine(memory, chosen, embedder=embedder)

@@ -51,13 +51,13 @@ def test_vectors_round_trip_as_bytes() -> None:
 
 async def test_openai_endpoint_vectors_are_stored_and_reused(layer: AgentFusionDataLayer, endpoint: str) -> None:
     embedder = OpenAIEmbedder(model="toy", dim=DIM, base_url=endpoint)
-    engine = make_engine(layer.memory, analyzer=SearchAnalyzer(embedder=embedder))
+    engine = make_engine(layer.memory, embedder=embedder)
     await layer.memory.add(user_id="u", memory_key="a", content="aaaa aaaa", created_at=NOW)
     await layer.memory.add(user_id="u", memory_key="b", content="bbbb bbbb", created_at=NOW)
     assert _inputs == ["aaaa aaaa", "bbbb bbbb"]  # embedded once, on write
     hits = await engine.search("aaa", user_id="u", mode="semantic", now=NOW)
     assert [h.memory_key for h in hits] == ["a"] and hits[0].semantic > 0.9  # "b" shares no feature
-    fresh = make_engine(layer.memory, analyzer=SearchAnalyzer(embedder=embedder))  # a new process
+    fresh = make_engine(layer.memory, embedder=embedder)  # a new process
     await fresh.search("bbb", user_id="u", mode="semantic", now=NOW)
     assert _inputs == ["aaaa aaaa", "bbbb bbbb", "aaa", "bbb"]  # only the queries were embedded
 

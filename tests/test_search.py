@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from agent_memory.bench import synthetic_memories, synthetic_queries
-from agent_memory.search import HybridMemorySearch, MemoryModel, SearchAnalyzer
-from agent_memory.text import KeywordExtractor
+from agent_memory.search import HybridMemorySearch, MemoryModel
 from data_layer import AgentFusionDataLayer, InvalidInputError, NewMemory, upgrade
 from scripted import engine as make_engine
 
@@ -328,7 +327,7 @@ async def test_ranker_uses_access_counts(layer: AgentFusionDataLayer) -> None:
 async def test_changed_analyzer_reanalyses_stored_memories(layer: AgentFusionDataLayer) -> None:
     await layer.memory.add(user_id="dan", memory_key="m", content="项目 周报 模板", created_at=NOW)  # no analyzer yet
     assert await layer.memory.pending_keyword_extraction(user_id="dan")
-    engine = make_engine(layer.memory, analyzer=SearchAnalyzer(extractor=KeywordExtractor(max_keywords=3)))
+    engine = make_engine(layer.memory, memory_extraction_max_keywords=3)
     assert await keys(engine, "周报", user_id="dan") == ["m"]
     assert await layer.memory.pending_keyword_extraction(user_id="dan") == []
 
@@ -448,7 +447,7 @@ async def test_concurrent_writes_never_leak_another_friends_memory(layer: AgentF
     could reuse the freed index slot) still returns only the friend's own memories."""
     import asyncio
 
-    engine = make_engine(layer.memory, embedder=_SlowEmbedder(), semantic_share=0.5)
+    engine = make_engine(layer.memory, embedder=_SlowEmbedder(), memory_search_semantic_share=0.5)
     await layer.memory.add(user_id="f", memory_key="a1", content="项目 预算 会议", friend_id="A", created_at=NOW)
     await engine.refresh(user_id="f")
 
@@ -537,7 +536,7 @@ async def test_the_order_by_meaning_weighs_a_written_date_as_the_words_do(layer:
     together; the memory of that day comes first, though 35 memories of a year before are nearer in
     meaning (ordered by cosine alone they took every place the meaning gives, and the day's memory fell
     out of the ten)."""
-    engine = make_engine(layer.memory, embedder=_DateBlindEncoder(), semantic_share=0.3)
+    engine = make_engine(layer.memory, embedder=_DateBlindEncoder(), memory_search_semantic_share=0.3)
     then = datetime(2023, 6, 3, 12, 0, tzinfo=UTC)
     await layer.memory.add(
         user_id="mia", memory_key="pottery", content="Signed up for a pottery class", created_at=then

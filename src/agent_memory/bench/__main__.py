@@ -1,5 +1,6 @@
-"""``python -m agent_memory.bench ...`` is ``agent-memory bench ...``."""
+"""``python -m agent_memory.bench ...``: the commands of ``agent-memory bench ...`` (an error is raised
+as a Python traceback, not explained in two lines)."""
 
-from agent_memory.cli._bench import app
+from agent_memory.bench import bench_app
 
-app(prog_name="python -m agent_memory.bench")
+bench_app()(prog_name="python -m agent_memory.bench")

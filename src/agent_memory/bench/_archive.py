@@ -24,8 +24,7 @@ from data_layer import upgrade
 
 from ..archive import LOAD_TOOL
 from ..context import estimate_tokens
-from ..settings import load_settings
-from ..system import MemorySystem
+from ._system import bench_settings, bench_system
 
 
 def _result_text(round_no: int, chars: int) -> str:
@@ -62,9 +61,8 @@ async def bench_archive(
         raise ValueError("need 1 <= reload_of < reload_round <= rounds")
     await upgrade(url)
     # the history budget is lifted so the figure measures the archive alone, not the window
-    settings = load_settings(memory_database_url=str(url), memory_archive_threshold=threshold,
-                             memory_context_token_budget=1_000_000)  # fmt: skip
-    async with MemorySystem.from_settings(settings) as system:
+    settings = bench_settings(url, memory_archive_threshold=threshold, memory_context_token_budget=1_000_000)
+    async with bench_system(url, settings) as system:
         archived = system.context(user_id="bench-user", thread_id="bench")
         full = UnboundedChatCompletionContext()
         uuids: dict[int, str] = {}

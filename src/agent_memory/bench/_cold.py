@@ -17,10 +17,10 @@ _STARTED = time.perf_counter()
 
 
 async def _main(url: str, folder: str, user: str, query: str, mode: str, warm: bool) -> dict[str, object]:
-    from ..system import MemorySystem
+    from ._system import bench_settings, bench_system
 
     imported = time.perf_counter()
-    system = MemorySystem.open(url, memory_search_index_snapshot_dir=folder)
+    system = bench_system(url, bench_settings(url, memory_search_index_snapshot_dir=folder))
     async with system:
         opened = time.perf_counter()
         if warm:

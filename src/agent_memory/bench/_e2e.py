@@ -20,10 +20,9 @@ from typing import Any
 from data_layer import NewMessage
 
 from ..recall import RankedHit
-from ..settings import load_settings
-from ..system import MemorySystem
 from ._datasets import BenchDataset, BenchQuery
 from ._retrieval import percentile
+from ._system import bench_settings, bench_system
 
 FRIEND = "bench-friend"
 
@@ -48,8 +47,7 @@ def _role(doc_text: str, first_speaker: dict[str, str], user: str) -> str:
 
 async def run_e2e(dataset: BenchDataset, url: str) -> E2ERun:
     """Store, archive and recall ``dataset`` in the database at ``url`` (migrated here)."""
-    settings = load_settings(memory_database_url=url, memory_sessions_enabled=False)
-    async with MemorySystem.from_settings(settings) as system:
+    async with bench_system(url, bench_settings(url, memory_sessions_enabled=False)) as system:
         await system.ensure_schema()
         first_speaker: dict[str, str] = {}
         by_user: dict[str, list[NewMessage]] = {}

@@ -90,9 +90,9 @@ async def bench_ingest(
     (terms, keywords, topics; a bulk write's vectors are left to the background pass, as in the library);
     with ``embedder``, the pass is then run and timed for the first round's user and queries are embedded
     one at a time. ``analysis=False`` writes raw rows (their keywords wait for a backfill)."""
-    from ..settings import load_settings
-    from ..system import MemorySystem
+    from ..system import MemorySystem, SystemOverrides
     from ..text import clear_token_caches
+    from ._system import bench_settings
 
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
@@ -102,8 +102,8 @@ async def bench_ingest(
     fts5: list[float] = []
     embedding_s = query_ms = None
     # no embedder: none is loaded (hashing stores no vectors), as a library configured without one
-    settings = load_settings(memory_search_embedder="hashing") if embedder is None else None
-    async with MemorySystem.from_settings(settings, database_url=url, embedder=embedder) as system:
+    settings = bench_settings(url, memory_search_embedder="hashing") if embedder is None else bench_settings(url)
+    async with MemorySystem.build(settings, overrides=SystemOverrides(database_url=url, embedder=embedder)) as system:
         search = system.search
         await search.warm_up()
         if not analysis:

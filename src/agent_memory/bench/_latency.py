@@ -66,14 +66,14 @@ async def bench_latency(
     """Write ``memories`` synthetic memories through the analysing write path, build the index once (it
     is saved to ``snapshot_dir``), time ``queries`` distinct warm searches (the recent-search cache never
     answers them), then the first search of ``cold_runs`` fresh processes of each kind (medians)."""
-    from ..system import MemorySystem
+    from ._system import bench_settings, bench_system
 
     if isinstance(cold_runs, bool) or not isinstance(cold_runs, int) or cold_runs < 1:
         raise ValueError(f"cold_runs must be a whole number of at least 1, got {cold_runs!r}")
 
     await upgrade(url)
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
-    async with MemorySystem.open(url, memory_search_index_snapshot_dir=snapshot_dir) as system:
+    async with bench_system(url, bench_settings(url, memory_search_index_snapshot_dir=snapshot_dir)) as system:
         engine = system.search
         started = time.perf_counter()
         for i in range(0, len(items), batch):

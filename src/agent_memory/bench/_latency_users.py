@@ -66,7 +66,7 @@ async def bench_users(
 ) -> UsersFigures:
     """Write ``users`` x ``memories`` synthetic memories, then time each user's first search twice: in a
     system that builds the indexes, then in a new one that loads them (``cache_mb`` caps what it keeps)."""
-    from ..system import MemorySystem
+    from ._system import bench_settings, bench_system
 
     await upgrade(url)
     start = datetime(2026, 1, 1, tzinfo=UTC)
@@ -75,7 +75,8 @@ async def bench_users(
     options: dict[str, Any] = {"memory_search_index_snapshot_dir": snapshot_dir}
     if cache_mb is not None:
         options["memory_search_index_cache_mb"] = cache_mb
-    async with MemorySystem.open(url, **options) as system:
+    settings = bench_settings(url, **options)
+    async with bench_system(url, settings) as system:
         analyzed = system.layer.backend == "postgresql"
         began = time.perf_counter()
         next_analyze = ANALYZE_FIRST_ROWS
@@ -91,7 +92,7 @@ async def bench_users(
         await system.search.warm_up()
         built = await _first_searches(system, names, queries, mode)
         backend = system.layer.backend
-    async with MemorySystem.open(url, **options) as system:
+    async with bench_system(url, settings) as system:
         await system.search.warm_up()
         loaded = await _first_searches(system, names, queries, mode)
         again = await _first_searches(system, names, [q + " again" for q in queries], mode)

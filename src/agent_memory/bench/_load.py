@@ -51,15 +51,14 @@ def _user(process: int, writer: int) -> str:
 
 
 async def _worker(url: str, process: int, writers: int, searchers: int, seconds: float, barrier: Any) -> dict[str, Any]:
-    from ..settings import load_settings
-    from ..system import MemorySystem
+    from ._system import bench_system
 
     acked: list[tuple[str, str]] = []
     write_ms: list[float] = []
     search_ms: list[float] = []
     errors: Counter[str] = Counter()
     samples: dict[str, str] = {}  # one message per error type
-    async with MemorySystem.from_settings(load_settings(memory_database_url=url)) as system:
+    async with bench_system(url) as system:
         memory = system.layer.memory
         # warm up: connections, jieba's dictionary, the search index of every user
         await memory.add(user_id=f"warm-up-{process}", memory_key="warm", content="预热 warm up")

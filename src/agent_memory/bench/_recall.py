@@ -7,13 +7,14 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope, upgrade
+from data_layer import MemoryRecallSettings, upgrade
 
-from ..recall import MemRecallAgent
-from ..search import Embedder, HybridMemorySearch
+from ..settings import AgentMemorySettings
+from ..system import EngineDescription, describe_engine
 from ._datasets import BenchDataset
 from ._retrieval import load_dataset_into, metrics, percentile
 from ._synthetic import synthetic_memories, synthetic_queries
+from ._system import bench_settings, bench_system
 
 #: The similarity threshold of the recall block: a user's default setting.
 BLOCK_THRESHOLD = MemoryRecallSettings().similarity_threshold
@@ -25,7 +26,7 @@ class RecallRun:
     engine's own top results, with per-query latencies; ``blocks``: the doc ids of the recall block (the
     memories at or above :data:`BLOCK_THRESHOLD`, what the main model is given); ``stranger_blocks``:
     how many memories the block holds when the same message is recalled in the next user's memories,
-    where none is about it."""
+    where none is about it; ``engine``: what the search engine was built with."""
 
     recall_ranked: list[list[str]]
     engine_ranked: list[list[str]]
@@ -34,17 +35,17 @@ class RecallRun:
     handoffs: int
     blocks: list[list[str]]
     stranger_blocks: list[int]
+    engine: EngineDescription
 
 
 async def run_recall(
-    dataset: BenchDataset, url: str, *, depth: int = 10, embedder: Embedder | None = None, semantic_share: float = 0.0
+    dataset: BenchDataset, url: str, *, depth: int = 10, settings: AgentMemorySettings | None = None
 ) -> RecallRun:
-    """Load the dataset into ``url``; for every query run the recall agent and the engine (``embedder`` and
-    ``semantic_share`` as the composition root would pass them from the settings)."""
+    """Load the dataset into ``url``; for every query run the recall agent and the engine of the memory
+    system ``settings`` build (default: :func:`bench_settings`, the library's), offline."""
     await upgrade(url)
-    async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory, embedder=embedder, semantic_share=semantic_share)
-        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
+    async with bench_system(url, settings if settings is not None else bench_settings(url)) as system:
+        layer, engine = system.layer, system.search
         key_to_doc, _ = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
             await engine.settle(user_id=user)
@@ -52,7 +53,7 @@ async def run_recall(
         recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs = [], [], [], [], 0
         blocks, stranger_blocks = [], []
         for q in dataset.queries:
-            agent = MemRecallAgent(engine, scope=Scope.of(q.user_id, q.friend_id), now=q.now)
+            agent = system.recall_agent(system.scope(q.user_id, q.friend_id), now=q.now)
             t0 = time.perf_counter()
             result = await agent.recall([*((m["role"], m["content"]) for m in q.context), ("user", q.text)])
             recall_ms.append((time.perf_counter() - t0) * 1000)
@@ -61,27 +62,30 @@ async def run_recall(
             blocks.append([key_to_doc[(q.user_id, m.memory_key)] for m in result.relevant(BLOCK_THRESHOLD)])
             stranger = users[(users.index(q.user_id) + 1) % len(users)] if q.user_id in users else users[0]
             if stranger != q.user_id:
-                other = await MemRecallAgent(engine, scope=Scope.of(stranger), now=q.now).recall([("user", q.text)])
+                other = await system.recall_agent(system.scope(stranger), now=q.now).recall([("user", q.text)])
                 stranger_blocks.append(len(other.relevant(BLOCK_THRESHOLD)))
             t0 = time.perf_counter()
             hits = await engine.search(q.text, user_id=q.user_id, friend_id=q.friend_id, limit=depth, now=q.now)
             engine_ms.append((time.perf_counter() - t0) * 1000)
             engine_ranked.append([key_to_doc[(q.user_id, h.memory_key)] for h in hits])
-    return RecallRun(recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs, blocks, stranger_blocks)
+        described = describe_engine(engine)
+    return RecallRun(recall_ranked, engine_ranked, recall_ms, engine_ms, handoffs, blocks, stranger_blocks, described)
 
 
-async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict[str, float]:
-    """p50/p95 of one full recall over ``memories`` synthetic memories of one user (warm index)."""
+async def recall_latency(
+    url: str, *, memories: int, queries: int = 100, settings: AgentMemorySettings | None = None
+) -> dict[str, float]:
+    """p50/p95 of one full recall over ``memories`` synthetic memories of one user (warm index), in the
+    memory system ``settings`` build (default: :func:`bench_settings`), offline."""
     await upgrade(url)
     items = list(synthetic_memories(memories, start=datetime(2026, 1, 1, tzinfo=UTC)))
-    async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory)
-        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
+    async with bench_system(url, settings if settings is not None else bench_settings(url)) as system:
+        layer, engine = system.layer, system.search
         for i in range(0, len(items), 500):
             await layer.memory.add_many(user_id="bench-user", memories=items[i : i + 500])
         await engine.settle(user_id="bench-user")
         texts = list(dict.fromkeys(synthetic_queries(queries * 3)))[:queries]
-        agent = MemRecallAgent(engine, scope=Scope.of("bench-user"))
+        agent = system.recall_agent(system.scope("bench-user"))
         await agent.recall([("user", texts[0] + " warm")])
         latencies = []
         for text in texts:

@@ -1,7 +1,8 @@
 """Retrieval quality: the library's search against a BM25 baseline on the same documents, one run.
 
 The documents go through the real write path (``add_many`` with the search analyzer) into a fresh
-database; queries go through :class:`HybridMemorySearch`. The baseline is ``bm25s`` (Lucene BM25,
+database; queries go through the search engine of the memory system the settings build
+(:func:`~agent_memory.bench._system.bench_system`). The baseline is ``bm25s`` (Lucene BM25,
 k1=1.5, b=0.75) over jieba search-mode tokens, lower-cased, English stop words removed, as in
 DESIGN.md's measured baselines.
 """
@@ -21,9 +22,12 @@ import numpy as np
 
 from data_layer import AgentFusionDataLayer, NewMemory, upgrade
 
-from ..search import Embedder, HybridMemorySearch, SearchMode
+from ..search import SearchMode
+from ..settings import AgentMemorySettings
+from ..system import EngineDescription, describe_engine
 from ..text import ENGLISH_STOP_WORDS, ensure_jieba
 from ._datasets import BenchDataset, BenchQuery
+from ._system import bench_settings, bench_system
 
 _WORD = re.compile(r"\w+")
 
@@ -86,14 +90,19 @@ def bm25_baseline(dataset: BenchDataset, depth: int) -> list[list[str]]:
 
 @dataclass(frozen=True, slots=True)
 class EngineRun:
-    """The engine's ranked doc ids per query, search latencies and ingest time on one backend."""
+    """The engine's ranked doc ids per query, search latencies and ingest time on one backend, and what
+    the engine was built with (``engine``: its embedder, semantic share, word neighbours in effect)."""
 
     backend: str
     ranked: list[list[str]]
     latencies_ms: list[float]
     ingest_s: float
-    #: Whether query words were expanded with their neighbours in the word vectors (see ``run_engine``).
-    word_neighbours: bool = False
+    engine: EngineDescription
+
+    @property
+    def word_neighbours(self) -> bool:
+        """Whether query words were expanded with their neighbours in the word vectors."""
+        return self.engine.word_neighbours
 
 
 async def load_dataset_into(
@@ -129,17 +138,13 @@ async def run_engine(
     *,
     mode: SearchMode,
     depth: int,
-    semantic_share: float = 0.0,
-    embedder: Embedder | None = None,
-    word_neighbours: bool = True,
+    settings: AgentMemorySettings | None = None,
 ) -> EngineRun:
-    """Load the dataset into ``url`` through the write path and run every query through the engine
-    (``word_neighbours``: as the library, when the packaged word vectors are installed)."""
+    """Load the dataset into ``url`` through the write path and run every query through the engine of
+    the memory system ``settings`` build (default: :func:`bench_settings`, the library's)."""
     await upgrade(url)
-    async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share, embedder=embedder,
-                                    neighbours="packaged" if word_neighbours else None)  # fmt: skip
-        layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
+    async with bench_system(url, settings if settings is not None else bench_settings(url)) as system:
+        layer, engine = system.layer, system.search
         key_to_doc, ingest_s = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:
             await engine.settle(user_id=user)  # with the vectors a bulk write leaves to the background
@@ -151,7 +156,7 @@ async def run_engine(
             )
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked.append([key_to_doc[(q.user_id, h.memory_key)] for h in hits])
-        return EngineRun(layer.backend, ranked, latencies, ingest_s, engine.neighbours is not None)
+        return EngineRun(layer.backend, ranked, latencies, ingest_s, describe_engine(engine))
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -60,14 +60,14 @@ class TurnFigures:
 
 async def bench_turns(*, users: int = 50, turns: int = 8, recall: bool = True) -> TurnFigures:
     """Run ``turns`` timed chat turns for each of ``users`` users at once, in this process."""
-    from ..system import MemorySystem
     from ..web import ChatService, OfflineResponder
+    from ._system import bench_system
 
     for name, value, high in (("users", users, MAX_USERS), ("turns", turns, MAX_TURNS)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
             raise ValueError(f"{name} must be a whole number from 1 to {high}, got {value!r}")
     with tempfile.TemporaryDirectory(prefix="agent-memory-turns-") as folder:
-        async with MemorySystem.open(f"sqlite+aiosqlite:///{Path(folder) / 'turns.db'}") as system:
+        async with bench_system(f"sqlite+aiosqlite:///{Path(folder) / 'turns.db'}") as system:
             await system.ensure_schema()
             await system.search.warm_up()  # as the server does before it answers
             chat = ChatService(system, model_client=OfflineResponder())

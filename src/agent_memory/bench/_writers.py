@@ -1,11 +1,11 @@
 """Many concurrent writers in one process: are acknowledged writes stored, and how long does one take?
 
-``writers`` tasks each add ``ops`` memories, one call at a time, through one data layer (one engine,
-as one :class:`~agent_memory.MemorySystem` would share it), or through one layer each with
-``separate_engines``; ``analyze`` runs the search analyzer (keywords, tokens) on every write, as the
-composition root does. A write is acknowledged when ``add`` returns; afterwards every acknowledged key
-is read back, so ``lost`` counts acknowledged writes that are not stored. Latency is the time of one
-``add`` call, queueing included.
+``writers`` tasks each add ``ops`` memories, one call at a time, through the data layer of one
+:class:`~agent_memory.MemorySystem` (one engine, shared), or through one system each with
+``separate_engines``; ``analyze`` keeps the system's analyzer (keywords, tokens, topics, vectors) on
+every write, as a user's system runs it; without it, raw rows are written. A write is acknowledged
+when ``add`` returns; afterwards every acknowledged key is read back, so ``lost`` counts acknowledged
+writes that are not stored. Latency is the time of one ``add`` call, queueing included.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from data_layer import AgentFusionDataLayer, AgentMemoryError, upgrade
 
-from ..search import HybridMemorySearch
+from ..settings import AgentMemorySettings
 from ._retrieval import percentile
+from ._system import bench_settings, bench_system
 
 #: Users the writers spread over (writer ``n`` writes for user ``n % USERS``).
 USERS = 4
@@ -67,20 +68,28 @@ async def _writer(
 
 
 async def bench_writers(
-    url: str, *, writers: int = 32, ops: int = 50, analyze: bool = True, separate_engines: bool = False
+    url: str,
+    *,
+    writers: int = 32,
+    ops: int = 50,
+    analyze: bool = True,
+    separate_engines: bool = False,
+    settings: AgentMemorySettings | None = None,
 ) -> WriterFigures:
-    """Run the writers against a migrated database at ``url`` and check what was stored."""
+    """Run the writers against a migrated database at ``url`` and check what was stored, through the
+    memory systems ``settings`` build (default: :func:`bench_settings`, the library's)."""
     await upgrade(url)
+    chosen = settings if settings is not None else bench_settings(url)
     latencies: list[float] = []
     acked: list[str] = []
     errors: list[str] = []
     async with AsyncExitStack() as stack:
         count = writers if separate_engines else 1
-        layers = [await stack.enter_async_context(AgentFusionDataLayer(url)) for _ in range(count)]
-        if analyze:
-            analyzer = HybridMemorySearch(layers[0].memory).analyzer
+        systems = [await stack.enter_async_context(bench_system(url, chosen)) for _ in range(count)]
+        layers = [system.layer for system in systems]
+        if not analyze:
             for layer in layers:
-                layer.memory.set_analyzer(analyzer)
+                layer.memory.set_analyzer(None)
         for layer in layers:  # warm up: connections, statement caches, jieba's dictionary
             await layer.memory.add(user_id="warm-up", memory_key=f"warm-{id(layer)}", content="预热 warm up")
         started = time.perf_counter()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from . import _archive, _bench, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall, _user
-from ._common import start_command
+from ..bench import bench_app
+from . import _archive, _db, _demo, _exec, _keywords, _mcp, _memory, _messages, _recall, _user
+from ._common import run, start_command
 from ._serve import serve_cmd
 from ._transfer import export_cmd, import_cmd
 
@@ -28,7 +29,7 @@ app.add_typer(_memory.app, name="memory")
 app.add_typer(_messages.app, name="messages")
 app.add_typer(_keywords.app, name="keywords")
 app.add_typer(_archive.app, name="archive")
-app.add_typer(_bench.app, name="bench")
+app.add_typer(bench_app(run=run), name="bench")
 app.add_typer(_user.app, name="user")
 app.command("demo")(_demo.demo_cmd)
 app.command("recall")(_recall.recall_cmd)

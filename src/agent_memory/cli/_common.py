@@ -88,11 +88,11 @@ async def open_system(url: str | None, *, announce_new: bool = True) -> AsyncIte
     ``announce_new=False``: a command that makes the file on purpose (the demo) says nothing.
     """
     from ..settings import load_settings
-    from ..system import MemorySystem
+    from ..system import MemorySystem, SystemOverrides
 
     settings = load_settings()
     state.url = as_database_url(url) or settings.memory_database_url
-    system = MemorySystem.from_settings(settings, database_url=state.url)
+    system = MemorySystem.build(settings, overrides=SystemOverrides(database_url=state.url))
     try:
         new_file = await _new_sqlite_file(system)
         created = await system.ensure_schema() and new_file is not None and announce_new

@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 from data_layer import InvalidInputError
 
 from ..serving import check_bind, check_port
-from ..system import MemorySystem
+from ..system import MemorySystem, SystemOverrides
 from ..telemetry import WEB_SPAN, TracedRequests
 from ._accept import BOARD_ENV, LoadBoard, ShareOutMiddleware, new_board
 from ._api import ROUTES, every_worker_serves
@@ -210,7 +210,7 @@ async def serve(
     if not 1 <= workers <= MAX_WORKERS:
         raise InvalidInputError(f"workers must be 1-{MAX_WORKERS}, got {workers}")
     check_port(bind, port)  # a busy port is one line naming it, not uvicorn's errno log line
-    system = MemorySystem.from_settings(settings, database_url=database_url)
+    system = MemorySystem.build(settings, overrides=SystemOverrides(database_url=database_url))
     try:
         await system.ensure_schema()  # a database behind the code is refused here, with advice, not in the server
     except BaseException:
@@ -261,8 +261,10 @@ def worker_app() -> Starlette:
     if WORKER_ENV not in os.environ:
         raise RuntimeError("worker_app is started by `agent-memory serve --workers N`, which sets " + WORKER_ENV)
     spec = json.loads(os.environ[WORKER_ENV])
-    system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
-                                        locks=ChatLocks(spec["lock_file"], database=spec["database_url"]))  # fmt: skip
+    locks = ChatLocks(spec["lock_file"], database=spec["database_url"])
+    system = MemorySystem.build(
+        load_settings(), overrides=SystemOverrides(database_url=spec["database_url"], locks=locks)
+    )
     app = create_app(system, session_secret=spec["session_secret"], close_system=True, own_process=True)
     board = os.environ.get(BOARD_ENV)
     if board and isinstance(spec.get("workers"), int):  # /healthz says how many of them are serving

@@ -1,15 +1,31 @@
-"""``agent-memory bench ...``: benchmarks that print one JSON object."""
+"""``agent-memory bench ...`` and ``python -m agent_memory.bench ...``: benchmarks that print one JSON
+object.
+
+Only typer is imported here: each command imports the benchmarks when it runs (``agent-memory
+--help`` starts fast). :func:`bench_app` makes the command group; the ``agent-memory`` command passes
+its own runner (errors in two lines), ``python -m agent_memory.bench`` runs the commands plainly.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from typing import Any, Literal
+import functools
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import typer
 
-from ._common import emit_json, run
+if TYPE_CHECKING:
+    from ..settings import AgentMemorySettings
 
-app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Turns an async command into the function typer calls (runs it, reports its errors).
+Runner = Callable[[Callable[..., Awaitable[Any]]], Callable[..., Any]]
 
 BackendChoice = Literal["sqlite", "postgresql", "both"]
 
@@ -17,7 +33,7 @@ PG_ADMIN_HELP = "Where a temporary PostgreSQL database is created (default: post
 
 
 def _admin_url(given: str | None) -> str:
-    from ..bench import DEFAULT_PG_ADMIN_URL
+    from . import DEFAULT_PG_ADMIN_URL
 
     return given or DEFAULT_PG_ADMIN_URL
 
@@ -29,8 +45,6 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
 
 
-@app.command("ingest")
-@run
 async def ingest_cmd(
     memories: int = typer.Option(10_000, "--memories", "-n", min=1, max=1_000_000, help="Memories to write"),
     batch: int = typer.Option(500, "--batch", min=1, max=10_000, help="Memories per transaction"),
@@ -49,11 +63,11 @@ async def ingest_cmd(
 ) -> None:
     """Write N synthetic zh+en memories into fresh databases and print rows/s per backend, beside SQLite FTS5
     fed by the project's tokenizer on the same texts in the same run (``ratio_to_fts5``)."""
-    from ..bench import bench_ingest, temporary_postgres, temporary_sqlite
+    from . import bench_ingest, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    model = _embedder(embedder, None)[0] if embedder is not None else None
+    model = _named_embedder(embedder) if embedder is not None else None
     if embedder is not None and model is None:
         raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
     options = {"memories": memories, "batch": batch, "rounds": rounds, "analysis": analysis, "embedder": model}
@@ -90,20 +104,37 @@ WORD_NEIGHBOURS_OPTION = typer.Option(
 )
 
 
-def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
-    """The embedder ``--embedder`` names (``None`` for hashing; ``embedder_named`` refuses another name),
-    the semantic share in effect and the name the report shows."""
-    from ..search import embedder_named, semantic_share_for
+def _named_embedder(name: str) -> Any:
+    """The embedder ``--embedder`` names (``None`` for hashing; ``embedder_named`` refuses another name)."""
+    from ..search import embedder_named
     from ..settings import load_settings
 
     # openai: the endpoint of the MEMORY_SEARCH_EMBEDDING_* settings, as the library reads them
-    model = embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
-                           if name == "openai" else None)  # fmt: skip
-    return model, semantic_share_for(model, share), model.name if model is not None else "hashing"
+    return embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
+                          if name == "openai" else None)  # fmt: skip
 
 
-@app.command("retrieval")
-@run
+def _engine_settings(
+    url: str, embedder: str, share: float | None, *, word_neighbours: bool = True
+) -> AgentMemorySettings:
+    """The settings of a user who sets ``--embedder``, ``--semantic-share`` (unset: the library's default
+    for the embedder) and ``--word-neighbours``, on the benchmark's database ``url``."""
+    from ..search import EMBEDDERS
+    from ._system import bench_settings
+
+    if embedder not in EMBEDDERS:
+        _named_embedder(embedder)  # raises, naming the embedders there are
+    chosen: dict[str, Any] = {"memory_search_embedder": embedder, "memory_search_word_neighbours": word_neighbours}
+    if share is not None:
+        chosen["memory_search_semantic_share"] = share
+    return bench_settings(url, **chosen)
+
+
+def _engine_label(engine: Any) -> str:
+    """The embedder a report names: the stored one's name, or ``hashing``."""
+    return str(engine.embedder) if engine.stored_vectors else "hashing"
+
+
 async def retrieval_cmd(
     dataset: str = typer.Option(..., "--dataset", help="locomo, memdaily or generic"),
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
@@ -115,7 +146,7 @@ async def retrieval_cmd(
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Recall of the search against an in-run BM25 baseline on a public data set (one JSON object)."""
-    from ..bench import (
+    from . import (
         EngineRun,
         bm25_baseline,
         load_dataset,
@@ -129,21 +160,23 @@ async def retrieval_cmd(
     _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    model, share, label = _embedder(embedder, semantic_share)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
-    options = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model,
-               "word_neighbours": word_neighbours}  # fmt: skip
+
+    async def one(url: str) -> EngineRun:
+        settings = _engine_settings(url, embedder, semantic_share, word_neighbours=word_neighbours)
+        return await run_engine(ds, url, mode=mode, depth=depth, settings=settings)  # type: ignore[arg-type]
+
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
+            runs.append(await one(url))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
+            runs.append(await one(url))
     result = report(ds, mode, runs[0], baseline)
-    result["embedder"], result["semantic_share"] = label, share
+    result["embedder"], result["semantic_share"] = _engine_label(runs[0].engine), runs[0].engine.semantic_share
     result["word_neighbours"] = runs[0].word_neighbours  # in effect: off when the vectors are not installed
     if len(runs) == 2:
         result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
@@ -151,8 +184,6 @@ async def retrieval_cmd(
     emit_json(result)
 
 
-@app.command("latency")
-@run
 async def latency_cmd(
     memories: list[int] = typer.Option([10_000], "--memories", "-n", min=1, max=1_000_000, help="Corpus size (repeat)"),
     queries: int = typer.Option(200, "--queries", min=10, max=10_000, help="Timed searches"),
@@ -169,8 +200,8 @@ async def latency_cmd(
     synthetic zh+en corpus; with --users N, the first search of each of N users (built, then loaded)."""
     import tempfile
 
-    from ..bench import bench_latency, temporary_postgres, temporary_sqlite
-    from ..bench._latency_users import bench_users
+    from . import bench_latency, temporary_postgres, temporary_sqlite
+    from ._latency_users import bench_users
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
@@ -197,8 +228,6 @@ async def latency_cmd(
     emit_json({"bench": "latency_users" if users else "latency", "results": results})
 
 
-@app.command("recall")
-@run
 async def recall_cmd(
     dataset: str = typer.Option(..., "--dataset", help="locomo, memdaily or generic"),
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
@@ -209,25 +238,23 @@ async def recall_cmd(
     embedder: str = EMBEDDER_OPTION,
 ) -> None:
     """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
-    from ..bench import bm25_baseline, load_dataset, temporary_sqlite
-    from ..bench._recall import recall_latency, recall_report, run_recall
+    from . import bm25_baseline, load_dataset, temporary_sqlite
+    from ._recall import recall_latency, recall_report, run_recall
 
-    model, share, label = _embedder(embedder, semantic_share)
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     async with temporary_sqlite() as url:
-        recalled = await run_recall(ds, url, depth=depth, embedder=model, semantic_share=share)
+        recalled = await run_recall(ds, url, depth=depth, settings=_engine_settings(url, embedder, semantic_share))
         result = recall_report(ds, recalled, baseline)
-    result["embedder"], result["semantic_share"] = label, share
+    result["embedder"], result["semantic_share"] = _engine_label(recalled.engine), recalled.engine.semantic_share
     if latency_memories:
         async with temporary_sqlite() as url:
-            result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories)
+            settings = _engine_settings(url, embedder, semantic_share)
+            result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories, settings=settings)
     emit_json(result)
 
 
-@app.command("archive")
-@run
 async def archive_cmd(
     rounds: int = typer.Option(10, "--rounds", min=2, max=100, help="Conversation rounds"),
     result_chars: int = typer.Option(50_000, "--result-chars", min=1_000, max=1_000_000, help="Tool result size"),
@@ -235,15 +262,14 @@ async def archive_cmd(
     threshold: int = typer.Option(10_000, "--threshold", min=100, help="Archive results longer than this"),
 ) -> None:
     """Seed 004's token scenario: full accumulation against the archive (one JSON object)."""
-    from ..bench import temporary_sqlite
-    from ..bench._archive import bench_archive
+    from . import temporary_sqlite
+    from ._archive import bench_archive
 
     async with temporary_sqlite() as url:
         emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
                                       threshold=threshold))  # fmt: skip
 
 
-@app.command("keywords")
 def keywords_cmd(
     samples: int = typer.Option(20, "--samples", min=1, max=1000, help="Inputs per kind"),
     size: int = typer.Option(100_000, "--size", min=1_000, max=10_000_000, help="Characters per input"),
@@ -251,14 +277,12 @@ def keywords_cmd(
     """Keyword extraction time on 100 KB inputs (mixed text, one 80,000-char word, 10 MB command output,
     random Chinese of common and of all characters, random English, repeated text; target <= 50 ms):
     p50/p95 per kind and the characters analysed (one JSON object)."""
-    from ..bench._keywords import bench_keywords
+    from ._keywords import bench_keywords
 
     figures = bench_keywords(samples=samples, size=size)
     emit_json({"bench": "keywords", "results": [dataclasses.asdict(f) for f in figures]})
 
 
-@app.command("writers")
-@run
 async def writers_cmd(
     writers: int = typer.Option(32, "--writers", min=1, max=1000, help="Concurrent writer tasks"),
     ops: int = typer.Option(50, "--ops", min=1, max=100_000, help="Memories each writer adds"),
@@ -268,7 +292,7 @@ async def writers_cmd(
     pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
 ) -> None:
     """Concurrent writers in one process: acknowledged against stored writes and p50/p95/max latency."""
-    from ..bench import bench_writers, temporary_postgres, temporary_sqlite
+    from . import bench_writers, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
@@ -283,15 +307,13 @@ async def writers_cmd(
     emit_json({"bench": "writers", **options, "results": results})
 
 
-@app.command("e2e")
-@run
 async def e2e_cmd(
     dataset: str = typer.Option(..., "--dataset", help="locomo or memdaily"),
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
 ) -> None:
     """Chats in, memories formed offline, each question answered by the evidence recall (SQLite)."""
-    from ..bench import bm25_baseline, load_dataset, temporary_sqlite
-    from ..bench._e2e import e2e_report, run_e2e
+    from . import bm25_baseline, load_dataset, temporary_sqlite
+    from ._e2e import e2e_report, run_e2e
 
     if dataset not in ("locomo", "memdaily"):
         raise ValueError("--dataset must be locomo or memdaily")
@@ -301,8 +323,6 @@ async def e2e_cmd(
         emit_json(e2e_report(ds, await run_e2e(ds, url), baseline))
 
 
-@app.command("conflicts")
-@run
 async def conflicts_cmd(
     data: str | None = typer.Option(
         None, "--data", help="A conflict set in the packaged format (JSONL); default: the packaged set"
@@ -316,8 +336,6 @@ async def conflicts_cmd(
     emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set(data))})
 
 
-@app.command("load")
-@run
 async def load_cmd(
     processes: int = typer.Option(2, "--processes", "-P", min=1, max=64, help="OS processes"),
     writers: int = typer.Option(8, "--writers", "-W", min=0, max=256, help="Writer tasks per process"),
@@ -328,8 +346,8 @@ async def load_cmd(
 ) -> None:
     """Writers and searchers in several processes on one database for a bounded time: acknowledged
     against stored writes, write and search latency p50/p95/max, errors by type (one JSON object)."""
-    from ..bench import temporary_postgres, temporary_sqlite
-    from ..bench._load import bench_load, check_bounds
+    from . import temporary_postgres, temporary_sqlite
+    from ._load import bench_load, check_bounds
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
@@ -346,8 +364,6 @@ async def load_cmd(
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 
 
-@app.command("turns")
-@run
 async def turns_cmd(
     users: int = typer.Option(50, "--users", "-n", min=1, max=500, help="Users chatting at once, one friend each"),
     turns: int = typer.Option(8, "--turns", min=1, max=100, help="Timed turns per user"),
@@ -355,14 +371,12 @@ async def turns_cmd(
 ) -> None:
     """The web chat's turns in this process, without HTTP, on a new SQLite file (offline responder):
     CPU per turn, turns/s and p50/p95 turn latency (one JSON object)."""
-    from ..bench._turns import bench_turns
+    from ._turns import bench_turns
 
     figures = await bench_turns(users=users, turns=turns, recall=recall)
     emit_json({"bench": "turns", **dataclasses.asdict(figures)})
 
 
-@app.command("serve")
-@run
 async def serve_cmd(
     streams: int = typer.Option(50, "--streams", "-n", min=1, max=200, help="Concurrent chat streams (users)"),
     turns: int = typer.Option(4, "--turns", min=1, max=100, help="Timed turns per stream"),
@@ -372,8 +386,49 @@ async def serve_cmd(
 ) -> None:
     """N concurrent chat streams against `agent-memory serve` (offline responder) over loopback on a new
     SQLite file: turns/s and p50/p95 turn latency (one JSON object)."""
-    from ..bench._serve import bench_serve
+    from ._serve import bench_serve
 
     figures = await bench_serve(streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds,
                                 workers=workers)  # fmt: skip
     emit_json({"bench": "serve", **dataclasses.asdict(figures)})
+
+
+def emit_json(data: Any) -> None:
+    """Print one JSON object on stdout (plain text, so scripts can parse it)."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def run_plainly(fn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
+    """Run an async command in a new event loop (an error is raised as it is)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        return asyncio.run(fn(*args, **kwargs))  # type: ignore[arg-type]
+
+    return wrapper
+
+
+#: The commands by name, in the order ``--help`` lists them.
+_COMMANDS: dict[str, Callable[..., Any]] = {
+    "ingest": ingest_cmd,
+    "retrieval": retrieval_cmd,
+    "latency": latency_cmd,
+    "recall": recall_cmd,
+    "archive": archive_cmd,
+    "keywords": keywords_cmd,
+    "writers": writers_cmd,
+    "e2e": e2e_cmd,
+    "conflicts": conflicts_cmd,
+    "load": load_cmd,
+    "turns": turns_cmd,
+    "serve": serve_cmd,
+}
+
+
+def bench_app(*, run: Runner = run_plainly) -> typer.Typer:
+    """The ``bench`` command group; ``run`` runs each async command (the ``agent-memory`` command passes
+    the one that prints an error in two lines)."""
+    app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)
+    for name, command in _COMMANDS.items():
+        app.command(name)(run(command) if inspect.iscoroutinefunction(command) else command)
+    return app
