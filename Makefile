@@ -32,7 +32,7 @@ test: lint
 reliability: $(BIN)/.installed
 	AFM_RELIABILITY_OPS=$${AFM_RELIABILITY_OPS:-10000} AFM_ARCHIVE_CRASH_KILLS=$${AFM_ARCHIVE_CRASH_KILLS:-20} \
 	AFM_ARCHIVE_CRASH_MESSAGES=$${AFM_ARCHIVE_CRASH_MESSAGES:-600} $(BIN)/pytest -s \
-	tests/test_reliability_isolation.py tests/test_reliability_crash.py tests/test_reliability_archive_crash.py
+	tests/storage/test_reliability_isolation.py tests/e2e/test_reliability_crash.py tests/e2e/test_reliability_archive_crash.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -149,7 +149,7 @@ async def system(db_url: str) -> AsyncIterator[Any]:
 async def words_system(db_url: str) -> AsyncIterator[Any]:
     """The composition root with the hashing embedder: what the words alone find (folding, compounds,
     the thesaurus, the word neighbours, session lifting). The default embedder also lists memories
-    alike in meaning alone, under the recall threshold; ``tests/test_word_vectors.py`` tests that."""
+    alike in meaning alone, under the recall threshold; ``tests/storage/test_word_vectors.py`` tests that."""
     from agent_memory.settings import load_settings
     from agent_memory.system import MemorySystem
 

@@ -559,7 +559,7 @@ def test_host_without_http_is_refused(sqlite_db: Path) -> None:
 
 
 def test_the_readme_shows_a_client_configuration_that_matches_the_command() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", readme, flags=re.DOTALL) if "mcpServers" in b]
     assert len(blocks) == 1
     server = blocks[0]["mcpServers"]["agent-memory"]

@@ -21,7 +21,7 @@ import pytest
 
 from agent_memory.bench import load_dataset
 
-SET = Path(__file__).resolve().parents[1] / "benchmarks" / "zh_allusion"
+SET = Path(__file__).resolve().parents[2] / "benchmarks" / "zh_allusion"
 
 # Function words, pronouns, auxiliaries and generic time/degree words: never "content" for this check.
 _STOP_TEXT = """

@@ -35,7 +35,7 @@ TABLE = WordVectors(["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
 @pytest.fixture
 async def system(db_url: str) -> AsyncIterator[MemorySystem]:
     """The composition root with the word vectors named (the default is the sentence encoder: see
-    ``tests/test_sentence_encoder.py``): what this module tests."""
+    ``tests/storage/test_sentence_encoder.py``): what this module tests."""
     settings = load_settings(memory_database_url=db_url, memory_search_embedder="wordvec-zh")
     async with MemorySystem.from_settings(settings) as built:
         yield built

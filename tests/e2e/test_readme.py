@@ -14,7 +14,7 @@ import pytest
 from scripted_agent_framework import ScriptedChatClient
 from strict_server import Reply, StrictServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 #: The pages whose Python blocks run, in this order, as one program: each page after the README continues
 #: the examples of those before it (``system``, ``layer``), and the last one closes the system.

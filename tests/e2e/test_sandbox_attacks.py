@@ -24,7 +24,7 @@ from test_sandbox import require_isolation, work_folder
 
 SECRET = "u2-secret-" + uuid.uuid4().hex[:8]
 UNISOLATED = os.environ.get("MEMEXEC_ATTACKS_UNISOLATED") == "1"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory.settings import AgentMemorySettings, settings_reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SETTINGS_PAGE = DOCS / "settings.md"
 _FENCE = re.compile(r"^(```|~~~)")

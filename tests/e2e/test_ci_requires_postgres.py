@@ -7,14 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = "tests/storage/test_isolation.py::test_settings"
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/postgres"
 
 
 def _run(ci: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CI": ci, "AGENT_MEMORY_TEST_PG_URL": UNREACHABLE}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_isolation.py::test_settings"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", TARGET],
         cwd=ROOT,
         env=env,
         capture_output=True,

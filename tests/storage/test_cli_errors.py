@@ -265,7 +265,7 @@ def test_error_output_has_no_markup_applied(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bench", ["retrieval", "recall"])
 def test_a_bench_refuses_an_unknown_embedder(bench: str) -> None:
-    folder = Path(__file__).parent.parent / "benchmarks" / "zh_allusion"
+    folder = Path(__file__).parents[2] / "benchmarks" / "zh_allusion"
     out = runner.invoke(app, ["bench", bench, "--dataset", "generic", "--data", str(folder), "--embedder", "bert"])
     assert out.exit_code != 0
     assert "unknown embedder 'bert': use auto, hashing, wordvec-zh, use-m3, openai or minilm" in out.output

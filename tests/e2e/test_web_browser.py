@@ -20,7 +20,7 @@ import pytest
 from test_web_server import web_server
 
 CHROMIUM = os.environ.get("AGENT_MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 TIMEOUT_MS = 60_000
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent_memory.settings import AgentMemorySettings, load_settings
 
-EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
+EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 
 
 def _entries() -> dict[str, str]:
