@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 ROOTS = ("agent_memory", "data_layer", "builders")
 
 
