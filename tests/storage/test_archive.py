@@ -20,9 +20,9 @@ from autogen_core.models import (
 )
 from autogen_core.tools import FunctionTool
 
-from agent_memory.archive import ToolResultManager, extract_sources, summarize
 from agent_memory.context import MemoryContext
 from agent_memory.system import MemorySystem
+from agent_memory.tool_archive import ToolResultManager, extract_sources, summarize
 from data_layer import AgentFusionDataLayer, Scope
 from scripted import MODEL_INFO, USAGE, call
 

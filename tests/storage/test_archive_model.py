@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_memory.archiving import ModelExtractor
 from agent_memory.cli import app
+from agent_memory.formation import ModelExtractor
 from agent_memory.settings import SettingsError, load_settings
 from agent_memory.system import MemorySystem
 from data_layer import NewMessage
@@ -63,7 +63,7 @@ async def test_a_model_from_the_settings_archives_the_session(db_url: str) -> No
 async def test_bad_json_falls_back_to_the_rules_with_a_warning(db_url: str, caplog: pytest.LogCaptureFixture) -> None:
     await _store_chat(db_url)
     settings = load_settings(memory_database_url=db_url, memory_archive_model_client=_spec("好的，这是记忆：{profiles"))
-    with caplog.at_level(logging.WARNING, logger="agent_memory.archiving"):
+    with caplog.at_level(logging.WARNING, logger="agent_memory.formation"):
         async with MemorySystem.from_settings(settings) as system:
             report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "archiving model" in r.getMessage()]
@@ -86,7 +86,7 @@ def test_the_cli_archives_with_the_model_of_the_settings(
     imported = runner.invoke(app, ["messages", "import", str(chat), "--user", "u1", "--friend", "xiaozhu",
                                    "--url", db_url])  # fmt: skip
     assert imported.exit_code == 0, imported.output
-    with caplog.at_level(logging.WARNING, logger="agent_memory.archiving"):
+    with caplog.at_level(logging.WARNING, logger="agent_memory.formation"):
         archived = runner.invoke(app, ["archive", "run", "--user", "u1", "--json", "--url", db_url],
                                  env={"MEMORY_ARCHIVE_MODEL_CLIENT": _spec("not json")})  # fmt: skip
     assert archived.exit_code == 0, archived.output

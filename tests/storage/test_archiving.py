@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.archiving import make_gists, split_sessions
+from agent_memory.formation import make_gists, split_sessions
 from agent_memory.system import MemorySystem
 from agent_memory.text import Tokenizer
 from data_layer import InvalidInputError, MessageRecord, NewMessage
@@ -389,7 +389,7 @@ async def test_a_live_chat_is_not_read_again_after_every_message(system: MemoryS
     or a long session runs it again, and the memories in the end are the same as without skipping."""
     from sqlalchemy import event
 
-    from agent_memory.archiving import MAX_SKIPPED
+    from agent_memory.formation import MAX_SKIPPED
     from data_layer import Scope
 
     archiver, scope = system.session_archiver, Scope.of("u1", "xiaozhu")
@@ -467,7 +467,7 @@ class _CountingExtractor:
     def __init__(self, *, together: int = 1) -> None:
         import asyncio
 
-        from agent_memory.archiving import OfflineExtractor
+        from agent_memory.formation import OfflineExtractor
 
         self.inner = OfflineExtractor(tokenizer=Tokenizer(stem=False))
         self.tokenizer = self.inner.tokenizer
@@ -510,7 +510,7 @@ async def test_background_runs_take_turns(system: MemorySystem, slots: int) -> N
     five at once before), and every chat is archived in the end."""
     import asyncio
 
-    from agent_memory.archiving import SessionArchiver
+    from agent_memory.formation import SessionArchiver
     from data_layer import Scope
 
     extractor = _CountingExtractor(together=slots)  # the first runs wait for each other: at once, if allowed
@@ -534,7 +534,7 @@ async def test_a_waiting_caller_does_not_queue_behind_background_runs(system: Me
     chat's background run waits for it."""
     import asyncio
 
-    from agent_memory.archiving import SessionArchiver
+    from agent_memory.formation import SessionArchiver
     from data_layer import Scope
 
     extractor = _CountingExtractor()
@@ -563,7 +563,7 @@ async def test_a_waiting_caller_does_not_queue_behind_background_runs(system: Me
 
 
 def test_background_runs_must_be_a_positive_whole_number(system: MemorySystem) -> None:
-    from agent_memory.archiving import SessionArchiver
+    from agent_memory.formation import SessionArchiver
 
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="background_runs must be a whole number"):
@@ -575,7 +575,7 @@ async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySyst
     turns, waiting for all would wait for every other chat's run queued before."""
     import asyncio
 
-    from agent_memory.archiving import SessionArchiver
+    from agent_memory.formation import SessionArchiver
     from data_layer import Scope
 
     extractor = _CountingExtractor()

@@ -187,7 +187,7 @@ def test_settings_read_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path)
 
 
 def test_visible_text_and_the_archivers_hook_refuse_wrong_types() -> None:
-    from agent_memory.archiving import SessionArchiver
+    from agent_memory.formation import SessionArchiver
     from data_layer import has_visible_text
 
     assert has_visible_text("a\u200b") and not has_visible_text("\u200b\ufeff \u2060")

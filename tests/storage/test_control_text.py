@@ -224,7 +224,7 @@ def test_the_page_never_renders_text_as_html() -> None:
 
 async def test_the_archiving_model_reads_the_chat_neutralised(hostile: MemorySystem) -> None:
     """``MEMORY_ARCHIVE_MODEL_CLIENT`` puts stored chat in front of a model too."""
-    from agent_memory.archiving import ModelExtractor, Session
+    from agent_memory.formation import ModelExtractor, Session
     from agent_memory.text import Tokenizer
 
     stored = await hostile.layer.messages.append(user_id="u1", friend_id="mentor", role="user", content=HOSTILE)

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agent_memory.archive import _manager as archive_manager
 from agent_memory.slots import _placeholders
 from agent_memory.text import KeywordExtractor, Tokenizer, _keywords, _time_en, _time_zh, _tokenize
 from agent_memory.text._keywords import KEYWORD_SCAN_CHARS, MAX_KEYWORD_CHARS, command_tokens, sample_text
+from agent_memory.tool_archive import _manager as archive_manager
 from data_layer import AgentFusionDataLayer, KeywordInput, MemoryAnalysis, MemoryDraft, NewMemory
 from scripted import engine
 

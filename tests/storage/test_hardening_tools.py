@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent_memory.archive import ToolResultManager
-from agent_memory.archive._manager import LOADED_HEADER
+from agent_memory.tool_archive import ToolResultManager
+from agent_memory.tool_archive._manager import LOADED_HEADER
 from agent_memory.tools import (
     ExpandContextWindowInput,
     ExtractKeywordsInput,

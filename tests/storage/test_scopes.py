@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from agent_memory.archive import ToolResultManager
+from agent_memory.tool_archive import ToolResultManager
 from agent_memory.tools import MemoryToolbox
 from data_layer import AgentFusionDataLayer, InvalidInputError, Scope
 from data_layer._tables import AgentMemoryTable

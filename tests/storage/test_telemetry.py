@@ -206,12 +206,12 @@ async def test_an_archiving_run_counts_its_sessions_and_memories(
     for role, text in [("user", "我下周六要搬家到杭州了"), ("assistant", "搬家辛苦了，需要帮忙列清单吗？")]:
         await memory.layer.messages.append(user_id=USER, friend_id="mentor", role=role, content=text)
     report = await memory.session_archiver.run(user_id=USER, friend_id="mentor", end_open=True)
-    (run,) = [s for s in named(spans.get_finished_spans(), "agent_memory.archive")
-              if (s.attributes or {})["agent_memory.archive.end_open"]]  # fmt: skip
+    (run,) = [s for s in named(spans.get_finished_spans(), "agent_memory.formation")
+              if (s.attributes or {})["agent_memory.formation.end_open"]]  # fmt: skip
     attrs = run.attributes or {}
-    assert attrs["agent_memory.archive.sessions"] == report.sessions == 1
-    assert attrs["agent_memory.archive.memories"] == len(report.memory_keys) >= 1
-    assert attrs["agent_memory.archive.messages"] == 2
+    assert attrs["agent_memory.formation.sessions"] == report.sessions == 1
+    assert attrs["agent_memory.formation.memories"] == len(report.memory_keys) >= 1
+    assert attrs["agent_memory.formation.messages"] == 2
     assert "杭州" not in texts(spans.get_finished_spans())
 
 

@@ -7,14 +7,14 @@ from importlib import resources
 
 import pytest
 
-from agent_memory.archiving._adjudicate import (
+from agent_memory.formation._adjudicate import (
     REASONS,
     Verdict,
     adjudicate,
     load_conflict_set,
     score_conflicts,
 )
-from agent_memory.archiving._statements import Statement, extract_statements
+from agent_memory.formation._statements import Statement, extract_statements
 
 DAY1 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -108,7 +108,7 @@ def test_groups_are_separate_and_in_order() -> None:
 
 
 def test_conflict_set_is_shipped_and_well_formed() -> None:
-    data = resources.files("agent_memory.archiving").joinpath("data", "conflicts.jsonl")
+    data = resources.files("agent_memory.formation").joinpath("data", "conflicts.jsonl")
     assert data.is_file()
     cases = load_conflict_set()
     assert len(cases) >= 40 and len({c.id for c in cases}) == len(cases)

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.archiving import _statements as statements_module
-from agent_memory.archiving._statements import MAX_CHARS, Statement, extract_statements
-from agent_memory.archiving._topics import SINGLE_VALUED, topic_label
+from agent_memory.formation import _statements as statements_module
+from agent_memory.formation._statements import MAX_CHARS, Statement, extract_statements
+from agent_memory.formation._topics import SINGLE_VALUED, topic_label
 
 AT = datetime(2024, 5, 15, 10, 30, tzinfo=UTC)
 
@@ -232,7 +232,7 @@ def test_linear_time_and_length_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_subject_forms_are_every_rules_subject_words() -> None:
     """A clause holding none of its allowed subjects' forms skips the rules: the forms must be all the
     words any rule's subject group accepts, each a plain word (no regex syntax left in it)."""
-    from agent_memory.archiving import _topics as T
+    from agent_memory.formation import _topics as T
 
     for lang, rules in T.RULES.items():
         for kind, pattern in rules:
@@ -266,13 +266,13 @@ def test_clauses_without_an_allowed_subject_give_nothing_and_others_still_do() -
     ],
 )
 def test_the_topics_a_text_states_are_its_statements_topics(text: str, labels: tuple[str, ...]) -> None:
-    from agent_memory.archiving import statement_topics
+    from agent_memory.formation import statement_topics
 
     assert statement_topics(text) == labels
 
 
 def test_statement_topics_refuses_what_is_not_text() -> None:
-    from agent_memory.archiving import statement_topics
+    from agent_memory.formation import statement_topics
 
     with pytest.raises(TypeError, match="text must be a str, got int"):
         statement_topics(42)  # type: ignore[arg-type]

@@ -22,8 +22,8 @@ from autogen_core.models import (
 
 from data_layer import upgrade
 
-from ..archive import LOAD_TOOL
 from ..context import estimate_tokens
+from ..tool_archive import LOAD_TOOL
 from ._system import bench_settings, bench_system
 
 

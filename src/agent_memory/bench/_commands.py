@@ -331,7 +331,7 @@ async def conflicts_cmd(
     """Adjudication accuracy on the conflict set (zh/en: changes of state, changed preferences, negation,
     quoted or hypothetical speech, questions, someone else's news, assistant paraphrase), in all and by
     language, reason and kind."""
-    from ..archiving import load_conflict_set, score_conflicts
+    from ..formation import load_conflict_set, score_conflicts
 
     emit_json({"bench": "conflicts", **score_conflicts(load_conflict_set(data))})
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from autogen_core.models import AssistantMessage, FunctionExecutionResultMessage, LLMMessage
 
-from ..archive import LOAD_TOOL, ToolResultManager
 from ..recall import RecallErrorEvent
+from ..tool_archive import LOAD_TOOL, ToolResultManager
 
 logger = logging.getLogger(__name__)
 

@@ -44,7 +44,6 @@ from pydantic import BaseModel
 
 from data_layer import InvalidInputError, MemoryRecallSettings, MemoryRecord, NotFoundError, Scope
 
-from ..archive import ToolResultManager
 from ..clients import with_text_on_tool_calls
 from ..forgetting import BroadSubjectError, Forgetting, forget_request, forgotten_message_ids, undo_request
 from ..recall import (
@@ -61,6 +60,7 @@ from ..recall import (
     output_of_records,
 )
 from ..text import neutralize
+from ..tool_archive import ToolResultManager
 from ..tools import RecallLedger
 from ._archiving import archive_results
 from ._aside import kept_messages, without_set_aside

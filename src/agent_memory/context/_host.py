@@ -13,8 +13,8 @@ from autogen_core.models import ChatCompletionClient
 
 from data_layer import AgentFusionDataLayer, MemoryRecallSettings, Scope
 
-from ..archiving import SessionArchiver
 from ..forgetting import Forgetting
+from ..formation import SessionArchiver
 from ..recall import MemRecallAgent
 from ._options import RecallOptions
 

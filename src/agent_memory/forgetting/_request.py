@@ -27,8 +27,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ..archiving import quotations_removed
 from ..domain import ends_as_question
+from ..formation import quotations_removed
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

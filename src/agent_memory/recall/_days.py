@@ -7,7 +7,7 @@ alone, ``SearchQuery.time_alone``). Everything said then matches such a listing,
 a user tells in passing: "我不吃辣", a cat's name, where they live say nothing of how the last days went,
 and their place is the profile, found when a message is about them. Of the memories listed, a recall
 passes on every account of the days (what happened, how the user felt) and drops a **standing fact**
-(a memory in which the archiver reads a profile statement, :func:`~agent_memory.archiving.statement_topics`:
+(a memory in which the archiver reads a profile statement, :func:`~agent_memory.formation.statement_topics`:
 饮食 for "我不吃辣", 居住地 for "我住在杭州") unless it
 
 - tells how the user is: a statement or cue on a topic of :data:`STATE_TOPICS` (health, sleep:
@@ -23,7 +23,7 @@ for all of it: no narrowing is made for it.
 
 from __future__ import annotations
 
-from ..archiving import TOPICS, statement_topics
+from ..formation import TOPICS, statement_topics
 from ..search import MAX_QUERY_CHARS, HybridMemorySearch, SearchHit, SearchQuery, SearchResults
 from ..tools import ListingFilter
 from ._intent import cue_topics, recent_days_told

@@ -15,8 +15,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..archiving import QUESTION_ZH, TOPIC_CUES, topic_label
 from ..domain import QUESTION_MARK_CLASS, listed_in_full
+from ..formation import QUESTION_ZH, TOPIC_CUES, topic_label
 from ..text import fold, parse_time_expressions
 
 Intent = Literal["greeting", "chitchat", "past_reference", "preference", "task"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from data_layer import MemoryRecord, MessageRecord
 
-from ..archiving import Statement, Verdict, adjudicate, extract_statements
+from ..formation import Statement, Verdict, adjudicate, extract_statements
 from ._evidence_models import (
     ConflictNote,
     EvidenceItem,

@@ -15,7 +15,7 @@ from autogen_core.models import ChatCompletionClient
 
 from data_layer import ChatLocks, MemoryRepository
 
-from ..archiving import statement_topics
+from ..formation import statement_topics
 from ..search import (
     Embedder,
     FusionWeights,

@@ -38,11 +38,10 @@ from data_layer import (
     upgrade,
 )
 
-from ..archive import ToolResultManager
-from ..archiving import ModelExtractor, SessionArchiver
 from ..context import MemoryContext, RecallOptions
 from ..evidence import EvidenceToolbox, MessageIndex
 from ..forgetting import Forgetting, forget, forgettings, set_aside, unforget
+from ..formation import ModelExtractor, SessionArchiver
 from ..recall import (
     EvidenceRecallAgent,
     MemRecallAgent,
@@ -55,6 +54,7 @@ from ..settings import AgentMemorySettings, load_settings
 from ..slots import CommandExecutor, Limits, detect_isolation
 from ..telemetry import record_content
 from ..text import Tokenizer
+from ..tool_archive import ToolResultManager
 from ..tools import MemoryToolbox, ToolLimits
 from ._context import SystemMemoryContext
 from ._parts import SystemOverrides, search_engine

@@ -11,8 +11,8 @@ library chooses; no user id, no memory or message text, unless :func:`record_con
 """
 
 from ._spans import (
-    ARCHIVE_SPAN,
     CONTENT_LIMIT,
+    FORMATION_SPAN,
     LABELS,
     MCP_SPAN,
     RECALL_SPAN,
@@ -28,8 +28,8 @@ from ._spans import (
 )
 
 __all__ = [
-    "ARCHIVE_SPAN",
     "CONTENT_LIMIT",
+    "FORMATION_SPAN",
     "LABELS",
     "MCP_SPAN",
     "RECALL_SPAN",

@@ -17,7 +17,7 @@ TRACER_NAME = "agent_memory"
 #: one archiving run (sessions into memories), one web chat request, one MCP tool call.
 RECALL_SPAN = "agent_memory.recall"
 SEARCH_SPAN = "agent_memory.search"
-ARCHIVE_SPAN = "agent_memory.archive"
+FORMATION_SPAN = "agent_memory.formation"
 WEB_SPAN = "agent_memory.web.request"
 MCP_SPAN = "agent_memory.mcp.tool"
 #: The attributes whose value may be a string: names the library itself chooses (a search mode, a tool,

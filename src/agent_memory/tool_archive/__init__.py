@@ -1,6 +1,6 @@
 """The tool-result archive of seed 004: placeholders in the context, full text on demand.
 
->>> from agent_memory.archive import ARCHIVE_THRESHOLD
+>>> from agent_memory.tool_archive import ARCHIVE_THRESHOLD
 >>> ARCHIVE_THRESHOLD
 10000
 """

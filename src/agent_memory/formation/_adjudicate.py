@@ -175,7 +175,7 @@ class ConflictCase:
 def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
     """The conflict set shipped in the package (``data/conflicts.jsonl``), or one at ``path``."""
     if path is None:
-        text = resources.files("agent_memory.archiving").joinpath("data", "conflicts.jsonl").read_text("utf-8")
+        text = resources.files("agent_memory.formation").joinpath("data", "conflicts.jsonl").read_text("utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
     cases = []

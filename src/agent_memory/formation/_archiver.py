@@ -39,7 +39,7 @@ from typing import Any
 from data_layer import SESSION_FIELD, AgentFusionDataLayer, ChatLocks, MessageRecord, NewMemory, Scope
 
 from ..history import lapse_of, with_lapse
-from ..telemetry import ARCHIVE_SPAN, span
+from ..telemetry import FORMATION_SPAN, span
 from ..text import Tokenizer
 from ._extract import Extractor, OfflineExtractor
 from ._gists import GistDraft, informative
@@ -83,14 +83,14 @@ def _report_attributes(report: ArchiveReport) -> dict[str, int]:
     """What an archiving run's span says: sessions archived, their messages, the memories formed (gists,
     turns, profile items), profile items superseded, sessions still open."""
     return {
-        "agent_memory.archive.sessions": report.sessions,
-        "agent_memory.archive.messages": report.messages,
-        "agent_memory.archive.memories": len(report.memory_keys),
-        "agent_memory.archive.gists": report.gists,
-        "agent_memory.archive.turns": report.turns,
-        "agent_memory.archive.profiles": report.profiles,
-        "agent_memory.archive.superseded": report.superseded,
-        "agent_memory.archive.open_sessions": report.open_sessions,
+        "agent_memory.formation.sessions": report.sessions,
+        "agent_memory.formation.messages": report.messages,
+        "agent_memory.formation.memories": len(report.memory_keys),
+        "agent_memory.formation.gists": report.gists,
+        "agent_memory.formation.turns": report.turns,
+        "agent_memory.formation.profiles": report.profiles,
+        "agent_memory.formation.superseded": report.superseded,
+        "agent_memory.formation.open_sessions": report.open_sessions,
     }
 
 
@@ -160,8 +160,8 @@ class SessionArchiver:
         scope = Scope.of(user_id, friend_id)
         when = now or datetime.now(UTC)
         report = ArchiveReport()
-        attributes = {"agent_memory.archive.all_friends": all_friends, "agent_memory.archive.end_open": end_open}
-        with span(ARCHIVE_SPAN, attributes) as traced:
+        attributes = {"agent_memory.formation.all_friends": all_friends, "agent_memory.formation.end_open": end_open}
+        with span(FORMATION_SPAN, attributes) as traced:
             friends = await self.friends(user_id=scope.user_id) if all_friends else [scope.friend_id]
             for friend in friends:
                 async with self.locks.hold("archive", scope.user_id, friend):

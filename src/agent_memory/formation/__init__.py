@@ -1,6 +1,6 @@
 """Chats become memories (seed 001's passive session archiving), and what a user said is weighed.
 
->>> from agent_memory.archiving import SessionArchiver, extract_statements, adjudicate
+>>> from agent_memory.formation import SessionArchiver, extract_statements, adjudicate
 >>> report = await system.session_archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
 
 - sessions: a (user, AI friend) chat cut at idle gaps, a size, or an explicit end;
