@@ -19,7 +19,7 @@ from typing import Any
 
 from data_layer import NewMessage
 
-from ..recall import RankedHit
+from ..evidence import RankedHit
 from ._datasets import BenchDataset, BenchQuery
 from ._retrieval import percentile
 from ._system import bench_settings, bench_system

@@ -34,6 +34,11 @@ from ._models import (
     SemanticSearchOutput,
     TimeRange,
 )
+from ._recall_agent import EvidenceRecallAgent, EvidenceRun, RankedHit
+from ._recall_models import ConflictNote, EvidenceItem, EvidenceRecall, Limits, MemoryView, TimeWindow, ViewItem
+from ._recall_planner import EvidenceRecallPlanner
+from ._skill import Skill, load_skill, parse_skill
+from ._synthesis import synthesize
 from ._toolbox import EVIDENCE_TOOLS, EvidenceTool, EvidenceToolbox, EvidenceToolSpec, ToolName
 
 __all__ = [
@@ -42,12 +47,20 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_QUERY_CHARS",
     "MAX_TOP_K",
+    "ConflictNote",
+    "EvidenceItem",
     "EvidenceMessage",
+    "EvidenceRecall",
+    "EvidenceRecallAgent",
+    "EvidenceRecallPlanner",
+    "EvidenceRun",
     "EvidenceTool",
     "EvidenceToolSpec",
     "EvidenceToolbox",
     "LexicalSearchInput",
     "LexicalSearchOutput",
+    "Limits",
+    "MemoryView",
     "MessageIndex",
     "MessageTermsAnalyzer",
     "MessagesListInput",
@@ -55,13 +68,20 @@ __all__ = [
     "NeighborsInput",
     "NeighborsOutput",
     "ParsedQuery",
+    "RankedHit",
     "Role",
     "SearchFilter",
     "SemanticSearchInput",
     "SemanticSearchOutput",
+    "Skill",
     "TimeRange",
+    "TimeWindow",
     "ToolName",
+    "ViewItem",
     "analyse_stored",
     "analyse_user",
+    "load_skill",
     "parse_query",
+    "parse_skill",
+    "synthesize",
 ]

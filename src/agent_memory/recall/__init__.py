@@ -17,17 +17,6 @@ from ._events import (
     WindowExpandedEvent,
     merge_streams,
 )
-from ._evidence_agent import EvidenceRecallAgent, EvidenceRun, RankedHit
-from ._evidence_models import (
-    ConflictNote,
-    EvidenceItem,
-    EvidenceRecall,
-    Limits,
-    MemoryView,
-    TimeWindow,
-    ViewItem,
-)
-from ._evidence_planner import EvidenceRecallPlanner
 from ._intent import Intent, classify_intent, days_asked_about, days_to_read, needs_memory, recent_days_told
 from ._memory_view import (
     EventItem,
@@ -40,33 +29,23 @@ from ._memory_view import (
     without_repeats,
 )
 from ._planner import OfflineRecallPlanner
-from ._planner_client import OfflineClient
+from ._planner_client import OfflineClient, PlannerClient
 from ._prompt import RECALL_SYSTEM_PROMPT, RecallTask, format_task, parse_task, recall_prompt
-from ._skill import Skill, load_skill, parse_skill
-from ._synthesis import synthesize
 
 __all__ = [
     "AGENT_NAME",
     "RECALL_SYSTEM_PROMPT",
     "STATE_TOPICS",
-    "ConflictNote",
     "EventItem",
-    "EvidenceItem",
-    "EvidenceRecall",
-    "EvidenceRecallAgent",
-    "EvidenceRecallPlanner",
-    "EvidenceRun",
     "Intent",
-    "Limits",
     "MemRecallAgent",
     "MemoryForgottenEvent",
     "MemoryNotForgottenEvent",
     "MemoryUnforgottenEvent",
-    "MemoryView",
     "OfflineClient",
     "OfflineRecallPlanner",
+    "PlannerClient",
     "ProfileItem",
-    "RankedHit",
     "RecallErrorEvent",
     "RecallFinishedEvent",
     "RecallHandoff",
@@ -76,26 +55,20 @@ __all__ = [
     "RecallStartedEvent",
     "RecallTask",
     "RecallTimeoutEvent",
-    "Skill",
-    "TimeWindow",
-    "ViewItem",
     "WindowExpandedEvent",
     "classify_intent",
     "days_asked_about",
     "days_to_read",
     "describes_state",
     "format_task",
-    "load_skill",
     "merge_streams",
     "needs_memory",
     "output_of_records",
-    "parse_skill",
     "parse_task",
     "reachable",
     "recall_memory_output",
     "recall_prompt",
     "recent_days_told",
-    "synthesize",
     "told_days_filter",
     "without_repeats",
 ]

@@ -39,11 +39,10 @@ from data_layer import (
 )
 
 from ..context import MemoryContext, RecallOptions
-from ..evidence import EvidenceToolbox, MessageIndex
+from ..evidence import EvidenceRecallAgent, EvidenceToolbox, MessageIndex
 from ..forgetting import Forgetting, forget, forgettings, set_aside, unforget
 from ..formation import ModelExtractor, SessionArchiver
 from ..recall import (
-    EvidenceRecallAgent,
     MemRecallAgent,
     RecallMemoryInput,
     RecallMemoryOutput,

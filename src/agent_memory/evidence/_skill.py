@@ -31,10 +31,10 @@ class Skill:
 
 @cache
 def load_skill(name: str) -> Skill:
-    """The packaged skill ``name`` (``agent_memory/recall/skills/<name>/SKILL.md``)."""
+    """The packaged skill ``name`` (``agent_memory/evidence/skills/<name>/SKILL.md``)."""
     if not name.replace("-", "").isalnum():
         raise ValueError(f"skill names are letters, digits and dashes, not {name!r}")
-    path = resources.files("agent_memory.recall").joinpath("skills", name, "SKILL.md")
+    path = resources.files("agent_memory.evidence").joinpath("skills", name, "SKILL.md")
     text = path.read_text(encoding="utf-8")
     return parse_skill(text)
 

@@ -24,16 +24,17 @@ from autogen_core.models import ChatCompletionClient
 from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, MessageRecord, Scope
 
 from ..domain import reach
-from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
 from ..history import aware, shown_at
+from ..recall import RecallHandoff, told_days_filter
 from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
-from ._agent import RecallHandoff
-from ._days import told_days_filter
-from ._evidence_models import EvidenceRecall, Limits, TimeWindow
-from ._evidence_planner import EvidenceRecallPlanner, evidence_task, observe, task_question
+from ._index import MessageIndex
+from ._models import EvidenceMessage
+from ._recall_models import EvidenceRecall, Limits, TimeWindow
+from ._recall_planner import EvidenceRecallPlanner, evidence_task, observe, task_question
 from ._skill import Skill, load_skill
 from ._synthesis import synthesize
+from ._toolbox import EvidenceToolbox
 
 #: Reciprocal rank fusion constant, and the weight of each result list: the memory search (the hybrid
 #: engine over gists, profiles and the archived turns) leads; BM25 over the raw messages and the

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from data_layer import MemoryRecord, MessageRecord
 
 from ..formation import Statement, Verdict, adjudicate, extract_statements
-from ._evidence_models import (
+from ._recall_models import (
     ConflictNote,
     EvidenceItem,
     EvidenceRecall,

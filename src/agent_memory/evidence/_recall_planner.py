@@ -31,9 +31,8 @@ from autogen_core.models import (
 )
 
 from ..domain import DATED_TYPES
+from ..recall import PlannerClient, days_asked_about, days_to_read, needs_memory
 from ..text import named_time_range
-from ._intent import days_asked_about, days_to_read, needs_memory
-from ._planner_client import PlannerClient
 from ._skill import Skill, load_skill
 
 NOW_PREFIX = "当前时间:"
