@@ -23,6 +23,7 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy src
 
 test: lint
 	$(BIN)/pytest

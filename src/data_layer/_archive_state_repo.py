@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select, update
 
 from . import _validation as v
+from ._changed import rows_changed
 from ._dialect import insert_updating
 from ._engine import Database
 from ._message_repo import _record
@@ -104,7 +105,7 @@ class ArchiveStateRepository:
                                        update=["last_message_id", "last_message_at", "updated_at"])  # fmt: skip
                 await session.execute(stmt, [{"user_id": uid, "friend_key": key, "last_message_id": int(row[0]),
                                               "last_message_at": row[1], "updated_at": now}])  # fmt: skip
-        return int(marked.rowcount or 0)  # type: ignore[attr-defined]
+        return rows_changed(marked)
 
     async def chats(self, *, user_id: str | int) -> list[str | None]:
         """The AI friends the user has messages with (``None`` for messages without a friend)."""

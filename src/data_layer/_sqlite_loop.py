@@ -23,7 +23,7 @@ can make readers wait; that is once, at start-up.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from threading import Thread
 from typing import Any
@@ -94,7 +94,7 @@ def begin_on_loop(driver_connection: object, mode: str) -> bool:
 
 
 def sqlite_creator(
-    database: str, options: dict[str, Any], *, timeout_s: float
+    database: str, options: Mapping[str, Any], *, timeout_s: float
 ) -> Callable[[], Awaitable[LoopConnection]]:
     """The ``async_creator`` of an engine on SQLite ``database`` (a :class:`LoopConnection` each).
 
@@ -109,7 +109,8 @@ def sqlite_creator(
         # the worker thread must not keep the interpreter alive at exit (aiosqlite < 0.22 is the thread)
         worker = connection if isinstance(connection, Thread) else connection._thread
         worker.daemon = True
-        return await connection
+        await connection  # starts the worker thread and opens the database on it
+        return connection
 
     return connect
 

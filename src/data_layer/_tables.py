@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     BigInteger,
@@ -28,6 +28,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
     Uuid,
@@ -65,6 +66,9 @@ GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    #: every mapped class here is declared on one table (no mapping of joins or selects), so its
+    #: ``__table__`` is a ``Table`` with ``insert()`` and ``update()``, not any ``FromClause``
+    __table__: ClassVar[Table]
 
 
 class AgentMemoryTable(Base):

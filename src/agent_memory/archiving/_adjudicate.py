@@ -95,12 +95,13 @@ def discount_reason(statement: Statement) -> Reason:
     """Why a statement cannot decide on its own (``time_change`` for a direct user statement)."""
     if statement.role != "user":
         return "assistant_paraphrase"
-    return {
+    by_speech: dict[str, Reason] = {
         "quoted": "quoted_speech",
         "hypothetical": "hypothetical",
         "reported": "reported_speech",
         "question": "question",
-    }.get(statement.speech, "time_change")  # type: ignore[return-value]
+    }
+    return by_speech.get(statement.speech, "time_change")
 
 
 def precedence(statement: Statement) -> tuple[datetime, int, int, int]:
@@ -225,9 +226,13 @@ def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
         total += 1
         correct += ok
         kind = case.kind or case.expected_reason
-        cells = (("by_reason", case.expected_reason), ("by_lang", case.lang), ("by_kind", kind),
-                 ("by_lang_kind", f"{case.lang}/{kind}"))  # fmt: skip
-        for table, key in cells:
+        tallied: tuple[tuple[str, str], ...] = (
+            ("by_reason", case.expected_reason),
+            ("by_lang", case.lang),
+            ("by_kind", kind),
+            ("by_lang_kind", f"{case.lang}/{kind}"),
+        )
+        for table, key in tallied:
             cell = by[table].setdefault(key, {"cases": 0, "correct": 0})
             cell["cases"] += 1
             cell["correct"] += ok

@@ -168,7 +168,7 @@ def _diet(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -
         habitual = negated or _g(m, "modal") or _g(m, "adv") or clause.speech != "direct"
         verb = "喝" if verb == "喝" else "吃"
     else:
-        habit = _HABIT_EN.search(obj)
+        habit = _HABIT_EN.search(obj) is not None
         habitual = negated or habit or _g(m, "adv") or clause.speech != "direct" or clause.change
         verb = "drink" if verb.startswith(("drink", "drank")) else "eat"
         if not obj and verb == "drink" and negated:

@@ -17,6 +17,7 @@ and are re-exported here; this module keeps the topics, subject normalisation, s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..text import fold
 from ._lexicon import CITIES_ZH as CITIES_ZH
@@ -183,8 +184,9 @@ PAST_EN = re.compile(
 # --- rules -----------------------------------------------------------------------------------------
 
 
-def _alt(words: object) -> str:
-    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))  # type: ignore[call-overload]
+def _alt(words: Iterable[str]) -> str:
+    """A regex alternation of ``words``, the longest first (so a word never stops at a shorter one)."""
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
 
 # fmt: off

@@ -33,7 +33,7 @@ def _result_text(round_no: int, chars: int) -> str:
     head = (
         f"第{round_no}轮检索结果：永策Pro 文档第{round_no}章，权限、审批与报表配置。来源: docs/yongce/ch{round_no}.md\n"
     )
-    body = []
+    body: list[str] = []
     i = 0
     while len(head) + sum(map(len, body)) < chars:
         body.append(f"第{i}节 配置项 option_{round_no}_{i} 的说明：启用后影响审批流与角色权限。")
@@ -90,6 +90,7 @@ async def bench_archive(
             if r == reload_round and reload_of in uuids:
                 load = FunctionCall(id=f"l{r}", name=LOAD_TOOL, arguments=json.dumps({"uuid": uuids[reload_of]}))
                 await archived.add_message(AssistantMessage(content=[load], source="main"))
+                assert archived.archive is not None  # the system's contexts archive results (the threshold)
                 text = await archived.archive.load_tool_result(uuids[reload_of])
                 await archived.add_message(
                     FunctionExecutionResultMessage(

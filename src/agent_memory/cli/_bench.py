@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
 from ._common import emit_json, run
+
+if TYPE_CHECKING:
+    from ..search import SearchMode
 
 app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)
 
@@ -22,11 +25,13 @@ def _admin_url(given: str | None) -> str:
     return given or DEFAULT_PG_ADMIN_URL
 
 
-def _check_mode(mode: str) -> None:
-    from ..search import SEARCH_MODES
+def _check_mode(mode: str) -> SearchMode:
+    """``mode``, a search mode (a ValueError for any other word)."""
+    from ..search import SEARCH_MODES, is_search_mode
 
-    if mode not in SEARCH_MODES:
+    if not is_search_mode(mode):
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    return mode
 
 
 @app.command("ingest")
@@ -56,14 +61,20 @@ async def ingest_cmd(
     model = _embedder(embedder, None)[0] if embedder is not None else None
     if embedder is not None and model is None:
         raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
-    options = {"memories": memories, "batch": batch, "rounds": rounds, "analysis": analysis, "embedder": model}
+    options: dict[str, Any] = {
+        "memories": memories,
+        "batch": batch,
+        "rounds": rounds,
+        "analysis": analysis,
+        "embedder": model,
+    }
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
+            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, **options))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
+            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
@@ -134,14 +145,14 @@ async def retrieval_cmd(
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
-    options = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model,
+    options: dict[str, Any] = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model,
                "word_neighbours": word_neighbours}  # fmt: skip
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
+            runs.append(await run_engine(ds, url, **options))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            runs.append(await run_engine(ds, url, **options))  # type: ignore[arg-type]
+            runs.append(await run_engine(ds, url, **options))
     result = report(ds, mode, runs[0], baseline)
     result["embedder"], result["semantic_share"] = label, share
     result["word_neighbours"] = runs[0].word_neighbours  # in effect: off when the vectors are not installed
@@ -174,17 +185,27 @@ async def latency_cmd(
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    _check_mode(mode)
+    chosen = _check_mode(mode)
 
     async def one(url: str, size: int) -> dict[str, object]:
         with tempfile.TemporaryDirectory(prefix="agent-memory-snapshots-") as folder:
             if users:
-                figures = await bench_users(url, users=users, memories=per_user, snapshot_dir=folder, mode=mode,  # type: ignore[arg-type]
-                                            cache_mb=cache_mb)  # fmt: skip
-            else:
-                figures = await bench_latency(url, memories=size, queries=queries, mode=mode, snapshot_dir=folder,  # type: ignore[arg-type]
-                                              cold=cold, cold_runs=cold_runs)  # fmt: skip
-            return dataclasses.asdict(figures)
+                return dataclasses.asdict(
+                    await bench_users(
+                        url, users=users, memories=per_user, snapshot_dir=folder, mode=chosen, cache_mb=cache_mb
+                    )
+                )
+            return dataclasses.asdict(
+                await bench_latency(
+                    url,
+                    memories=size,
+                    queries=queries,
+                    mode=chosen,
+                    snapshot_dir=folder,
+                    cold=cold,
+                    cold_runs=cold_runs,
+                )
+            )
 
     results = []
     for size in memories if not users else [users * per_user]:
@@ -272,14 +293,14 @@ async def writers_cmd(
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    options = {"writers": writers, "ops": ops, "analyze": analyze, "separate_engines": separate_engines}
+    options: dict[str, Any] = {"writers": writers, "ops": ops, "analyze": analyze, "separate_engines": separate_engines}
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+            results["sqlite"] = dataclasses.asdict(await bench_writers(url, **options))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+            results["postgresql"] = dataclasses.asdict(await bench_writers(url, **options))
     emit_json({"bench": "writers", **options, "results": results})
 
 
@@ -334,14 +355,14 @@ async def load_cmd(
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     check_bounds(processes=processes, writers=writers, searchers=searchers, seconds=seconds)
-    options = {"processes": processes, "writers": writers, "searchers": searchers, "seconds": seconds}
+    options: dict[str, Any] = {"processes": processes, "writers": writers, "searchers": searchers, "seconds": seconds}
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = await bench_load(url, **options)  # type: ignore[arg-type]
+            results["sqlite"] = await bench_load(url, **options)
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = await bench_load(url, **options)  # type: ignore[arg-type]
+            results["postgresql"] = await bench_load(url, **options)
     lost = sum(r["lost"] for r in results.values())
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 

@@ -52,7 +52,7 @@ async def add_cmd(
 
     metadata = with_expiry(metadata, _time_option(expires_at, "--expires-at"))
     async with open_system(url) as system:
-        fields = {
+        fields: dict[str, Any] = {
             "user_id": user,
             "memory_key": key,
             "content": text,
@@ -219,22 +219,22 @@ async def search_cmd(
 
     The engine picks the best ``--limit`` memories; they are shown by the score printed, highest first.
     """
-    from ..search import SEARCH_MODES
+    from ..search import SEARCH_MODES, is_search_mode
 
-    if mode is not None and mode not in SEARCH_MODES:
+    if mode is not None and not is_search_mode(mode):
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
     async with open_system(url) as system:
-        hits = await system.search.search(
+        found = await system.search.search(
             query,
             user_id=user,
             friend_id=friend,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             memory_types=memory_type or None,
             limit=limit,
             min_relevance_score=min_score,
         )
     # the engine's order also weighs interaction, type and query coverage; show the scores in order
-    hits = sorted(hits, key=lambda h: -h.score)
+    hits = sorted(found, key=lambda h: -h.score)
     if as_json:
         emit_json(
             [

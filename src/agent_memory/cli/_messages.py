@@ -107,7 +107,7 @@ async def import_cmd(
     parsed = read_file(file, default_user=user, default_friend=friend)
     async with open_system(url) as system:
         messages = system.layer.messages
-        by_user: dict[str, list[NewMessage]] = {}
+        by_user: dict[str | int, list[NewMessage]] = {}
         ids: dict[tuple[str, str], ParsedLine] = {}
         for line in parsed:
             try:

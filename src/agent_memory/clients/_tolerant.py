@@ -32,7 +32,7 @@ from ._shapes import with_text_on_tool_calls
 try:  # the HTTP library the OpenAI SDK is built on (newer releases ship their own fork of httpx)
     import httpx2 as _http
 except ImportError:  # pragma: no cover - older openai releases
-    import httpx as _http  # type: ignore[no-redef]
+    import httpx as _http  # type: ignore[no-redef]  # the same API under its original name
 
 
 def without_legacy_function_call(answer: dict[str, Any]) -> bool:
@@ -61,7 +61,7 @@ def without_legacy_function_call(answer: dict[str, Any]) -> bool:
     return changed
 
 
-class _LegacyFieldTransport(_http.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+class _LegacyFieldTransport(_http.AsyncBaseTransport):
     """Passes requests on; rewrites JSON chat-completion answers with :func:`without_legacy_function_call`."""
 
     def __init__(self) -> None:

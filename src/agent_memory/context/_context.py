@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from autogen_core import Component, ComponentModel, FunctionCall
 from autogen_core.model_context import ChatCompletionContext
@@ -163,7 +163,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         await super().add_message(message)
         if not self.persist:
             return
-        role = (
+        role: Literal["user", "assistant"] | None = (
             "user"
             if isinstance(message, UserMessage)
             else "assistant"
@@ -175,7 +175,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         try:
             stored = await self.system.layer.messages.append(
                 user_id=self.scope.user_id,
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 content=message_to_store(message.content),
                 friend_id=self.scope.friend_id,
                 thread_id=self.scope.thread_id,
@@ -389,11 +389,10 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
                             arguments=json.dumps(self.last_arguments, ensure_ascii=False))  # fmt: skip
         output = self.last_output.model_dump_json()
-        result = FunctionExecutionResult(content=output, name="recall_memory", call_id=call.id,
-                                         is_error=False)  # fmt: skip
+        executed = FunctionExecutionResult(content=output, name="recall_memory", call_id=call.id, is_error=False)
         return [
             AssistantMessage(content=[call], source="memory_context"),
-            FunctionExecutionResultMessage(content=[result]),
+            FunctionExecutionResultMessage(content=[executed]),
         ]
 
     async def _run_recall(
@@ -514,4 +513,5 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         context = system.context(user_id=config.user_id, friend_id=config.friend_id, thread_id=config.thread_id,
                                  options=config.options, archive=config.archive, persist=config.persist)  # fmt: skip
         context._owns_system = True
+        # the system builds a MemoryContext, not ``cls``: a subclass that is loaded from a config overrides this
         return context  # type: ignore[return-value]

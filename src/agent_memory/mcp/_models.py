@@ -11,7 +11,7 @@ shaped like :class:`agent_memory.forgetting.Forgetting`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -34,7 +34,10 @@ MAX_TAGS = 20
 #: The metadata of one memory, as JSON, at most this many characters.
 MAX_METADATA_CHARS = 16 * 1024
 
-MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a type checker takes no Literal built at run time: to it a memory type's name is a str
+    MemoryTypeName = str
+else:  # a Literal of the memory-type table's names: a client reads them as the schema's enum
+    MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]
 #: The memory types as a client reads them in ``add_memory``'s schema (from the memory-type table).
 _TYPES_TOLD = "; ".join(
     [

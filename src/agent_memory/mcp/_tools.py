@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -432,7 +432,7 @@ class MemoryMcpTools:
         _check_size(args.content, args.metadata)
         record = await self._owned(args.memory_key, args.friend_id)
         memory = self.system.layer.memory
-        tags = args.keywords
+        tags: Sequence[str | tuple[str, float]] | None = args.keywords
         if tags is None:  # the user's tags stay; the computed keywords follow the new content
             kept = await memory.get_keywords(user_id=self.user_id, memory_key=record.memory_key)
             tags = [(k.keyword, k.weight) for k in kept if k.extraction_source == "user_tag"]

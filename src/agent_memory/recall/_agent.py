@@ -190,7 +190,7 @@ class MemRecallAgent:
         return AssistantAgent(
             AGENT_NAME,
             model_client=self.model_client,
-            tools=box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"], compact=True),
+            tools=[*box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"], compact=True)],
             handoffs=[RecallHandoff.for_toolbox(box, "expand_context_window"), RecallHandoff.for_toolbox(box)],
             system_message=self.system_message,
             # every search round, a detail read, keyword extraction and the handoff itself

@@ -24,7 +24,7 @@ from autogen_core.models import ChatCompletionClient
 from data_layer import AgentFusionDataLayer, InvalidInputError, MemoryRecord, MessageRecord, Scope
 
 from ..domain import reach
-from ..evidence import EvidenceMessage, EvidenceToolbox, MessageIndex
+from ..evidence import EvidenceMessage, EvidenceToolbox, LexicalSearchOutput, MessageIndex, SemanticSearchOutput
 from ..history import aware, shown_at
 from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
@@ -153,7 +153,7 @@ def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, Memory
     hits: dict[tuple[str, str], RankedHit] = {}
     for name, _, output in box.calls:
         weight = WEIGHTS.get(name)
-        if weight is None or not getattr(output, "success", False):
+        if weight is None or not isinstance(output, LexicalSearchOutput | SemanticSearchOutput) or not output.success:
             continue
         for rank, message in enumerate(output.messages):
             key = ("m", str(message.message_id))
@@ -163,7 +163,8 @@ def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, Memory
         key = ("k", item.memory_key)
         scores[key] = scores.get(key, 0.0) + WEIGHTS["memories"] / (RRF_K + rank + 1)
         hits[key] = RankedHit(_sources(memories[item.memory_key]), item.memory_key)
-    ranked, seen = [], set()
+    ranked: list[RankedHit] = []
+    seen: set[int] = set()
     for key in sorted(scores, key=lambda k: (-scores[k], k)):
         hit = hits[key]
         if hit.message_ids and set(hit.message_ids) <= seen:

@@ -20,7 +20,7 @@ from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelCapabilities,
     ModelFamily,
     ModelInfo,
     RequestUsage,
@@ -73,10 +73,10 @@ class OfflineClient(ChatCompletionClient):
         return max(0, self.context_tokens - self.count_tokens(messages, tools=tools))
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+    def capabilities(self) -> ModelCapabilities:
         info = self.info
         return {"vision": info["vision"], "function_calling": info["function_calling"],
-                "json_output": info["json_output"]}  # type: ignore[return-value]  # fmt: skip
+                "json_output": info["json_output"]}  # fmt: skip
 
     @property
     def model_info(self) -> ModelInfo:

@@ -24,7 +24,7 @@ from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
 from ._pipeline import Pipeline, SearchHit, SearchResults
-from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
+from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery, is_search_mode
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights
 from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
@@ -65,6 +65,7 @@ __all__ = [
     "WordVectors",
     "above_floor",
     "embedder_named",
+    "is_search_mode",
     "memory_text",
     "memory_vector_terms",
     "packaged_neighbours",

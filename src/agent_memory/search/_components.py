@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +52,7 @@ def bm25f(
     avg = float(dl[arrays["active"]].mean())
     for term, weight in (idf if idf is not None else index.bm25_idf(query)).items():
         # a term's part depends on the index only: kept until the next write (UserIndex.memo)
-        part = index.memo(("bm25f", term, k1, b), lambda t=term: _bm25f_part(index, t, dl, avg, k1=k1, b=b))
+        part = index.memo(("bm25f", term, k1, b), partial(_bm25f_part, index, term, dl, avg, k1=k1, b=b))
         if part is None:
             continue
         hit, values = part
@@ -197,7 +198,7 @@ def keyword_tiers(
         similar = synonyms.get(term, {})
         skip = family.get(term, frozenset())
         key = ("tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
-        part = index.memo(key, lambda t=term, s=similar, k=skip: _tier_part(index, t, s, k))  # type: ignore[misc]
+        part = index.memo(key, partial(_tier_part, index, term, similar, skip))
         if part is not None:
             hit, best = part
             scores[hit] += weight * best  # the same sums as adding the dense vector (zeros elsewhere)
@@ -281,7 +282,7 @@ def own_words_match(
         similar = synonyms.get(term, {})
         skip = family.get(term, frozenset())
         key = ("own-tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
-        part = index.memo(key, lambda t=term, s=similar, k=skip: _own_tier(index, t, s, k))  # type: ignore[misc]
+        part = index.memo(key, partial(_own_tier, index, term, similar, skip))
         if part is not None:
             held[part[0]] = True
     return held
@@ -436,7 +437,7 @@ def propagate(
         factor = share * float(relevance[slot]) / q_norm
         self_dot = 0.0
         for term, (idf, own_log_tf) in extra.items():
-            part = index.memo(("log-tf", term), lambda t=term: _log_tf(index, t))
+            part = index.memo(("log-tf", term), partial(_log_tf, index, term))
             if part is None:
                 continue
             parts.append(part)

@@ -185,8 +185,8 @@ class SentenceTransformerEmbedder:
             raise FileNotFoundError(f"no local model at {path}; give the folder of an installed model")
         self._model: Any = SentenceTransformer(str(path), device=device)
         # sentence-transformers 5 renamed the method (the old name warns); 3.x has only the old one
-        model = self._model
-        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        loaded = self._model
+        dimension = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
         self._dim_value = int(dimension())
         self._label = path.name if path.name != "model" else path.parent.name
         self._batch = batch_size

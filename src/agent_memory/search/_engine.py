@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from cachetools import TTLCache
@@ -666,7 +667,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             near.prefetch(new)  # the message's new words together: one read of the table per 64 words
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = index.derived(keys[term], lambda t=term: _held_synonyms(index, t, mapped[t], near, thesaurus))
+            held = index.derived(keys[term], partial(_held_synonyms, index, term, mapped[term], near, thesaurus))
             if held:
                 result[term] = held
         return result

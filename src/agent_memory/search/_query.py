@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
+from typing_extensions import TypeIs
+
 from data_layer import InvalidInputError, Scope, check_memory_type
 
 from ..domain import listed_in_full
@@ -30,6 +32,13 @@ from ..text import TimeRange, asked_range, fold, named_range, parse_time_express
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+
+
+def is_search_mode(value: object) -> TypeIs[SearchMode]:
+    """Whether ``value`` names a search mode (one of :data:`SEARCH_MODES`)."""
+    return value in SEARCH_MODES
+
+
 #: Longest query accepted (characters); longer text should be summarised or split first.
 MAX_QUERY_CHARS = 4_000
 #: The most results one search returns.
@@ -110,7 +119,7 @@ class SearchQuery:
         text = _query_text(query, keywords)
         filter_words = _keywords(keywords)
         chosen = mode or default_mode
-        if chosen not in SEARCH_MODES:
+        if not is_search_mode(chosen):
             raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {chosen!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
@@ -142,7 +151,7 @@ class SearchQuery:
             text=text,
             message=query.strip(),
             scope=scope,
-            mode=chosen,  # type: ignore[arg-type]
+            mode=chosen,
             keywords=filter_words,
             memory_types=_types(memory_types),
             start=lo,
@@ -176,8 +185,8 @@ class SearchQuery:
         if not self.spans:
             return None
         rest = fold(self.text)
-        for span in self.spans:
-            rest = rest.replace(span.expression, " ")
+        for said in self.spans:
+            rest = rest.replace(said.expression, " ")
         span = asked_range(self.spans)
         if _JOINERS.sub("", rest) or span is None or not listed_in_full(span.end - span.start):
             return None

@@ -380,8 +380,9 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     index._postings_total = int(extra["postings_total"])
     friend_of = np.asarray(friends, dtype=object)
     kind_of = np.asarray(kinds, dtype=object)
-    friend = np.where(present, friend_of[friend_code] if len(friend_of) else None, None)
-    kind = np.where(present, kind_of[kind_code] if len(kind_of) else None, None)
+    nothing = np.full(len(present), None, dtype=object)
+    friend = np.where(present, friend_of[friend_code], nothing) if len(friend_of) else nothing
+    kind = np.where(present, kind_of[kind_code], nothing) if len(kind_of) else nothing
     index._arrays = {
         "active": present.copy(),
         "ts": ts,

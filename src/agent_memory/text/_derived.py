@@ -142,7 +142,8 @@ def _save(folder: Path, path: Path, name: str, raw: object) -> None:
         if not _trusted(folder):
             logger.debug("derived tables not saved: %s is not a private folder of this user", folder)
             return
-        body = marshal.dumps(raw)
+        # ``build`` gives plain marshal data (see derived_table); its type is object as each table has its own shape
+        body = marshal.dumps(raw)  # type: ignore[arg-type]
         data = _MAGIC + zlib.crc32(body).to_bytes(4, "little") + len(body).to_bytes(4, "little") + body
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".tmp")
         try:

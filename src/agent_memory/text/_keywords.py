@@ -23,7 +23,7 @@ from typing import Literal
 
 from autogen_core.models import ChatCompletionClient, UserMessage
 
-from data_layer import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, KeywordInput
+from data_layer import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, KeywordInput, KeywordSource
 
 from ._idf import idf_table
 from ._scan import KEYWORD_SCAN_CHARS, ScanBudget, scan
@@ -333,6 +333,6 @@ def _kind(word: str) -> KeywordType:
     return "concept" if is_cjk_word(word) else "entity"
 
 
-def keyword_inputs(pairs: Sequence[tuple[str, float]], *, source: str = "llm") -> list[KeywordInput]:
+def keyword_inputs(pairs: Sequence[tuple[str, float]], *, source: KeywordSource = "llm") -> list[KeywordInput]:
     """``(keyword, weight)`` pairs as ``KeywordInput`` with the given extraction source."""
-    return [KeywordInput(k, w, source) for k, w in pairs]  # type: ignore[arg-type]
+    return [KeywordInput(k, w, source) for k, w in pairs]

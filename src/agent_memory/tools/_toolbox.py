@@ -325,7 +325,7 @@ class MemoryToolbox:
             _log_failure("get_memory_detail", exc)
             return GetMemoryDetailOutput(success=False, message=_failure(exc))
         gate = None if record is None else reach(self.scope, record, allow_sensitive=self.allow_sensitive)
-        if gate is None or not gate.seen:
+        if record is None or gate is None or not gate.seen:
             return GetMemoryDetailOutput(
                 success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
             )

@@ -139,7 +139,7 @@ def _read(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[dict[str
                 raise ValueError(f"line {lineno}: not an agent-memory export of format {FORMAT_VERSION} (no header)")
             header = data
             continue
-        if kind not in set(_KINDS.values()) - {None}:
+        if kind is None or kind not in set(_KINDS.values()):
             raise ValueError(f"line {lineno}: unknown kind {kind!r}")
         # checked before anything is written: a bad value found midway would leave the import half done
         for name, value in data.items():
