@@ -24,6 +24,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/pytest
@@ -36,4 +37,4 @@ reliability: $(BIN)/.installed
 	tests/test_reliability_isolation.py tests/test_reliability_crash.py tests/test_reliability_archive_crash.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .import_linter_cache .grimp_cache

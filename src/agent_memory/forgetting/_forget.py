@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from data_layer import (
     MAX_GET_MANY,
@@ -46,8 +46,19 @@ from ..history import base_key, kept_versions, parse_time, version_stem
 from ._request import MAX_SUBJECT_CHARS, forget_request, names_nothing
 
 if TYPE_CHECKING:
-    from ..evidence import MessageIndex
     from ..search import HybridMemorySearch
+
+
+class MessageFinder(Protocol):
+    """What a forgetting reads messages with: the lexical search of a scope's messages (evidence recall's
+    message index is one), so the messages that tell the subject are set aside with the memories."""
+
+    async def lexical(
+        self, scope: Scope, query_text: str, *, limit: int = ...
+    ) -> Sequence[tuple[MessageRecord, float]]:
+        """The scope's messages matching ``query_text``, best first, with their scores."""
+        ...
+
 
 #: The key of a forgetting's record starts with this.
 FORGETTING_PREFIX = "forgetting-"
@@ -209,7 +220,7 @@ def is_forgotten(record: MemoryRecord) -> bool:
 async def forget(
     layer: AgentFusionDataLayer,
     search: HybridMemorySearch,
-    index: MessageIndex,
+    index: MessageFinder,
     *,
     scope: Scope,
     subject: str,
