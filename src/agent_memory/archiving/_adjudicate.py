@@ -190,9 +190,19 @@ def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
         expected = raw["expected"]
         if expected["reason"] not in REASONS:
             raise ValueError(f"case {raw['id']}: unknown reason {expected['reason']!r}")
-        cases.append(ConflictCase(raw["id"], raw["lang"], messages, raw["topic"], raw.get("subject", ""),
-                                  expected["value"], bool(expected["uncertain"]), expected["reason"],
-                                  raw.get("kind") or expected["reason"]))  # fmt: skip
+        cases.append(
+            ConflictCase(
+                raw["id"],
+                raw["lang"],
+                messages,
+                raw["topic"],
+                raw.get("subject", ""),
+                expected["value"],
+                bool(expected["uncertain"]),
+                expected["reason"],
+                raw.get("kind") or expected["reason"],
+            )
+        )
     return cases
 
 

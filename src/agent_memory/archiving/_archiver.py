@@ -214,8 +214,9 @@ class SessionArchiver:
         every = session.messages
         session = await self._kept(session)
         if not session.messages:
-            await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=session.friend_id,
-                                                         message_ids=[m.id for m in every])  # fmt: skip
+            await self.layer.archive_state.mark_archived(
+                user_id=session.user_id, friend_id=session.friend_id, message_ids=[m.id for m in every]
+            )
             report.sessions += 1
             report.messages += len(every)
             return
@@ -255,8 +256,9 @@ class SessionArchiver:
                 report.profiles += 1
                 report.memory_keys.append(change.memory_key)
             report.superseded += change.action == "superseded"
-        await self.layer.archive_state.mark_archived(user_id=session.user_id, friend_id=friend,
-                                                     message_ids=[m.id for m in every])  # fmt: skip
+        await self.layer.archive_state.mark_archived(
+            user_id=session.user_id, friend_id=friend, message_ids=[m.id for m in every]
+        )
         report.sessions += 1
         report.messages += len(every)
 

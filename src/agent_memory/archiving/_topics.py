@@ -189,6 +189,7 @@ def _alt(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
 
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _ADV_ZH = _alt([
     "现在", "已经", "一直", "也", "还", "真的", "其实", "本来", "从小", "特别", "挺", "很", "非常", "超级", "超",
@@ -204,6 +205,7 @@ _ADV_ZH = _alt([
     "从小到大", "一直以来", "这么多年", "多年来", "这些年来",
 ])
 # fmt: on
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _NEG_ZH = _alt([
     "一点都不", "一点也不", "根本不", "从来不", "从来没", "再也不", "并不", "都不", "不再", "不太", "不怎么",
@@ -211,6 +213,7 @@ _NEG_ZH = _alt([
     "不", "别", "也不", "还不", "就不",
 ])
 # fmt: on
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _ADV_EN = _alt([
     "really", "still", "also", "absolutely", "totally", "kind of", "kinda", "sort of", "just", "now", "always",

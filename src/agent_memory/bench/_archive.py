@@ -54,16 +54,22 @@ def _tokens(messages: list[LLMMessage]) -> int:
 
 
 async def bench_archive(
-    url: str, *, rounds: int = 10, result_chars: int = 50_000, reload_round: int = 6, reload_of: int = 2,
+    url: str,
+    *,
+    rounds: int = 10,
+    result_chars: int = 50_000,
+    reload_round: int = 6,
+    reload_of: int = 2,
     threshold: int = 10_000,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Run the scenario on ``url`` and return the figures (one JSON object)."""
     if not 1 <= reload_of < reload_round <= rounds:
         raise ValueError("need 1 <= reload_of < reload_round <= rounds")
     await upgrade(url)
     # the history budget is lifted so the figure measures the archive alone, not the window
-    settings = load_settings(memory_database_url=str(url), memory_archive_threshold=threshold,
-                             memory_context_token_budget=1_000_000)  # fmt: skip
+    settings = load_settings(
+        memory_database_url=str(url), memory_archive_threshold=threshold, memory_context_token_budget=1_000_000
+    )
     async with MemorySystem.from_settings(settings) as system:
         archived = system.context(user_id="bench-user", thread_id="bench")
         full = UnboundedChatCompletionContext()

@@ -88,8 +88,12 @@ async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict
             t0 = time.perf_counter()
             await agent.recall([("user", text)])
             latencies.append((time.perf_counter() - t0) * 1000)
-    return {"memories": memories, "queries": len(latencies), "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95)}  # fmt: skip
+    return {
+        "memories": memories,
+        "queries": len(latencies),
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+    }
 
 
 def recall_report(dataset: BenchDataset, run: RecallRun, baseline: list[list[str]]) -> dict[str, object]:

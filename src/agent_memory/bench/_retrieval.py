@@ -137,8 +137,12 @@ async def run_engine(
     (``word_neighbours``: as the library, when the packaged word vectors are installed)."""
     await upgrade(url)
     async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory, semantic_share=semantic_share, embedder=embedder,
-                                    neighbours="packaged" if word_neighbours else None)  # fmt: skip
+        engine = HybridMemorySearch(
+            layer.memory,
+            semantic_share=semantic_share,
+            embedder=embedder,
+            neighbours="packaged" if word_neighbours else None,
+        )
         layer.memory.set_analyzer(engine.analyzer)  # what the composition root does
         key_to_doc, ingest_s = await load_dataset_into(layer, dataset)
         for user in {d.user_id for d in dataset.docs}:

@@ -40,6 +40,7 @@ WARM_UP = ("我下周二要去北京出差，有点紧张", "最近在准备项�
 #: with no new memory in between is answered by the search's cache of recent searches, which real
 #: chats seldom hit (with four messages in turn, 2 workers did 214-227 turns/s at 20 turns a stream,
 #: against 164-169 with these).
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 QUESTIONS = (
     "北京出差的事你还记得吗", "汇报压力大怎么办", "推荐个电影吧", "周末做点什么好",
     "下周二出差我要准备些什么", "项目汇报怎么准备比较好", "有什么好看的科幻片", "我最近有点紧张，怎么放松",

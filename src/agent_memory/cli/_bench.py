@@ -108,8 +108,9 @@ def _embedder(name: str, share: float | None) -> tuple[Any, float, str]:
     from ..settings import load_settings
 
     # openai: the endpoint of the MEMORY_SEARCH_EMBEDDING_* settings, as the library reads them
-    model = embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
-                           if name == "openai" else None)  # fmt: skip
+    model = embedder_named(
+        name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint() if name == "openai" else None
+    )
     return model, semantic_share_for(model, share), model.name if model is not None else "hashing"
 
 
@@ -145,8 +146,13 @@ async def retrieval_cmd(
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     runs: list[EngineRun] = []
-    options: dict[str, Any] = {"mode": mode, "depth": depth, "semantic_share": share, "embedder": model,
-               "word_neighbours": word_neighbours}  # fmt: skip
+    options: dict[str, Any] = {
+        "mode": mode,
+        "depth": depth,
+        "semantic_share": share,
+        "embedder": model,
+        "word_neighbours": word_neighbours,
+    }
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
             runs.append(await run_engine(ds, url, **options))
@@ -260,8 +266,11 @@ async def archive_cmd(
     from ..bench._archive import bench_archive
 
     async with temporary_sqlite() as url:
-        emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
-                                      threshold=threshold))  # fmt: skip
+        emit_json(
+            await bench_archive(
+                url, rounds=rounds, result_chars=result_chars, reload_round=reload_round, threshold=threshold
+            )
+        )
 
 
 @app.command("keywords")
@@ -395,6 +404,7 @@ async def serve_cmd(
     SQLite file: turns/s and p50/p95 turn latency (one JSON object)."""
     from ..bench._serve import bench_serve
 
-    figures = await bench_serve(streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds,
-                                workers=workers)  # fmt: skip
+    figures = await bench_serve(
+        streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds, workers=workers
+    )
     emit_json({"bench": "serve", **dataclasses.asdict(figures)})

@@ -264,8 +264,12 @@ class NeighborsArgs(NeighborsInput):
 class ForgetMemoriesArgs(_Forbid):
     """forget_memories: forget what the user told about a subject, as if the user asked in the chat."""
 
-    subject: str = Field(..., min_length=1, max_length=MAX_SUBJECT_CHARS,
-                         description="What to forget, in the user's words, e.g. '前任' or 'my ex'")  # fmt: skip
+    subject: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_SUBJECT_CHARS,
+        description="What to forget, in the user's words, e.g. '前任' or 'my ex'",
+    )
     friend_id: FriendId | None = Field(
         None,
         description="The AI friend the user asked (its events and the shared profile items are forgotten); omit: "
@@ -289,8 +293,11 @@ class ListForgottenArgs(_Forbid):
 class UnforgetArgs(_Forbid):
     """unforget: undo one forgetting."""
 
-    key: KeyText | None = Field(None, description="The forgetting to undo (from list_forgotten); omit: the newest "
-                                "one not undone that this scope may undo")  # fmt: skip
+    key: KeyText | None = Field(
+        None,
+        description="The forgetting to undo (from list_forgotten); omit: the newest "
+        "one not undone that this scope may undo",
+    )
     friend_id: FriendId | None = Field(
         None,
         description="The AI friend whose scope the undo is made in: a forgetting asked of a friend is undone only in "

@@ -227,9 +227,15 @@ class MemRecallAgent:
 
     async def _model_recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
         """The model's recall, with the deterministic first round as its fallback (see the module docs)."""
-        first = MemRecallAgent(self.search, scope=self.scope, limits=dataclasses.replace(self.limits, rounds=1),
-                               similarity_threshold=self.similarity_threshold, max_iterations=1,
-                               window_size=self.window_size, now=self.now)  # fmt: skip
+        first = MemRecallAgent(
+            self.search,
+            scope=self.scope,
+            limits=dataclasses.replace(self.limits, rounds=1),
+            similarity_threshold=self.similarity_threshold,
+            max_iterations=1,
+            window_size=self.window_size,
+            now=self.now,
+        )
         fallback = tuple((await first._recall(messages)).ledger.relevant(self.similarity_threshold))
         self.ledger = RecallLedger(fallback=fallback)  # what a cancelled recall keeps from the start
         event: BaseAgentEvent
@@ -237,14 +243,19 @@ class MemRecallAgent:
             async with asyncio.timeout(self.model_time_budget_s):
                 return await self._recall(messages, fallback=fallback)
         except TimeoutError:
-            logger.warning("the recall model ran past its %s s; the recall gives what was found",
-                           self.model_time_budget_s)  # fmt: skip
-            event = RecallTimeoutEvent(source=AGENT_NAME, budget_s=self.model_time_budget_s or 0.0,
-                                       content="the recall model was stopped; what was found is given")  # fmt: skip
+            logger.warning(
+                "the recall model ran past its %s s; the recall gives what was found", self.model_time_budget_s
+            )
+            event = RecallTimeoutEvent(
+                source=AGENT_NAME,
+                budget_s=self.model_time_budget_s or 0.0,
+                content="the recall model was stopped; what was found is given",
+            )
         except Exception as exc:  # a model's error ends its part, never the recall
             logger.warning("the recall model failed; the recall gives what was found", exc_info=True)
-            event = RecallErrorEvent(source=AGENT_NAME, content=f"recall model: {exc}"[:500],
-                                     error_type=type(exc).__name__)  # fmt: skip
+            event = RecallErrorEvent(
+                source=AGENT_NAME, content=f"recall model: {exc}"[:500], error_type=type(exc).__name__
+            )
         await self._emit(event)
         return RecallResult(self.ledger, max(self._iteration, 1), self.window_size)
 

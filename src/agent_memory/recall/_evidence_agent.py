@@ -97,8 +97,15 @@ class EvidenceRecallAgent:
         as_of = aware(as_of, "as_of")
         await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         ledger = RecallLedger()
-        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when, as_of=as_of,
-                               listing=told_days_filter(self.search, question))  # fmt: skip
+        memory = MemoryToolbox(
+            self.search,
+            scope=self.scope,
+            ledger=ledger,
+            limits=self.limits,
+            now=when,
+            as_of=as_of,
+            listing=told_days_filter(self.search, question),
+        )
         evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope, as_of=as_of)
         agent = AssistantAgent(
             "evidence_recall",
@@ -115,8 +122,11 @@ class EvidenceRecallAgent:
                 if hasattr(result, "__await__"):
                     await result
         since, until, role = observe(task_question(question), now=when, skill=self.skill)
-        records = await self.layer.memory.get_many(user_id=self.scope.user_id, include_inactive=as_of is not None,
-                                                   memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
+        records = await self.layer.memory.get_many(
+            user_id=self.scope.user_id,
+            include_inactive=as_of is not None,
+            memory_keys=[r.memory_key for r in ledger.found()],
+        )
         read = [records[r.memory_key] for r in ledger.found() if r.memory_key in records]
         memories = _visible([m for m in read if shown_at(m, as_of)], self.scope)
         ranked = _rank(evidence, ledger, {m.memory_key: m for m in memories})
@@ -137,8 +147,11 @@ def _visible(memories: Sequence[MemoryRecord], scope: Scope) -> list[MemoryRecor
 
 
 def _roles_read(box: EvidenceToolbox, role: str | None) -> str:
-    roles = {args.get("filter", {}).get("role") if isinstance(args.get("filter"), dict) else None
-             for name, args, _ in box.calls if name in ("lexical_search", "semantic_search")}  # fmt: skip
+    roles = {
+        args.get("filter", {}).get("role") if isinstance(args.get("filter"), dict) else None
+        for name, args, _ in box.calls
+        if name in ("lexical_search", "semantic_search")
+    }
     return "user" if roles == {"user"} else "any" if role is None or None in roles else str(role)
 
 
@@ -183,6 +196,12 @@ def _ordered_messages(box: EvidenceToolbox, ranked: Sequence[RankedHit], scope: 
 
 
 def _record(message: EvidenceMessage, scope: Scope) -> MessageRecord:
-    return MessageRecord(id=message.message_id, user_id=scope.user_id, friend_id=message.friend_id, thread_id=None,
-                         role=message.role, content=message.content,
-                         created_at=datetime.fromisoformat(message.created_at))  # fmt: skip
+    return MessageRecord(
+        id=message.message_id,
+        user_id=scope.user_id,
+        friend_id=message.friend_id,
+        thread_id=None,
+        role=message.role,
+        content=message.content,
+        created_at=datetime.fromisoformat(message.created_at),
+    )

@@ -120,9 +120,13 @@ class EvidenceRecallPlanner(PlannerClient):
             page = int(meta.get("window_page_size", 20))
             return "messages_list", {**window, **({"role": role} if role else {}), "page_size": page}
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]
-        plan = [("lexical_search", {"query_text": question[:1000], "page_size": size}),
-                ("semantic_search", {"query_text": question[:1000], "top_k": size,
-                                     "min_score": float(meta.get("min_semantic_score", 0.2))})]  # fmt: skip
+        plan = [
+            ("lexical_search", {"query_text": question[:1000], "page_size": size}),
+            (
+                "semantic_search",
+                {"query_text": question[:1000], "top_k": size, "min_score": float(meta.get("min_semantic_score", 0.2))},
+            ),
+        ]
         for name, args in plan:
             if not any(c == name for c, _ in searches):
                 return name, {**args, **({"filter": filtered} if filtered else {})}

@@ -102,8 +102,9 @@ async def reachable(
     each must have held then."""
     if not items:
         return []
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items],
-                                          include_inactive=as_of is not None)  # fmt: skip
+    records = await layer.memory.get_many(
+        user_id=scope.user_id, memory_keys=[i.memory_key for i in items], include_inactive=as_of is not None
+    )
     return [
         (item, record)
         for item in items
@@ -127,8 +128,9 @@ async def recall_memory_output(
     ``event_topk`` events, each read once more and checked (:func:`reachable`; ``as_of``: a recall
     of that time). A profile's ``updated_at`` is the day the version given began to hold."""
     checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive, as_of=as_of)
-    return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk,
-                             at=as_of)  # fmt: skip
+    return output_of_records(
+        [record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk, at=as_of
+    )
 
 
 def _source_ids(record: MemoryRecord) -> list[int]:

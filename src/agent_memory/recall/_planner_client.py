@@ -75,8 +75,11 @@ class OfflineClient(ChatCompletionClient):
     @property
     def capabilities(self) -> ModelCapabilities:
         info = self.info
-        return {"vision": info["vision"], "function_calling": info["function_calling"],
-                "json_output": info["json_output"]}  # fmt: skip
+        return {
+            "vision": info["vision"],
+            "function_calling": info["function_calling"],
+            "json_output": info["json_output"],
+        }
 
     @property
     def model_info(self) -> ModelInfo:
@@ -113,8 +116,9 @@ class PlannerClient(OfflineClient):
         offered = {t["name"] if isinstance(t, dict) else t.name for t in tools}
         if tools and name not in offered:
             return CreateResult(finish_reason="stop", content="TERMINATE", usage=self._usage, cached=False)
-        call = FunctionCall(id=f"{self.call_prefix}-{self._calls}", name=name,
-                            arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
+        call = FunctionCall(
+            id=f"{self.call_prefix}-{self._calls}", name=name, arguments=json.dumps(arguments, ensure_ascii=False)
+        )
         return CreateResult(finish_reason="function_calls", content=[call], usage=self._usage, cached=False)
 
     async def create_stream(

@@ -328,8 +328,13 @@ def embedder_named(name: str, *, endpoint: EmbeddingEndpoint | None = None) -> E
                 "the openai embedder needs its endpoint: set MEMORY_SEARCH_EMBEDDING_URL, "
                 "MEMORY_SEARCH_EMBEDDING_MODEL and MEMORY_SEARCH_EMBEDDING_DIM"
             )
-        return OpenAIEmbedder(model=endpoint.model, dim=endpoint.dim, base_url=endpoint.base_url,
-                              api_key=endpoint.api_key, timeout_s=endpoint.timeout_s)  # fmt: skip
+        return OpenAIEmbedder(
+            model=endpoint.model,
+            dim=endpoint.dim,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            timeout_s=endpoint.timeout_s,
+        )
     if name == "minilm":
         try:
             return SentenceTransformerEmbedder.minilm()

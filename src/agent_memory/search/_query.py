@@ -201,8 +201,20 @@ class SearchQuery:
         """The query as a cache key (the reference time to the minute, so repeats within it hit; the named
         time too: "上周" in UTC and in +08:00 are different spans)."""
         minute = self.at.replace(second=0, microsecond=0)
-        return (self.text, self.scope, self.mode, self.keywords, self.memory_types, self.start, self.end,
-                self.limit, self.min_score, minute, self.named, self.as_of)  # fmt: skip
+        return (
+            self.text,
+            self.scope,
+            self.mode,
+            self.keywords,
+            self.memory_types,
+            self.start,
+            self.end,
+            self.limit,
+            self.min_score,
+            minute,
+            self.named,
+            self.as_of,
+        )
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:

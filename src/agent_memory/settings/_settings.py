@@ -183,11 +183,13 @@ class AgentMemorySettings(BaseSettings):
         """A token of white space (``MEMORY_SERVER_TOKEN=" "``) or with white space at its ends is refused:
         a client cannot present it in its ``Authorization`` header, and a blank one guards nothing."""
         if value and not value.strip():
-            raise ValueError("MEMORY_SERVER_TOKEN is only white space: set a real secret, or leave it empty "
-                             "(loopback only)")  # fmt: skip
+            raise ValueError(
+                "MEMORY_SERVER_TOKEN is only white space: set a real secret, or leave it empty (loopback only)"
+            )
         if value != value.strip():
-            raise ValueError("MEMORY_SERVER_TOKEN starts or ends with white space, which no Authorization "
-                             "header carries: remove it")  # fmt: skip
+            raise ValueError(
+                "MEMORY_SERVER_TOKEN starts or ends with white space, which no Authorization header carries: remove it"
+            )
         return value
 
     @field_validator("memory_search_embedding_dim", mode="before")

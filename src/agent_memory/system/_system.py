@@ -136,8 +136,9 @@ class MemorySystem:
         #: so character n-grams serve it then.
         named = s.memory_search_embedder != "auto" or embedder_given
         words_only = not (named or reads_sentences(self.search.embedder))
-        self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
-                                           embedder=None if words_only else self.search.embedder)  # fmt: skip
+        self.messages_index = MessageIndex(
+            layer, tokenizer=self.search.analyzer.tokenizer, embedder=None if words_only else self.search.embedder
+        )
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
         #: One turn and one archiving run per chat at a time: on PostgreSQL in every process using the
         #: database (its advisory locks), on SQLite in this process, or in the worker processes of a web
@@ -195,8 +196,9 @@ class MemorySystem:
         layer = AgentFusionDataLayer(database_url or s.memory_database_url, default_settings=s.user_defaults())
         client = recall_client if recall_client is not None else s.recall_model_client()
         archiver = archive_client if archive_client is not None else s.archive_model_client()
-        return cls(layer=layer, settings=s, recall_client=client, archive_client=archiver, embedder=embedder,
-                   locks=locks)  # fmt: skip
+        return cls(
+            layer=layer, settings=s, recall_client=client, archive_client=archiver, embedder=embedder, locks=locks
+        )
 
     @classmethod
     def open(cls, database_url: str | None = None, **settings: Any) -> MemorySystem:
@@ -338,9 +340,14 @@ class MemorySystem:
         settings = user.model_copy(update={"similarity_threshold": request.similarity_threshold})
         agent = self.recall_agent(scope, settings=settings, as_of=request.as_of)
         result = await agent.recall([*conversation, ("user", request.query)])
-        return await recall_memory_output(self.layer, scope, result.relevant(request.similarity_threshold),
-                                          profile_topk=request.profile_topk, event_topk=request.event_topk,
-                                          as_of=request.as_of)  # fmt: skip
+        return await recall_memory_output(
+            self.layer,
+            scope,
+            result.relevant(request.similarity_threshold),
+            profile_topk=request.profile_topk,
+            event_topk=request.event_topk,
+            as_of=request.as_of,
+        )
 
     # -- forgetting --------------------------------------------------------------------------------
 
@@ -362,8 +369,16 @@ class MemorySystem:
         >>> done.memory_keys, done.describe()  # doctest: +SKIP
         """
         async with self._archive_locks(scope):
-            return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
-                                request_message_id=request_message_id, now=now, broad=broad)  # fmt: skip
+            return await forget(
+                self.layer,
+                self.search,
+                self.messages_index,
+                scope=scope,
+                subject=subject,
+                request_message_id=request_message_id,
+                now=now,
+                broad=broad,
+            )
 
     @contextlib.asynccontextmanager
     async def _archive_locks(self, scope: Scope) -> Any:
@@ -405,9 +420,15 @@ class MemorySystem:
     ) -> EvidenceRecallAgent:
         """The evidence recall (seed 003) for ``scope``; offline unless a model client is given (or
         ``MEMORY_RECALL_MODEL_CLIENT`` is set)."""
-        return EvidenceRecallAgent(self.search, self.layer, self.messages_index, scope=scope,
-                                   model_client=model_client or self.recall_client, limits=self.tool_limits(),
-                                   on_event=on_event)  # fmt: skip
+        return EvidenceRecallAgent(
+            self.search,
+            self.layer,
+            self.messages_index,
+            scope=scope,
+            model_client=model_client or self.recall_client,
+            limits=self.tool_limits(),
+            on_event=on_event,
+        )
 
     def archive(self, scope: Scope, *, conversation_id: str | None = None) -> ToolResultManager:
         """The tool-result archive of one conversation (default id: ``user/friend`` or the thread)."""

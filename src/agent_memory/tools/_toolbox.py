@@ -277,8 +277,10 @@ class MemoryToolbox:
             span = hits.period
             last = span.end - timedelta(microseconds=1)  # the span's end is exclusive
             which = "中与当前消息相关或讲用户身心状态" if listing is not None else ""
-            message = (f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
-                       f"的记忆{which}；它们与消息不一定有相同的词")  # fmt: skip
+            message = (
+                f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
+                f"的记忆{which}；它们与消息不一定有相同的词"
+            )
         elif not results and query.keywords is not None:
             message = (
                 f"没有找到包含 keywords {list(query.keywords)} 中任一词且足够相关的记忆。"
@@ -314,8 +316,9 @@ class MemoryToolbox:
         uid = self.scope.user_id
         try:
             memory, allow = self._search.memory, self.allow_sensitive
-            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False,
-                                                  include_inactive=self.as_of is not None)  # fmt: skip
+            record = await memory.retrieve_memory(
+                memory_key=data.memory_key, user_id=uid, touch=False, include_inactive=self.as_of is not None
+            )
             if record is not None and not shown_at(record, self.as_of):
                 record = None  # as of a time, an earlier version is read; a deleted memory never
             if record is not None and record.is_active and reach(self.scope, record, allow_sensitive=allow):

@@ -370,8 +370,9 @@ async def list_memory(request: Request) -> Response:
         ]
         sections += [(f"friend:{f.friend_id}", FRIEND_TYPES, f.friend_id) for f in friends]
         for name, types, friend in sections:
-            page = await memory.list_memories(user_id=user, memory_types=types, friend_id=friend,
-                                              include_shared=False, limit=MEMORY_PAGE)  # fmt: skip
+            page = await memory.list_memories(
+                user_id=user, memory_types=types, friend_id=friend, include_shared=False, limit=MEMORY_PAGE
+            )
             records += page.items
             more[name] = page.next_cursor is not None
         # events of a friend the page does not list (written for another app's friend id), among the
@@ -477,8 +478,9 @@ async def memory_versions(request: Request) -> Response:
     """A profile item's values over time, oldest first (``agent_memory.history.memory_history``)."""
     user = current_user(request)
     try:
-        versions = await memory_history(system_of(request).layer.memory, user_id=user,
-                                        memory_key=request.path_params["key"])  # fmt: skip
+        versions = await memory_history(
+            system_of(request).layer.memory, user_id=user, memory_key=request.path_params["key"]
+        )
     except NotFoundError:
         raise HTTPProblem(404, "no such memory: list your memories with GET /api/memories") from None
     return JSONResponse({"key": base_key(request.path_params["key"]), "versions": [v.as_dict() for v in versions]})

@@ -224,8 +224,11 @@ async def serve(
         _serve_workers(url, bind, port, log_level, workers, secret, on_ready)  # blocks: uvicorn's supervisor
         return
     app = create_app(system, close_system=True, own_process=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=bind, port=port, log_level=log_level,
-                                           timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host=bind, port=port, log_level=log_level, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S
+        )
+    )
     if on_ready is None:
         await server.serve()
         return
@@ -261,8 +264,11 @@ def worker_app() -> Starlette:
     if WORKER_ENV not in os.environ:
         raise RuntimeError("worker_app is started by `agent-memory serve --workers N`, which sets " + WORKER_ENV)
     spec = json.loads(os.environ[WORKER_ENV])
-    system = MemorySystem.from_settings(load_settings(), database_url=spec["database_url"],
-                                        locks=ChatLocks(spec["lock_file"], database=spec["database_url"]))  # fmt: skip
+    system = MemorySystem.from_settings(
+        load_settings(),
+        database_url=spec["database_url"],
+        locks=ChatLocks(spec["lock_file"], database=spec["database_url"]),
+    )
     app = create_app(system, session_secret=spec["session_secret"], close_system=True, own_process=True)
     board = os.environ.get(BOARD_ENV)
     if board and isinstance(spec.get("workers"), int):  # /healthz says how many of them are serving
@@ -293,17 +299,29 @@ def _serve_workers(
     shown = f"[{bind}]" if ":" in bind else bind
     address = f"http://{shown}:{port}/"
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
-        spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret,
-                "workers": workers}  # fmt: skip
+        spec = {
+            "database_url": url,
+            "lock_file": str(Path(folder) / "chats.lock"),
+            "session_secret": secret,
+            "workers": workers,
+        }
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
         os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
         gave_up, stopped = threading.Event(), threading.Event()
         watcher = threading.Thread(target=_watch, args=(address, gave_up, stopped, on_ready), daemon=True)
         watcher.start()
         try:
-            uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
-                        log_level=log_level, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
-                        loop="agent_memory.web._accept:OneAcceptLoop")  # fmt: skip
+            uvicorn.run(
+                "agent_memory.web._app:worker_app",
+                factory=True,
+                host=bind,
+                port=port,
+                workers=workers,
+                log_level=log_level,
+                timeout_graceful_shutdown=5,
+                timeout_keep_alive=KEEP_ALIVE_S,
+                loop="agent_memory.web._accept:OneAcceptLoop",
+            )
         finally:
             stopped.set()
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
@@ -344,8 +362,11 @@ def _watch(
                     everyone = every_worker_serves(health)
                     if everyone or time.monotonic() > first + ALL_WORKERS_S:
                         if not everyone:
-                            logger.warning("not every worker serves %.0f s after the first (%s); see the log above",
-                                           ALL_WORKERS_S, health.get("workers"))  # fmt: skip
+                            logger.warning(
+                                "not every worker serves %.0f s after the first (%s); see the log above",
+                                ALL_WORKERS_S,
+                                health.get("workers"),
+                            )
                         if on_ready is not None:
                             on_ready(address)
                         return
