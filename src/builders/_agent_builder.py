@@ -34,7 +34,7 @@ from ._prompts import (
     detect_language,
 )
 
-#: The main agent's memory tools (seed 002 section 3.1.3).
+#: The main agent's memory tools (the recall itself runs in its own agent).
 MAIN_AGENT_TOOLS = ("search_memories", "get_memory_detail")
 
 Hook = Callable[[dict[str, Any]], dict[str, Any] | None]

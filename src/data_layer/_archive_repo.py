@@ -1,4 +1,4 @@
-"""The tool-result archive (seed 004): full tool output kept out of the context window."""
+"""The tool-result archive: full tool output kept out of the context window."""
 
 from __future__ import annotations
 

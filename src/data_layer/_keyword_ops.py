@@ -1,4 +1,4 @@
-"""Keyword CRUD for a user's memories and the shared synonym vocabulary (seed 002 section 3.2)."""
+"""Keyword CRUD for a user's memories and the shared synonym vocabulary."""
 
 from __future__ import annotations
 

@@ -3,9 +3,8 @@
 aiosqlite runs every statement on a worker thread of its connection: each call is a queue put, a
 thread wake-up, a hand-over of the GIL and a call back into the loop through its self-pipe. A chat
 turn reads a handful of rows in a few statements (settings, friend, recent messages, the memories a
-search found); for those the hop costs more than the statement. Measured on a chat turn of the web
-chat (``ChatService.turn``, 50 concurrent chats, offline responder): about 16 ms of CPU per turn with
-every statement on the worker thread, about 10.5 ms with the reads on the loop's thread.
+search found); for those the hop costs more than the statement, and a chat turn of the web chat
+(``ChatService.turn``) spends less CPU with its reads on the loop's thread.
 
 What moves is what cannot wait, and only in WAL mode, where a reader waits for no lock: reads, and
 the statements of a short write once its ``BEGIN IMMEDIATE`` holds the write lock. ``BEGIN IMMEDIATE``

@@ -1,17 +1,17 @@
-"""Conflict adjudication between self-statements (seed 003 §4.6), and the conflict set that measures it.
+"""Conflict adjudication between self-statements, and the conflict set that measures it.
 
 Statements are grouped by what they are about: ``(topic, subject)``, or the topic alone for single-valued
 topics (a user has one employer, one city). In each group:
 
-1. Only *direct statements by the user* can decide (seed 003 §4.6.2 "来源可信度": the user's own words beat
-   an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
-2. Among them the newest wins (§4.6.2 "时间变化": a later, explicit statement supersedes). A statement about
+1. Only *direct statements by the user* can decide ("来源可信度", how far a source is believed: the user's own
+   words beat an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
+2. Among them the newest wins ("时间变化": a later, explicit statement supersedes). A statement about
    the past (以前/"used to") counts as older than any present one, also within the same message; at the same
    moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not, and on a
    single-valued topic what holds beats what no longer does. A change of state (搬到/"moved to", 辞职/"quit
    my job", 结婚/"got married", 不再/"no longer") is such a statement: no rule of its own decides it.
 3. If nothing direct is left, or two direct statements of the same moment disagree, the group cannot be
-   decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (§4.6.3 不可裁决):
+   decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (不可裁决, undecidable):
    ``Verdict.kept`` (an extra field with a default) holds them - every statement of the group when none is
    direct, else the disagreeing newest direct ones (the rest are ``overruled`` with their reasons).
 
@@ -72,7 +72,7 @@ class Verdict:
     overruled: tuple[tuple[Statement, Reason], ...]
     uncertain: bool
     reason: Reason
-    kept: tuple[Statement, ...] = ()  # when uncertain: the statements kept side by side (seed 003 §4.6.3)
+    kept: tuple[Statement, ...] = ()  # when uncertain: the statements kept side by side
 
 
 def group_key(statement: Statement) -> tuple[str, str]:

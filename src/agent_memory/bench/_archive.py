@@ -1,4 +1,4 @@
-"""Seed 004 section 5's scenario: 10 rounds, one 50,000-character tool result per round, one reload.
+"""The tool-result archive's scenario: 10 rounds, one 50,000-character tool result per round, one reload.
 
 Tokens per round are those of the messages the main model receives when it answers: everything kept
 (full accumulation, a plain AutoGen context) against :class:`MemoryContext` with the archive.

@@ -103,7 +103,7 @@ def hit_metrics(
 
 
 def e2e_report(dataset: BenchDataset, run: E2ERun, baseline: list[list[str]]) -> dict[str, Any]:
-    """DESIGN.md's JSON shape, plus what the archiver formed and its time."""
+    """The benchmarks' JSON shape (figures, the baseline's, their ratio), plus what the archiver formed and its time."""
     ours = hit_metrics(run.hits, dataset.queries, dataset.ks)
     base = hit_metrics([[frozenset([d]) for d in ids] for ids in baseline], dataset.queries, dataset.ks)
     return {

@@ -97,7 +97,7 @@ async def recall_latency(url: str, *, memories: int, queries: int = 100) -> dict
 
 
 def recall_report(dataset: BenchDataset, run: RecallRun, baseline: list[list[str]]) -> dict[str, object]:
-    """DESIGN.md's JSON shape for the recall, plus the engine alone and the ratio to it."""
+    """The benchmarks' JSON shape for the recall, plus the engine alone and the ratio to it."""
     ours = metrics(run.recall_ranked, dataset.queries, dataset.ks)
     engine = metrics(run.engine_ranked, dataset.queries, dataset.ks)
     base = metrics(baseline, dataset.queries, dataset.ks)

@@ -2,8 +2,8 @@
 
 The documents go through the real write path (``add_many`` with the search analyzer) into a fresh
 database; queries go through :class:`HybridMemorySearch`. The baseline is ``bm25s`` (Lucene BM25,
-k1=1.5, b=0.75) over jieba search-mode tokens, lower-cased, English stop words removed, as in
-DESIGN.md's measured baselines.
+k1=1.5, b=0.75) over jieba search-mode tokens, lower-cased, English stop words removed (the
+baseline docs/benchmarks.md reports beside each figure).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def report(dataset: BenchDataset, mode: str, run: EngineRun, baseline: list[list[str]]) -> dict[str, object]:
-    """The JSON object of DESIGN.md: figures, the baseline's, their ratio and latency."""
+    """The benchmarks' JSON object: figures, the baseline's, their ratio and latency."""
     ours = metrics(run.ranked, dataset.queries, dataset.ks)
     base = metrics(baseline, dataset.queries, dataset.ks)
     result: dict[str, object] = {"dataset": dataset.name, "mode": mode, "backend": run.backend}

@@ -118,7 +118,7 @@ async def recall_cmd(
     user: str = typer.Option(..., "--user", "-u", help="The user"),
     friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
     as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
-    mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (seed 003)"),
+    mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (the chat messages)"),
     time_budget: float | None = typer.Option(
         None, "--time-budget", help="Seconds the recall may take (default MEMORY_RECALL_TIME_BUDGET_S, 3)"
     ),

@@ -398,7 +398,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         block, records = await self._block(ledger, settings[0])
         self.last_block = block.text
         user = settings[0]
-        # what the block gives, in the seed's recall_memory shape (the simulated call, the page's card)
+        # what the block gives, in the recall_memory tool's shape (the simulated call, the page's card)
         self.last_output = output_of_records(records, profile_topk=user.profile_top_k, event_topk=user.event_top_k)
         self.last_arguments = {
             "query": conversation[-1][1][:500],

@@ -1,4 +1,4 @@
-"""``EvidenceToolbox``: seed 003's four evidence tools bound to one :class:`~data_layer.Scope`.
+"""``EvidenceToolbox``: the four evidence tools bound to one :class:`~data_layer.Scope`.
 
 The scope (user, optional AI friend) comes from the runtime; no tool takes a ``user_id`` or
 ``friend_id``, and one passed anyway is refused. Every result goes through ``Scope.sees``, the one

@@ -1,7 +1,7 @@
 """Argument and result models of the MCP tools: precise JSON schemas, unknown keys refused.
 
-The seed models are reused where the seeds define a tool (seed 001's ``recall_memory``, seed 000's
-``search_memories`` / ``get_memory_detail``, seed 003's evidence tools); the MCP versions forbid
+The in-process tools' models are reused where such a tool exists (``recall_memory``,
+``search_memories`` / ``get_memory_detail``, the evidence tools); the MCP versions forbid
 unknown keys (a ``user_id`` a client sends must be refused, not ignored: the server's configuration
 binds the user) and add an optional ``friend_id`` that narrows a read to what one AI friend may see.
 ``add_memory``, ``update_memory``, ``delete_memory`` and ``list_memories`` have their own models,
@@ -24,7 +24,7 @@ from ..history import AwareTime
 from ..search import MAX_QUERY_CHARS
 from ..tools import GetMemoryDetailInput, SearchMemoriesInput
 
-#: Seed 000 section 6.2: a memory holds at most 100 KB (UTF-8); a longer content is refused (not cut) here.
+#: A memory holds at most 100 KB (UTF-8, ``MAX_CONTENT_BYTES``); a longer content is refused (not cut) here.
 MAX_CONTENT_CHARS = MAX_CONTENT_BYTES
 MAX_SUMMARY_CHARS = 2000
 MAX_KEY_CHARS = 255
@@ -47,7 +47,7 @@ _TYPES_TOLD = "; ".join(
     ]
 )
 IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-#: An AI friend's id: a string or an integer (seed 001 uses integers; ``7`` and ``"7"`` are one friend).
+#: An AI friend's id: a string or an integer (stored as text: ``7`` and ``"7"`` are one friend).
 FriendId = IdText | int
 KeyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -63,7 +63,7 @@ class _Forbid(BaseModel):
 
 
 class SearchMemoriesArgs(SearchMemoriesInput):
-    """search_memories 输入 (seed 000) with an optional friend view."""
+    """search_memories 输入 (the recall tool's input) with an optional friend view."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -85,7 +85,7 @@ class SearchMemoriesArgs(SearchMemoriesInput):
 
 
 class GetMemoryDetailArgs(GetMemoryDetailInput):
-    """get_memory_detail 输入 (seed 000) with an optional friend view."""
+    """get_memory_detail 输入 (the recall tool's input) with an optional friend view."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -238,25 +238,25 @@ class ListMemoriesResult(BaseModel):
 
 
 class MessagesListArgs(MessagesListInput):
-    """messages_list 输入 (seed 003) with an optional friend view."""
+    """messages_list 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class LexicalSearchArgs(LexicalSearchInput):
-    """lexical_search 输入 (seed 003) with an optional friend view."""
+    """lexical_search 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class SemanticSearchArgs(SemanticSearchInput):
-    """semantic_search 输入 (seed 003) with an optional friend view."""
+    """semantic_search 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class NeighborsArgs(NeighborsInput):
-    """neighbors 输入 (seed 003) with an optional friend view."""
+    """neighbors 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 

@@ -7,8 +7,8 @@
 
 Each iteration runs a fresh agent over the last ``window_size`` messages. An approved
 ``expand_context_window`` ends the iteration and the next one starts with the larger window, up to
-``max_iterations``. ``handoff`` (given to the agent through ``handoffs=``, with seed 000's
-``HandoffInput`` as its arguments) ends the recall.
+``max_iterations``. ``handoff`` (given to the agent through ``handoffs=``, with the
+tools' ``HandoffInput`` as its arguments) ends the recall.
 
 A recall driven by a model always delivers: the deterministic planner's first round runs before the
 model (one search, a few milliseconds), and its memories stand in the ledger as the fallback. A model
@@ -57,7 +57,7 @@ logger = logging.getLogger(__name__)
 
 
 class RecallHandoff(Handoff):
-    """A recall tool that ends the agent's run, with seed 000's input model as its arguments.
+    """A recall tool that ends the agent's run, with the tool's own input model as its arguments.
 
     ``handoff`` ends the recall; ``expand_context_window`` ends the current iteration ("调用此工具后会
     立即结束当前迭代"). AutoGen's default handoff takes no arguments; this one calls the toolbox, whose

@@ -1,4 +1,4 @@
-"""``EvidenceRecallAgent``: seed 003's recall, with the chat itself as evidence.
+"""``EvidenceRecallAgent``: the evidence recall, with the chat messages themselves as evidence.
 
 >>> agent = system.evidence_agent(system.scope("u1", "mentor"))  # doctest: +SKIP
 >>> run = await agent.recall("我是不是说过我不吃辣？")  # doctest: +SKIP
@@ -52,7 +52,7 @@ class RankedHit:
 
 @dataclass(frozen=True, slots=True)
 class EvidenceRun:
-    """An evidence recall: the seed 003 output, the ranked hits behind it, and the memory ledger."""
+    """An evidence recall: its output, the ranked hits behind it, and the memory ledger."""
 
     output: EvidenceRecall
     ranked: tuple[RankedHit, ...]

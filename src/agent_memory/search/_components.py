@@ -477,8 +477,8 @@ def lift_replies(
     them?" matches "how long has Nate had his turtles", the reply "I've had them for 3 years now" holds
     none of its words but "had". Only that turn is lifted, and only when the filters let it through
     (``mask``); a memory of its own has no follower. Measured with ``agent-memory bench retrieval`` on
-    LoCoMo dev (the answer is often the reply to a question the other speaker asked): recall@5 / @10
-    0.6431 / 0.7458 -> 0.6660 / 0.7609; MemDaily and the Chinese allusion set unchanged. The share is
+    LoCoMo dev (the answer is often the reply to a question the other speaker asked): it gains at
+    depths 5 and 10; MemDaily and the Chinese allusion set are unchanged. The share is
     the question's: a reply never outranks the question it answers, and a statement passes nothing
     (lifting every next turn gained about half as much at the same share, in a simulation over the
     same lists).
@@ -513,9 +513,8 @@ def weigh_speakers(
     write") answer it before Nate's "your full of great ideas Joanna!", which names her too. A memory
     without a speaker is left as it is, so only conversations written with speakers are affected;
     nothing is raised, so no memory becomes relevant through it. Measured with ``agent-memory bench
-    retrieval`` on LoCoMo dev, after ``lift_replies``: recall@5 / @10 0.6660 / 0.7609 -> 0.7094 / 0.7857,
-    each of its five conversations gaining; the others' share 0.5 / 0.75 / 0.85 gave recall@10
-    0.790 / 0.780 / 0.777: two thirds lies on the flat part, not at the best figure.
+    retrieval`` on LoCoMo dev, after ``lift_replies``: each of its five conversations gains; the
+    others' share of two thirds lies on the flat part of the curve, not at its best point.
     """
     hit = np.flatnonzero(relevance > 0)
     person = said_by[hit]

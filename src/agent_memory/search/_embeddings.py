@@ -274,10 +274,9 @@ class OpenAIEmbedder:
 EMBEDDERS = ("auto", "hashing", "wordvec-zh", "use-m3", "openai", "minilm")
 #: The most of the hybrid text score that embedding similarity gives a memory (where its words give
 #: less) when a stored embedder is in use and no share is set (``Pipeline.semantic``). Chosen with the
-#: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, same data,
-#: same day, against words only): the Chinese allusion set recall@5 0.18 -> 0.40, MemDaily recall@3
-#: 0.766 -> 0.774, LoCoMo recall@10 0.744 -> 0.747; 0.5 gave the allusion set no more (recall@5 0.40)
-#: and MemDaily less (recall@3 0.771).
+#: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, against words
+#: only): the Chinese allusion set gains most, MemDaily and LoCoMo a little; a share of 0.5 gave the
+#: allusion set no more and MemDaily less.
 DEFAULT_SEMANTIC_SHARE = 0.3
 
 

@@ -62,7 +62,7 @@ PRIMED_RECORDS = 256
 
 @dataclass(frozen=True, slots=True)
 class CacheTTL:
-    """Lifetimes in seconds of the caches of seed 000 section 6.1."""
+    """Lifetimes in seconds of the search's caches."""
 
     keyword_expansion: float = 300.0
     recent_searches: float = 60.0

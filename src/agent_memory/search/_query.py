@@ -55,11 +55,11 @@ _JOINERS = re.compile(r"[\W_]+|\b(?:in|on|at|during|the|over|from|within)\b|[的
 class SearchQuery:
     """A validated search: what to look for, whose memories, and the filters. Build it with :meth:`build`.
 
-    ``keywords`` is seed 000's ``keywords`` parameter ("可选的精确关键词列表，用于精确过滤", an optional list
+    ``keywords`` is the search tool's ``keywords`` parameter ("可选的精确关键词列表，用于精确过滤", an optional list
     of exact keywords that filters), folded (:func:`~agent_memory.text.fold`), deduplicated and sorted;
     ``None`` when none were given. The rule, applied by the ``candidates`` stage:
 
-    - a memory is returned only when it holds **at least one** of the keywords. The seed's own example
+    - a memory is returned only when it holds **at least one** of the keywords. The tool's own example
       passes alternatives (``keywords=["数据库", "配置", "database"]`` for a Chinese question, expecting the
       Chinese memories), so the list is read as "any of these words", not "all of them";
     - a memory holds a keyword when **every** search term of the keyword (folded and tokenised exactly

@@ -1,4 +1,4 @@
-"""``CommandExecutor``: runs code and remembered commands with memory slots (seed 002, stage three).
+"""``CommandExecutor``: runs code and remembered commands with memory slots filled in.
 
 >>> executor = system.executor(user_id="u1", friend_id="mentor")  # doctest: +SKIP
 >>> slots = await executor.slots(["db-config-001"])  # doctest: +SKIP

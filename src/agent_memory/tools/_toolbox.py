@@ -134,7 +134,7 @@ LISTED_BEFORE_NARROWING = 50
 
 
 class MemoryToolbox:
-    """The five tools of seed 000 for one :class:`Scope` (user, optional AI friend), with its limits.
+    """The five recall tools for one :class:`Scope` (user, optional AI friend), with its limits.
 
     ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration;
     ``ledger`` (shared by the iterations of one recall) records every search, detail read, window
@@ -142,7 +142,7 @@ class MemoryToolbox:
     gives each search round its time limit. ``as_of`` answers every search with what was current
     then (an earlier value of a changed profile item). ``now`` fixes the reference time of the time decay
     (benchmarks replaying old conversations; default: the current time). Sensitive memories of
-    another friend (seed 000 section 7.4, ``agent_memory.domain.reach``) are left out of the
+    another friend (``agent_memory.domain.reach``) are left out of the
     results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
     ``listing`` narrows what a search of nothing but a time lists ("最近": every memory of those days) to
     what bears on the conversation (``agent_memory.recall.told_days_filter``; ``None``: all of it).
@@ -429,7 +429,7 @@ class MemoryToolbox:
         )
 
     async def handoff(self, data: HandoffInput) -> HandoffOutput:
-        """End the recall: record the arguments and format the seed's result message."""
+        """End the recall: record the arguments and format the handoff's result message."""
         self.consecutive_searches = 0
         self.ledger.handoff = data
         self.ledger.handoff_problem = None

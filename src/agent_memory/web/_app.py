@@ -58,9 +58,9 @@ SESSION_MAX_AGE = 7 * 24 * 3600
 #: How long the server keeps a browser's idle connection open (uvicorn's default is 5 s). People take
 #: longer than 5 s between messages, so each message came on a new connection, and with ``--workers``
 #: a chat moved between processes at random: the new one loaded the user's search index and ran the
-#: chat's archiving check again (50 chats reconnecting at once stalled 2 workers for about a second,
-#: turns' p95 1.2 s in that second). Held for 75 s (nginx's default), a chat stays with its worker for
-#: as long as its person keeps talking; an idle connection costs a socket.
+#: chat's archiving check again (many chats reconnecting at once stalled the workers). Held for 75 s
+#: (nginx's default), a chat stays with its worker for as long as its person keeps talking; an idle
+#: connection costs a socket.
 KEEP_ALIVE_S = 75
 
 
@@ -114,13 +114,11 @@ def create_app(
 
     ``own_process``: the app is all its process does (``agent-memory serve``). After the warm-up, what
     is loaded by then (dictionaries, thesaurus, modules: about 260,000 objects) lives as long as the
-    process, so it is frozen out of the garbage collector: a full collection walked it all, 120 ms
-    with every chat turn in flight stalled, and now walks only what the turns made. And numpy's
+    process, so it is frozen out of the garbage collector: a full collection walked it all, with every
+    chat turn in flight stalled, and now walks only what the turns made. And numpy's
     matrix products run on one thread: the process serves many chats at once (``--workers`` more
     processes), and OpenBLAS's own threads, one per core in every worker, fought the workers for the
-    cores and spun waiting for the next product. Measured with ``agent-memory bench serve --streams 50
-    --turns 20 --workers 2``, three runs each: p95 322-346 ms and 228-236 turns/s with them, 231-248 ms
-    and 244-268 turns/s without.
+    cores and spun waiting for the next product (``agent-memory bench serve`` shows the difference).
     """
     settings = system.settings
     client = model_client if model_client is not None else settings.chat_model_client()
