@@ -23,6 +23,8 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/pytest
@@ -35,4 +37,4 @@ reliability: $(BIN)/.installed
 	tests/storage/test_reliability_isolation.py tests/e2e/test_reliability_crash.py tests/e2e/test_reliability_archive_crash.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .import_linter_cache .grimp_cache

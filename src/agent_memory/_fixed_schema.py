@@ -49,10 +49,10 @@ class FixedSchemaTool(BaseTool[ArgsT, ReturnT]):
         key = (type(self), self.name, self.description, self.args_type(), self._strict, self.schema_form())
         frozen = _SCHEMAS.get(key)
         if frozen is None:
-            frozen = marshal.dumps(self.build_schema())
+            frozen = marshal.dumps(dict(self.build_schema()))
             if len(_SCHEMAS) < MAX_SCHEMAS:
                 _SCHEMAS[key] = frozen
-        return marshal.loads(frozen)  # type: ignore[no-any-return]
+        return marshal.loads(frozen)
 
     def schema_form(self) -> object:
         """What else the schema depends on (``None``: nothing)."""
@@ -60,4 +60,5 @@ class FixedSchemaTool(BaseTool[ArgsT, ReturnT]):
 
     def build_schema(self) -> ToolSchema:
         """The schema as AutoGen builds it from the input model."""
-        return BaseTool.schema.fget(self)  # type: ignore[attr-defined,no-any-return]
+        # on the class, mypy types the property as its value; it is the property, whose getter this calls
+        return BaseTool.schema.fget(self)  # type: ignore[attr-defined]

@@ -34,7 +34,7 @@ from ._prompts import (
     detect_language,
 )
 
-#: The main agent's memory tools (seed 002 section 3.1.3).
+#: The main agent's memory tools (the recall itself runs in its own agent).
 MAIN_AGENT_TOOLS = ("search_memories", "get_memory_detail")
 
 Hook = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -94,8 +94,9 @@ class AgentBuilder:
         out = dict(kwargs)
         if out.get("model_context") is not None:
             raise ValueError("the agent already has a model_context; memory brings its own MemoryContext")
-        context = self.system.context(user_id=user_id, friend_id=friend_id, thread_id=thread_id, events=events,
-                                      archive=self.archive)  # fmt: skip
+        context = self.system.context(
+            user_id=user_id, friend_id=friend_id, thread_id=thread_id, events=events, archive=self.archive
+        )
         out["model_context"] = context
         own = out.get("system_message")
         lang = self.language(own)

@@ -21,7 +21,7 @@ Language = Literal["zh", "en"]
 #: The types a search for the user's preferences names (those that describe the user).
 _PROFILE_TYPES = json.dumps(sorted(PROFILE_TYPES))
 
-#: Seed 002 section 3.4.2: when the main model should use the memory tools.
+#: When the main model should use the memory tools.
 MEMORY_TOOLS_PROMPT: dict[Language, str] = {
     "zh": f"""## 记忆工具
 你可以访问用户的长期记忆。需要时主动调用 search_memories：
@@ -48,7 +48,7 @@ RECALL_BLOCK_PROMPT: dict[Language, str] = {
     "relevant to this turn as [memory:key:summary].",
 }
 
-#: Seed 004: how to bring back an archived tool result.
+#: How to bring back an archived tool result.
 ARCHIVE_TOOL_PROMPT: dict[Language, str] = {
     "zh": """## 历史工具结果
 对话中较大的工具结果已存档，显示为占位符。用户问到之前的细节（"之前"、"刚才说的"、"上次"），或占位符中的
@@ -58,7 +58,7 @@ Large tool results in this conversation are archived and shown as placeholders. 
 details from earlier, or a placeholder's summary is not enough to answer, call load_tool_history(uuid).""",
 }
 
-#: The run_code tool (issue 13): code with memory slots, run in a sandbox.
+#: The run_code tool: code with memory slots, run in a sandbox.
 RUN_CODE_PROMPT: dict[Language, str] = {
     "zh": """## 运行代码
 需要计算或复用记忆中的配置、命令时，调用 run_code(code=...)：在代码中用 [memory:key] 引用记忆内容

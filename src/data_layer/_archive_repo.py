@@ -1,4 +1,4 @@
-"""The tool-result archive (seed 004): full tool output kept out of the context window."""
+"""The tool-result archive: full tool output kept out of the context window."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from . import _validation as v
+from ._changed import rows_changed
 from ._engine import Database
 from ._errors import InvalidInputError
 from ._records import ArchiveRecord
@@ -97,7 +98,7 @@ class ArchiveRepository:
             raise InvalidInputError(f"result_full is {len(full)} characters; at most {MAX_ARCHIVED_CHARS}")
         v.stored_text(full, name="result_full")
         source_list = _sources(sources)
-        row = {
+        row: dict[str, Any] = {
             "uuid": key,
             "user_id": uid,
             "conversation_id": v.scope_id(conversation_id, name="conversation_id", optional=True),
@@ -152,7 +153,7 @@ class ArchiveRepository:
                     ToolResultArchiveTable.user_id == uid, ToolResultArchiveTable.uuid == key
                 )
             )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(rows_changed(result))
 
     async def purge_older_than(self, *, user_id: str | int, before: datetime) -> int:
         """Remove the user's archived results created before ``before``; returns how many."""
@@ -164,4 +165,4 @@ class ArchiveRepository:
                     ToolResultArchiveTable.user_id == uid, ToolResultArchiveTable.created_at < cutoff
                 )
             )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+        return rows_changed(result)

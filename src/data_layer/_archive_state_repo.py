@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select, update
 
 from . import _validation as v
+from ._changed import rows_changed
 from ._dialect import insert_updating
 from ._engine import Database
 from ._message_repo import _record
@@ -90,9 +91,11 @@ class ArchiveStateRepository:
             marked = await session.execute(
                 update(t).where(t.user_id == uid, chat, t.id.in_(ids), t.archived_at.is_(None)).values(archived_at=now)
             )
-            row = (await session.execute(
-                select(func.max(t.id), func.max(t.created_at)).where(t.user_id == uid, chat, t.id.in_(ids))
-            )).one()  # fmt: skip
+            row = (
+                await session.execute(
+                    select(func.max(t.id), func.max(t.created_at)).where(t.user_id == uid, chat, t.id.in_(ids))
+                )
+            ).one()
             if row[0] is None:
                 return 0
             key = fid or ""
@@ -100,11 +103,25 @@ class ArchiveStateRepository:
                 select(s.last_message_id).where(s.user_id == uid, s.friend_key == key).with_for_update()
             )
             if current is None or current < row[0]:
-                stmt = insert_updating(self._db.backend, s.__table__, conflict=["user_id", "friend_key"],
-                                       update=["last_message_id", "last_message_at", "updated_at"])  # fmt: skip
-                await session.execute(stmt, [{"user_id": uid, "friend_key": key, "last_message_id": int(row[0]),
-                                              "last_message_at": row[1], "updated_at": now}])  # fmt: skip
-        return int(marked.rowcount or 0)  # type: ignore[attr-defined]
+                stmt = insert_updating(
+                    self._db.backend,
+                    s.__table__,
+                    conflict=["user_id", "friend_key"],
+                    update=["last_message_id", "last_message_at", "updated_at"],
+                )
+                await session.execute(
+                    stmt,
+                    [
+                        {
+                            "user_id": uid,
+                            "friend_key": key,
+                            "last_message_id": int(row[0]),
+                            "last_message_at": row[1],
+                            "updated_at": now,
+                        }
+                    ],
+                )
+        return rows_changed(marked)
 
     async def chats(self, *, user_id: str | int) -> list[str | None]:
         """The AI friends the user has messages with (``None`` for messages without a friend)."""

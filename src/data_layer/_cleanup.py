@@ -77,7 +77,7 @@ async def finish(coro: Coroutine[Any, Any, _T]) -> _T:
     try:
         waiting_for = coro.send(None)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return stop.value
     task = asyncio.ensure_future(_rest(coro, waiting_for))
     cancelled: asyncio.CancelledError | None = None
     while True:

@@ -281,11 +281,11 @@ class Database:
         loop's thread), with its rows fetched inside ``fn``.
 
         The checkout, the statements and the close make one pass through SQLAlchemy's async bridge
-        (one greenlet) instead of one each, as an ``async with`` connection makes: about 50 us less
-        per read on a 2-core machine, and a chat turn makes about eight such reads (its friend,
-        settings, history, index state, memories). A cancellation (a recall's time budget) reaches
-        the statement that waits, and the close still runs inside the same pass, so the connection
-        goes back to the pool before the caller sees the ``CancelledError`` or ``TimeoutError``.
+        (one greenlet) instead of one each, as an ``async with`` connection makes; a chat turn makes
+        about eight such reads (its friend, settings, history, index state, memories). A cancellation
+        (a recall's time budget) reaches the statement that waits, and the close still runs inside the
+        same pass, so the connection goes back to the pool before the caller sees the
+        ``CancelledError`` or ``TimeoutError``.
 
         >>> rows = await db.quick_read(lambda conn: conn.execute(statement, params).all())  # doctest: +SKIP
         """

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Table, delete, select, update
 
 from . import _validation as v
+from ._changed import rows_changed
 from ._engine import Database
 from ._tables import GLOBAL_TABLES, AgentMemoryTable, Base
 
@@ -85,7 +86,7 @@ async def erase_user(db: Database, user_id: str | int) -> UserErasure:
                 result = await session.execute(delete(table).where(fk.parent.in_(own_memories)))
             else:
                 continue
-            counts[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
+            counts[table.name] = rows_changed(result)
     return UserErasure(user_id=uid, rows=counts)
 
 
@@ -136,5 +137,5 @@ async def restore_columns(
                 continue
             found = [t.c.user_id == uid, *(t.c[k] == row[k] for k in key)]
             result = await session.execute(update(t).where(*found).values(**values))
-            changed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+            changed += rows_changed(result)
     return changed

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Row
 
 from . import _revision
 from . import _validation as v
+from ._changed import rows_changed
 from ._engine import Database
 from ._errors import InvalidInputError, NotFoundError
 from ._tables import (
@@ -185,7 +186,7 @@ class FriendRepository:
             gone = await session.execute(
                 delete(AIFriendTable).where(AIFriendTable.user_id == uid, AIFriendTable.friend_id == fid)
             )
-            if not gone.rowcount:
+            if not rows_changed(gone):
                 raise NotFoundError(f"no AI friend {fid!r}: list the friends with GET /api/friends")
             messages = await session.execute(
                 delete(ChatMessageTable).where(ChatMessageTable.user_id == uid, ChatMessageTable.friend_id == fid)
@@ -214,4 +215,4 @@ class FriendRepository:
                     SessionArchiveStateTable.user_id == uid, SessionArchiveStateTable.friend_key == fid
                 )
             )
-        return FriendDeletion(friend_id=fid, messages=int(messages.rowcount or 0), memories=len(ids))
+        return FriendDeletion(friend_id=fid, messages=rows_changed(messages), memories=len(ids))

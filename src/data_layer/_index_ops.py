@@ -331,7 +331,7 @@ class IndexOpsMixin(KeywordOpsMixin):
             owned = await self._owned(session, uid, [mid for mid, _ in vectors])
             revision = await _revision.bump(session, self._db.backend, uid) if owned else 0  # before any change
             terms = vector_terms or {}
-            rows = [
+            rows: list[dict[str, Any]] = [
                 {"mid": memory_id, "blob": blob, "terms": engine_text(terms.get(memory_id))}
                 for memory_id, blob in vectors
                 if memory_id in owned and isinstance(blob, bytes)

@@ -1,4 +1,4 @@
-"""Keyword CRUD for a user's memories and the shared synonym vocabulary (seed 002 section 3.2)."""
+"""Keyword CRUD for a user's memories and the shared synonym vocabulary."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from . import _revision
 from . import _validation as v
+from ._changed import rows_changed
 from ._dialect import insert_updating
 from ._engine import Database
 from ._errors import InvalidInputError, MemoryNotFoundError
@@ -151,7 +152,7 @@ class KeywordOpsMixin:
                     AgentMemoryKeywordsTable.keyword.in_(words),
                 )
             )
-            removed = int(result.rowcount or 0)  # type: ignore[attr-defined]
+            removed = rows_changed(result)
             if removed:
                 await _revision.stamp(session, uid, [memory_id], revision)
                 await refresh_keyword_terms(session, self._analyzer, uid, [memory_id])
@@ -207,7 +208,7 @@ class KeywordOpsMixin:
                 )
             )
             await _revision.bump(session, self._db.backend, _revision.VOCABULARY)
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+        return rows_changed(result)
 
     async def synonyms_for(self, keywords: Sequence[str]) -> dict[str, list[SynonymRecord]]:
         """The recorded synonyms of each keyword, most similar first (keywords are lower-cased)."""

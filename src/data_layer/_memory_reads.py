@@ -70,7 +70,7 @@ class MemoryReadsMixin:
         if not touch:  # the recall's get_memory_detail: the quick path
             stmt = select(AgentMemoryTable.__table__).where(*conditions)
             row = await self._db.quick_read(lambda conn: conn.execute(stmt).first())
-            return record_of(row) if row is not None else None  # type: ignore[arg-type]
+            return record_of(row) if row is not None else None
         if self._db.one_writer:  # reads at the same time count their accesses in one transaction
             return await _TOUCHES.current(self._db.writer_key).submit((self._db, tuple(conditions)))
         # PostgreSQL: a transaction of its own (a batch touching rows in two orders could dead-lock)
@@ -129,7 +129,7 @@ class MemoryReadsMixin:
         memory_types: object,
         since: object,
         until: object,
-        friend_id: object,
+        friend_id: str | int | None,
         include_shared: bool,
         include_inactive: bool,
     ) -> Select[Any]:

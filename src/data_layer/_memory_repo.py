@@ -417,8 +417,12 @@ class MemoryRepository(MemoryReadsMixin, MemoryRowsMixin, IndexOpsMixin, MemoryS
             raise InvalidInputError("changes must be a dict of memory key -> (is_active, metadata updates)")
         wanted: dict[str, tuple[bool, dict[str, Any]]] = {}
         for key, change in changes.items():
-            if not (isinstance(change, tuple) and len(change) == 2 and isinstance(change[0], bool)
-                    and isinstance(change[1], dict)):  # fmt: skip
+            if not (
+                isinstance(change, tuple)
+                and len(change) == 2
+                and isinstance(change[0], bool)
+                and isinstance(change[1], dict)
+            ):
                 raise InvalidInputError(f"changes[{key!r}] must be (is_active, metadata updates), e.g. (False, {{}})")
             wanted[v.memory_key(key)] = change
         if add is not None and not isinstance(add, NewMemory):

@@ -22,8 +22,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
+    ColumnClause,
     Float,
     Integer,
+    Select,
     Text,
     and_,
     bindparam,
@@ -141,7 +143,9 @@ class MemorySearchMixin:
             return col == func.any(bindparam(name, list(values), type_=ARRAY(Text)))
         import json
 
-        each = select(literal_column("value")).select_from(func.json_each(bindparam(name, json.dumps(list(values)))))
+        each: Select[Any] = select(literal_column("value")).select_from(
+            func.json_each(bindparam(name, json.dumps(list(values))))
+        )
         return col.in_(each.scalar_subquery())
 
     async def memory_term_frequencies(self, *, user_id: str | int, terms: Sequence[str]) -> dict[str, int]:
@@ -241,7 +245,7 @@ class MemorySearchMixin:
         if keys:
             parts.append("keywords : (" + " OR ".join(_fts_string(k) for k in keys) + ")")
         query = f"owner : {_fts_string(owner_token(uid))} AND (" + " OR ".join(parts) + ")"
-        fts = literal_column(MEMORY_FTS_TABLE)
+        fts: ColumnClause[Any] = literal_column(MEMORY_FTS_TABLE)
         rank = func.bm25(fts, 0.0, 1.0, KEYWORD_WEIGHT, 0.0)
         return (
             select(_IX.c.memory_id)
@@ -254,8 +258,8 @@ class MemorySearchMixin:
     def _pg_candidates(
         self, uid: str, words: list[str], keys: list[str], starts: list[str], filters: list[Any], size: int
     ) -> Any:
-        tokens = literal_column("agent_memory_search_index.search_vector")
-        keywords = literal_column("agent_memory_search_index.keyword_vector")
+        tokens: ColumnClause[Any] = literal_column("agent_memory_search_index.search_vector")
+        keywords: ColumnClause[Any] = literal_column("agent_memory_search_index.keyword_vector")
         entries = (
             [("t", _lexeme(t), t) for t in words]
             + [("k", _lexeme(k), k) for k in keys]
@@ -327,7 +331,7 @@ class MemorySearchMixin:
                 + " OR ".join(_fts_string(b) for b in buckets)
                 + ")"
             )
-            fts = literal_column(MEMORY_FTS_TABLE)
+            fts: ColumnClause[Any] = literal_column(MEMORY_FTS_TABLE)
             held_terms = _sqlite_split(_IX.c.vector_terms)
             count = (
                 select(func.count())
@@ -341,7 +345,7 @@ class MemorySearchMixin:
                 .where(fts.op("MATCH")(bindparam("query", query)), *filters)
             )
         else:
-            vector = literal_column("agent_memory_search_index.bucket_vector")
+            vector: ColumnClause[Any] = literal_column("agent_memory_search_index.bucket_vector")
             query = " | ".join(_lexeme(b) for b in buckets)
             held = (
                 func.unnest(func.memory_search_lexemes(_IX.c.vector_terms))
@@ -487,7 +491,7 @@ class MemorySearchMixin:
             return col == func.any(bindparam(name, list(ids), type_=ARRAY(UUID(as_uuid=True))))
         import json
 
-        each = select(literal_column("value")).select_from(
+        each: Select[Any] = select(literal_column("value")).select_from(
             func.json_each(bindparam(name, json.dumps([i.hex for i in ids])))
         )
         return col.in_(each.scalar_subquery())

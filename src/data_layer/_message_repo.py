@@ -322,8 +322,8 @@ class MessageRepository(MessageSearchMixin):
         columns = (t.friend_id, t.thread_id, t.role, t.created_at, t.content)
         for start in range(0, len(hashes), CHUNK):
             part = hashes[start : start + CHUNK]
-            stmt = select(*columns).where(t.user_id == uid, t.content_hash.in_(part))
-            for friend, thread, role, created, content in await session.execute(stmt):
+            same = select(*columns).where(t.user_id == uid, t.content_hash.in_(part))
+            for friend, thread, role, created, content in await session.execute(same):
                 exact.add((friend, thread, role, created, content))
                 loose[(friend, thread, role, content)] += 1
         keep: list[bool] = []

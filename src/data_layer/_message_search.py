@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import (
@@ -40,6 +41,8 @@ from sqlalchemy import (
 )
 from sqlalchemy import values as sa_values
 from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql.expression import Executable
 
 from . import _validation as v
 from ._records import MessageRecord
@@ -89,6 +92,11 @@ def stored_terms(tokens: Sequence[str]) -> tuple[str, int]:
 def engine_terms(tokens: Sequence[str]) -> list[str]:
     """The tokens the engine holds, in order: non-empty, without whitespace, at most MAX_TERM_BYTES."""
     return [t for t in tokens if t.split() == [t] and len(t.encode("utf-8")) <= MAX_TERM_BYTES]
+
+
+def _all_rows(stmt: Executable, conn: Connection) -> Sequence[Row[*tuple[Any, ...]]]:
+    """Every row of ``stmt`` on ``conn`` (a :meth:`Database.quick_read` of one statement)."""
+    return conn.execute(stmt).all()
 
 
 def owner_token(user_id: str) -> str:
@@ -270,7 +278,7 @@ class MessageSearchMixin:
         """The engine's condition on ``chat_messages`` rows: the user's messages holding any (``every``: all)
         of ``terms``."""
         if self._db.backend == "postgresql":
-            vector = literal_column(f"{_T.__tablename__}.{MESSAGE_VECTOR_COLUMN}")
+            vector: ColumnElement[Any] = literal_column(f"{_T.__tablename__}.{MESSAGE_VECTOR_COLUMN}")
             query = cast(bindparam(None, ts_query(terms, every=every), unique=True), TSQUERY)
             return vector.op("@@")(query)
         matching = (
@@ -344,7 +352,7 @@ class MessageSearchMixin:
         for start in range(0, len(wanted), READ_BATCH):
             part = wanted[start : start + READ_BATCH]
             stmt = select(*_RECORD_COLUMNS).where(_T.user_id == uid, _T.id.in_(part))
-            rows = await self._db.quick_read(lambda conn, stmt=stmt: conn.execute(stmt).all())
+            rows = await self._db.quick_read(partial(_all_rows, stmt))
             found.update((int(r[0]), MessageRecord(*r)) for r in rows)
         return found
 

@@ -128,7 +128,7 @@ class MessageRecord:
 
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
-    """An archived tool result (``tool_result_archive``, seed 004)."""
+    """An archived tool result (``tool_result_archive``)."""
 
     uuid: str
     user_id: str

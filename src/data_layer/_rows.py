@@ -6,13 +6,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.engine import Row
+
 from ._records import KeywordInput, MemoryRecord
 from ._tables import AgentMemoryTable
 from ._types import utcnow
 
 
-def record_of(row: AgentMemoryTable) -> MemoryRecord:
-    """The detached record of a table row."""
+def record_of(row: AgentMemoryTable | Row[Any]) -> MemoryRecord:
+    """The detached record of a table row (a mapped object, or a row of ``agent_memories``' columns)."""
     return MemoryRecord(
         id=row.id,
         memory_key=row.memory_key,

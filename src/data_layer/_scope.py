@@ -90,4 +90,5 @@ class Scope:
         if self.friend_id is None:
             return np.ones(len(friends), dtype=bool)
         mine = friends == self.friend_id
-        return (mine | np.equal(friends, None)) if self.include_shared else mine
+        # numpy's stubs take no ``None`` operand; on an object array ``np.equal`` compares each element with it
+        return (mine | np.equal(friends, None)) if self.include_shared else mine  # type: ignore[call-overload]

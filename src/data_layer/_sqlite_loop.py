@@ -3,9 +3,8 @@
 aiosqlite runs every statement on a worker thread of its connection: each call is a queue put, a
 thread wake-up, a hand-over of the GIL and a call back into the loop through its self-pipe. A chat
 turn reads a handful of rows in a few statements (settings, friend, recent messages, the memories a
-search found); for those the hop costs more than the statement. Measured on a chat turn of the web
-chat (``ChatService.turn``, 50 concurrent chats, offline responder): about 16 ms of CPU per turn with
-every statement on the worker thread, about 10.5 ms with the reads on the loop's thread.
+search found); for those the hop costs more than the statement, and a chat turn of the web chat
+(``ChatService.turn``) spends less CPU with its reads on the loop's thread.
 
 What moves is what cannot wait, and only in WAL mode, where a reader waits for no lock: reads, and
 the statements of a short write once its ``BEGIN IMMEDIATE`` holds the write lock. ``BEGIN IMMEDIATE``
@@ -23,7 +22,7 @@ can make readers wait; that is once, at start-up.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from threading import Thread
 from typing import Any
@@ -94,7 +93,7 @@ def begin_on_loop(driver_connection: object, mode: str) -> bool:
 
 
 def sqlite_creator(
-    database: str, options: dict[str, Any], *, timeout_s: float
+    database: str, options: Mapping[str, Any], *, timeout_s: float
 ) -> Callable[[], Awaitable[LoopConnection]]:
     """The ``async_creator`` of an engine on SQLite ``database`` (a :class:`LoopConnection` each).
 
@@ -109,7 +108,8 @@ def sqlite_creator(
         # the worker thread must not keep the interpreter alive at exit (aiosqlite < 0.22 is the thread)
         worker = connection if isinstance(connection, Thread) else connection._thread
         worker.daemon = True
-        return await connection
+        await connection  # starts the worker thread and opens the database on it
+        return connection
 
     return connect
 

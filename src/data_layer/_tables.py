@@ -1,8 +1,8 @@
 """SQLAlchemy 2 table models. Schema changes go through the Alembic migrations in ``migrations/``.
 
-The keyword tables follow seed 002 section 3.2.2, except that a keyword row carries its memory's
-``user_id`` and is keyed by ``(user_id, memory_id, keyword)`` instead of a serial id;
-``tool_result_archive`` follows seed 004 section 3.3 plus the ``user_id`` scope.
+A keyword row carries its memory's ``user_id`` and is keyed by ``(user_id, memory_id, keyword)``
+(no serial id), so every read and write of it stays within one user;
+``tool_result_archive`` rows are scoped by ``user_id`` as well.
 
 Every table but the shared synonym vocabulary (:data:`GLOBAL_TABLES`) holds one user's rows: it has
 a ``user_id`` column, its primary key, unique keys and indexes lead with it, and its foreign keys carry
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     BigInteger,
@@ -28,6 +28,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
     Uuid,
@@ -65,6 +66,9 @@ GLOBAL_TABLES: frozenset[str] = frozenset({"keyword_synonyms"})
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    #: every mapped class here is declared on one table (no mapping of joins or selects), so its
+    #: ``__table__`` is a ``Table`` with ``insert()`` and ``update()``, not any ``FromClause``
+    __table__: ClassVar[Table]
 
 
 class AgentMemoryTable(Base):
@@ -115,7 +119,7 @@ class AgentMemoryKeywordsTable(Base):
     user_id: Mapped[str] = mapped_column(String(SCOPE_ID_LENGTH), primary_key=True)
     memory_id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True)
     keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
-    # Nullable with defaults, as in seed 002's DDL; readers treat NULL as the default.
+    # Nullable with defaults (rows written before the defaults existed); readers treat NULL as the default.
     weight: Mapped[float | None] = mapped_column(Float, default=1.0, server_default=text("1.0"))
     extraction_source: Mapped[str | None] = mapped_column(String(20), default="llm", server_default="llm")
     created_at: Mapped[datetime | None] = mapped_column(

@@ -1,4 +1,4 @@
-"""Per-user settings stored in ``system_settings`` (seed 001 section 5): memory recall and chat.
+"""Per-user settings stored in ``system_settings``: memory recall and chat.
 
 They are validated on every read and write, so a bad value can neither be stored nor loaded.
 """
@@ -37,7 +37,7 @@ RECALL_BOUNDS: dict[str, Bound] = {
 
 
 class MemoryRecallSettings(BaseModel):
-    """Seed 001 section 5.1, 记忆设置.
+    """记忆设置: how and whether memories are recalled.
 
     >>> MemoryRecallSettings(rounds=2).rounds
     2
@@ -53,7 +53,7 @@ class MemoryRecallSettings(BaseModel):
 
 
 class ChatSettings(BaseModel):
-    """Seed 001 section 5.2, 聊天设置."""
+    """聊天设置: how the chat shows what the agent does."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -27,7 +27,7 @@ from ._storable import storable_json as json_object
 from ._storable import storable_text as storable
 from ._tables import MEMORY_KEY_LENGTH, SCOPE_ID_LENGTH
 
-#: Seed 000 section 6.2: each memory's content holds at most 100 KB (UTF-8 bytes); the rest is cut.
+#: Each memory's content holds at most 100 KB (UTF-8 bytes); the rest is cut.
 MAX_CONTENT_BYTES = 100 * 1024
 MAX_SUMMARY_CHARS = 2000
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -345,7 +345,7 @@ def analysis_keywords(values: Iterable[object]) -> tuple[KeywordInput, ...]:
 
     A computed keyword is a by-product of content the caller was allowed to store (a 300-character
     URL, a hash): it must never fail the write, so one that is too long, empty or malformed is
-    dropped instead of raising (finding F1 of issue 13).
+    dropped instead of raising.
     """
     kept: list[KeywordInput] = []
     for item in values:

@@ -3,8 +3,8 @@
 SQLite lets one writer in at a time. A writer that finds the file locked by another process waits in
 SQLite's busy handler, which sleeps in growing steps (1, 2, 5, 10 ... 100 ms) and so finds the lock
 free late; and a writer whose statements run on a busy event loop holds the lock for whole loop
-cycles. Measured with ``agent-memory bench serve --workers 2`` (50 chats): ``BEGIN IMMEDIATE`` waited
-up to 0.8 s, and a write held the lock about 11 ms.
+cycles (``agent-memory bench serve --workers 2`` shows both: long waits for ``BEGIN IMMEDIATE``, and
+writes that hold the lock for many loop cycles).
 
 A :class:`WriterGate` is one event loop's turn-taking for one file:
 

@@ -1,4 +1,4 @@
-"""Seed 004 section 5's scenario: 10 rounds, one 50,000-character tool result per round, one reload.
+"""The tool-result archive's scenario: 10 rounds, one 50,000-character tool result per round, one reload.
 
 Tokens per round are those of the messages the main model receives when it answers: everything kept
 (full accumulation, a plain AutoGen context) against :class:`MemoryContext` with the archive.
@@ -32,7 +32,7 @@ def _result_text(round_no: int, chars: int) -> str:
     head = (
         f"第{round_no}轮检索结果：永策Pro 文档第{round_no}章，权限、审批与报表配置。来源: docs/yongce/ch{round_no}.md\n"
     )
-    body = []
+    body: list[str] = []
     i = 0
     while len(head) + sum(map(len, body)) < chars:
         body.append(f"第{i}节 配置项 option_{round_no}_{i} 的说明：启用后影响审批流与角色权限。")
@@ -53,9 +53,14 @@ def _tokens(messages: list[LLMMessage]) -> int:
 
 
 async def bench_archive(
-    url: str, *, rounds: int = 10, result_chars: int = 50_000, reload_round: int = 6, reload_of: int = 2,
+    url: str,
+    *,
+    rounds: int = 10,
+    result_chars: int = 50_000,
+    reload_round: int = 6,
+    reload_of: int = 2,
     threshold: int = 10_000,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Run the scenario on ``url`` and return the figures (one JSON object)."""
     if not 1 <= reload_of < reload_round <= rounds:
         raise ValueError("need 1 <= reload_of < reload_round <= rounds")
@@ -88,6 +93,7 @@ async def bench_archive(
             if r == reload_round and reload_of in uuids:
                 load = FunctionCall(id=f"l{r}", name=LOAD_TOOL, arguments=json.dumps({"uuid": uuids[reload_of]}))
                 await archived.add_message(AssistantMessage(content=[load], source="main"))
+                assert archived.archive is not None  # the system's contexts archive results (the threshold)
                 text = await archived.archive.load_tool_result(uuids[reload_of])
                 await archived.add_message(
                     FunctionExecutionResultMessage(

@@ -17,6 +17,7 @@ _STARTED = time.perf_counter()
 
 
 async def _main(url: str, folder: str, user: str, query: str, mode: str, warm: bool) -> dict[str, object]:
+    from ..search import is_search_mode
     from ._system import bench_settings, bench_system
 
     imported = time.perf_counter()
@@ -26,7 +27,9 @@ async def _main(url: str, folder: str, user: str, query: str, mode: str, warm: b
         if warm:
             await system.search.warm_up()
         warmed = time.perf_counter()
-        hits = await system.search.search(query, user_id=user, mode=mode, limit=10)  # type: ignore[arg-type]
+        if not is_search_mode(mode):
+            raise ValueError(f"unknown search mode {mode!r}")
+        hits = await system.search.search(query, user_id=user, mode=mode, limit=10)
         done = time.perf_counter()
         state = system.search._users.get(user)
         loaded = state is not None and state.snapshot_revision >= 0 and state.applied_since_snapshot == 0

@@ -13,19 +13,20 @@ import dataclasses
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
+    from ..search import SearchMode
     from ..settings import AgentMemorySettings
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 #: Turns an async command into the function typer calls (runs it, reports its errors).
-Runner = Callable[[Callable[..., Awaitable[Any]]], Callable[..., Any]]
+Runner = Callable[[Callable[..., Coroutine[Any, Any, Any]]], Callable[..., Any]]
 
 BackendChoice = Literal["sqlite", "postgresql", "both"]
 
@@ -38,11 +39,13 @@ def _admin_url(given: str | None) -> str:
     return given or DEFAULT_PG_ADMIN_URL
 
 
-def _check_mode(mode: str) -> None:
-    from ..search import SEARCH_MODES
+def _check_mode(mode: str) -> SearchMode:
+    """``mode``, a search mode (a ValueError for any other word)."""
+    from ..search import SEARCH_MODES, is_search_mode
 
-    if mode not in SEARCH_MODES:
+    if not is_search_mode(mode):
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
+    return mode
 
 
 async def ingest_cmd(
@@ -70,14 +73,20 @@ async def ingest_cmd(
     model = _named_embedder(embedder) if embedder is not None else None
     if embedder is not None and model is None:
         raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
-    options = {"memories": memories, "batch": batch, "rounds": rounds, "analysis": analysis, "embedder": model}
+    options: dict[str, Any] = {
+        "memories": memories,
+        "batch": batch,
+        "rounds": rounds,
+        "analysis": analysis,
+        "embedder": model,
+    }
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
+            results["sqlite"] = dataclasses.asdict(await bench_ingest(url, **options))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))  # type: ignore[arg-type]
+            results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))
     emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
 
 
@@ -110,8 +119,9 @@ def _named_embedder(name: str) -> Any:
     from ..settings import load_settings
 
     # openai: the endpoint of the MEMORY_SEARCH_EMBEDDING_* settings, as the library reads them
-    return embedder_named(name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint()
-                          if name == "openai" else None)  # fmt: skip
+    return embedder_named(
+        name, endpoint=load_settings(memory_search_embedder=name).embedding_endpoint() if name == "openai" else None
+    )
 
 
 def _engine_settings(
@@ -157,7 +167,7 @@ async def retrieval_cmd(
         top_k_agreement,
     )
 
-    _check_mode(mode)
+    checked = _check_mode(mode)
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     ds = load_dataset(dataset, data)
@@ -167,7 +177,7 @@ async def retrieval_cmd(
 
     async def one(url: str) -> EngineRun:
         settings = _engine_settings(url, embedder, semantic_share, word_neighbours=word_neighbours)
-        return await run_engine(ds, url, mode=mode, depth=depth, settings=settings)  # type: ignore[arg-type]
+        return await run_engine(ds, url, mode=checked, depth=depth, settings=settings)
 
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
@@ -205,17 +215,27 @@ async def latency_cmd(
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    _check_mode(mode)
+    chosen = _check_mode(mode)
 
     async def one(url: str, size: int) -> dict[str, object]:
         with tempfile.TemporaryDirectory(prefix="agent-memory-snapshots-") as folder:
             if users:
-                figures = await bench_users(url, users=users, memories=per_user, snapshot_dir=folder, mode=mode,  # type: ignore[arg-type]
-                                            cache_mb=cache_mb)  # fmt: skip
-            else:
-                figures = await bench_latency(url, memories=size, queries=queries, mode=mode, snapshot_dir=folder,  # type: ignore[arg-type]
-                                              cold=cold, cold_runs=cold_runs)  # fmt: skip
-            return dataclasses.asdict(figures)
+                return dataclasses.asdict(
+                    await bench_users(
+                        url, users=users, memories=per_user, snapshot_dir=folder, mode=chosen, cache_mb=cache_mb
+                    )
+                )
+            return dataclasses.asdict(
+                await bench_latency(
+                    url,
+                    memories=size,
+                    queries=queries,
+                    mode=chosen,
+                    snapshot_dir=folder,
+                    cold=cold,
+                    cold_runs=cold_runs,
+                )
+            )
 
     results = []
     for size in memories if not users else [users * per_user]:
@@ -266,8 +286,11 @@ async def archive_cmd(
     from ._archive import bench_archive
 
     async with temporary_sqlite() as url:
-        emit_json(await bench_archive(url, rounds=rounds, result_chars=result_chars, reload_round=reload_round,
-                                      threshold=threshold))  # fmt: skip
+        emit_json(
+            await bench_archive(
+                url, rounds=rounds, result_chars=result_chars, reload_round=reload_round, threshold=threshold
+            )
+        )
 
 
 def keywords_cmd(
@@ -296,14 +319,14 @@ async def writers_cmd(
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
-    options = {"writers": writers, "ops": ops, "analyze": analyze, "separate_engines": separate_engines}
+    options: dict[str, Any] = {"writers": writers, "ops": ops, "analyze": analyze, "separate_engines": separate_engines}
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+            results["sqlite"] = dataclasses.asdict(await bench_writers(url, **options))
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = dataclasses.asdict(await bench_writers(url, **options))  # type: ignore[arg-type]
+            results["postgresql"] = dataclasses.asdict(await bench_writers(url, **options))
     emit_json({"bench": "writers", **options, "results": results})
 
 
@@ -352,14 +375,14 @@ async def load_cmd(
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     check_bounds(processes=processes, writers=writers, searchers=searchers, seconds=seconds)
-    options = {"processes": processes, "writers": writers, "searchers": searchers, "seconds": seconds}
+    options: dict[str, Any] = {"processes": processes, "writers": writers, "searchers": searchers, "seconds": seconds}
     results = {}
     if backend in ("sqlite", "both"):
         async with temporary_sqlite() as url:
-            results["sqlite"] = await bench_load(url, **options)  # type: ignore[arg-type]
+            results["sqlite"] = await bench_load(url, **options)
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
-            results["postgresql"] = await bench_load(url, **options)  # type: ignore[arg-type]
+            results["postgresql"] = await bench_load(url, **options)
     lost = sum(r["lost"] for r in results.values())
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 
@@ -388,8 +411,9 @@ async def serve_cmd(
     SQLite file: turns/s and p50/p95 turn latency (one JSON object)."""
     from ._serve import bench_serve
 
-    figures = await bench_serve(streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds,
-                                workers=workers)  # fmt: skip
+    figures = await bench_serve(
+        streams=streams, turns=turns, think_ms=think_ms, max_seconds=max_seconds, workers=workers
+    )
     emit_json({"bench": "serve", **dataclasses.asdict(figures)})
 
 
@@ -398,12 +422,12 @@ def emit_json(data: Any) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def run_plainly(fn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
+def run_plainly(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """Run an async command in a new event loop (an error is raised as it is)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        return asyncio.run(fn(*args, **kwargs))  # type: ignore[arg-type]
+        return asyncio.run(fn(*args, **kwargs))
 
     return wrapper
 

@@ -1,4 +1,4 @@
-"""Readers of the public benchmark formats (DESIGN.md, "Benchmarks") into one shape.
+"""Readers of the public benchmark formats (see docs/benchmarks.md) into one shape.
 
 >>> ds = load_dataset("generic", "path/to/folder")  # doctest: +SKIP
 >>> ds.docs[0].text, ds.queries[0].gold  # doctest: +SKIP

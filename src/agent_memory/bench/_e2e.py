@@ -15,7 +15,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from data_layer import NewMessage
 
@@ -39,7 +39,7 @@ class E2ERun:
     messages: int
 
 
-def _role(doc_text: str, first_speaker: dict[str, str], user: str) -> str:
+def _role(doc_text: str, first_speaker: dict[str, str], user: str) -> Literal["user", "assistant"]:
     speaker = doc_text.split(":", 1)[0]
     first = first_speaker.setdefault(user, speaker)
     return "user" if speaker == first else "assistant"
@@ -53,9 +53,11 @@ async def run_e2e(dataset: BenchDataset, url: str) -> E2ERun:
         by_user: dict[str, list[NewMessage]] = {}
         doc_of: dict[tuple[str, int], str] = {}
         for doc in dataset.docs:
-            role = "user" if dataset.name != "locomo" else _role(doc.text, first_speaker, doc.user_id)
+            role: Literal["user", "assistant"] = (
+                "user" if dataset.name != "locomo" else _role(doc.text, first_speaker, doc.user_id)
+            )
             by_user.setdefault(doc.user_id, []).append(
-                NewMessage(role=role, content=doc.text, friend_id=FRIEND, created_at=doc.created_at)  # type: ignore[arg-type]
+                NewMessage(role=role, content=doc.text, friend_id=FRIEND, created_at=doc.created_at)
             )
         ids_by_user: dict[str, list[str]] = {}
         for doc in dataset.docs:
@@ -99,7 +101,7 @@ def hit_metrics(
 
 
 def e2e_report(dataset: BenchDataset, run: E2ERun, baseline: list[list[str]]) -> dict[str, Any]:
-    """DESIGN.md's JSON shape, plus what the archiver formed and its time."""
+    """The benchmarks' JSON shape (figures, the baseline's, their ratio), plus what the archiver formed and its time."""
     ours = hit_metrics(run.hits, dataset.queries, dataset.ks)
     base = hit_metrics([[frozenset([d]) for d in ids] for ids in baseline], dataset.queries, dataset.ks)
     return {

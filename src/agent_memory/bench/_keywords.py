@@ -1,5 +1,5 @@
-"""Keyword extraction time on large inputs (issue 13, F1/F2; target: 100 KB in <= 50 ms): p50/p95 per
-kind of input.
+"""Keyword extraction time on large inputs (a memory of 100 KB, command output of megabytes): p50/p95
+per kind of input.
 
 Kinds, each ``size`` characters unless said otherwise:
 

@@ -145,9 +145,18 @@ async def cold_first_search(
     wall time from spawn to exit (``process_wall_ms``)."""
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent_memory.bench._cold", url, snapshot_dir, user, query, mode, "1" if warm else "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "agent_memory.bench._cold",
+        url,
+        snapshot_dir,
+        user,
+        query,
+        mode,
+        "1" if warm else "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await proc.communicate()
     wall = (time.perf_counter() - started) * 1000
     if proc.returncode != 0:

@@ -194,7 +194,7 @@ async def bench_load(url: str, *, processes: int, writers: int, searchers: int, 
         errors["process ended without a result"] += processes - len(results)
     for message in failed:
         errors[f"process {message.split(':')[0]}"] += 1
-    stored = await _stored(url, acked)  # type: ignore[arg-type]
+    stored = await _stored(url, acked)
     elapsed = max((r["elapsed"] for r in done), default=0.0)
     write_ms = [v for r in done for v in r["write_ms"]]
     search_ms = [v for r in done for v in r["search_ms"]]

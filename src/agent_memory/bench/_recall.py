@@ -92,12 +92,16 @@ async def recall_latency(
             t0 = time.perf_counter()
             await agent.recall([("user", text)])
             latencies.append((time.perf_counter() - t0) * 1000)
-    return {"memories": memories, "queries": len(latencies), "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95)}  # fmt: skip
+    return {
+        "memories": memories,
+        "queries": len(latencies),
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+    }
 
 
 def recall_report(dataset: BenchDataset, run: RecallRun, baseline: list[list[str]]) -> dict[str, object]:
-    """DESIGN.md's JSON shape for the recall, plus the engine alone and the ratio to it."""
+    """The benchmarks' JSON shape for the recall, plus the engine alone and the ratio to it."""
     ours = metrics(run.recall_ranked, dataset.queries, dataset.ks)
     engine = metrics(run.engine_ranked, dataset.queries, dataset.ks)
     base = metrics(baseline, dataset.queries, dataset.ks)

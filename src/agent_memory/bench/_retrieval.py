@@ -165,7 +165,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def report(dataset: BenchDataset, mode: str, run: EngineRun, baseline: list[list[str]]) -> dict[str, object]:
-    """The JSON object of DESIGN.md: figures, the baseline's, their ratio and latency."""
+    """The benchmarks' JSON object: figures, the baseline's, their ratio and latency."""
     ours = metrics(run.ranked, dataset.queries, dataset.ks)
     base = metrics(baseline, dataset.queries, dataset.ks)
     result: dict[str, object] = {"dataset": dataset.name, "mode": mode, "backend": run.backend}

@@ -38,8 +38,8 @@ WARM_UP = ("我下周二要去北京出差，有点紧张", "最近在准备项�
 #: What the timed turns say: about the warm-up's facts (recall finds its gists) and small talk. A stream
 #: starts at its own place in the list and says each once before any again: the same message again
 #: with no new memory in between is answered by the search's cache of recent searches, which real
-#: chats seldom hit (with four messages in turn, 2 workers did 214-227 turns/s at 20 turns a stream,
-#: against 164-169 with these).
+#: chats seldom hit (a stream of four messages in turn measured that cache more than the chat).
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 QUESTIONS = (
     "北京出差的事你还记得吗", "汇报压力大怎么办", "推荐个电影吧", "周末做点什么好",
     "下周二出差我要准备些什么", "项目汇报怎么准备比较好", "有什么好看的科幻片", "我最近有点紧张，怎么放松",
@@ -164,7 +164,7 @@ async def _stream(
     async with aiohttp.ClientSession(base_url=base, cookie_jar=jar, timeout=timeout, read_bufsize=1 << 20) as client:
         # every response is read whole, as a browser does: aiohttp closes a connection whose response was
         # left unread, and the first timed turn then came on a new one, with several workers most likely
-        # on another worker than the one that set the chat up (all 50 at once: p95 1.2 s in that second)
+        # on another worker than the one that set the chat up (all of them at once stalled the workers)
         try:
             async with client.post("/api/session", json={"name": f"bench-user-{n}"}) as r:
                 r.raise_for_status()

@@ -24,8 +24,9 @@ async def run_cmd(
     """Archive the user's chats: every session becomes dated event gists (this friend only) and the
     user's own statements become shared profile items; safe to run again, and it resumes."""
     async with open_system(url) as system:
-        report = await system.session_archiver.run(user_id=user, friend_id=friend, all_friends=friend is None,
-                                                   end_open=not keep_open)  # fmt: skip
+        report = await system.session_archiver.run(
+            user_id=user, friend_id=friend, all_friends=friend is None, end_open=not keep_open
+        )
     data = {
         "sessions": report.sessions,
         "messages": report.messages,

@@ -11,7 +11,7 @@ import contextlib
 import functools
 import json
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,14 +138,14 @@ def fail(message: str, hint: str | None = None) -> None:
         err_console.print(Text("  " + " ".join(hint.split()), style="dim"), soft_wrap=True)
 
 
-def run(fn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
+def run(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """Run an async command. An error becomes one or two lines on stderr (what went wrong, what to
     do) and exit code 2; ``agent-memory --debug ...`` prints the traceback first."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return asyncio.run(fn(*args, **kwargs))  # type: ignore[arg-type]
+            return asyncio.run(fn(*args, **kwargs))
         except (typer.Exit, typer.Abort, TyperException):
             raise
         except KeyboardInterrupt:

@@ -180,8 +180,17 @@ def _dbapi(exc: BaseException, url: str | None) -> tuple[str, str | None]:
         )
     if "failed to resolve host" in lowered or "could not translate host name" in lowered:
         return f"unknown database host: {_strip_driver(first)}", f"fix the host in {URL_SOURCES}"
-    if any(s in lowered for s in ("connection refused", "timeout expired", "could not connect", "no route to host",
-                                  "connection failed", "network is unreachable")):  # fmt: skip
+    if any(
+        s in lowered
+        for s in (
+            "connection refused",
+            "timeout expired",
+            "could not connect",
+            "no route to host",
+            "connection failed",
+            "network is unreachable",
+        )
+    ):
         return (
             f"cannot reach the PostgreSQL server at {where} ({_reason(first)})",
             f"start the server, or fix host and port in {URL_SOURCES}",

@@ -56,9 +56,18 @@ async def exec_cmd(
                 raise typer.Exit(code=2) from None
             result = await executor.execute_with_memory_env(code, slots, on_output=stream)
     if as_json:
-        emit_json({"success": result.success, "result": result.result, "output": result.output,
-                   "error": result.error, "timed_out": result.timed_out, "duration_ms": result.duration_ms,
-                   "memory_key": result.memory_key, "memory_refs": list(result.memory_refs)})  # fmt: skip
+        emit_json(
+            {
+                "success": result.success,
+                "result": result.result,
+                "output": result.output,
+                "error": result.error,
+                "timed_out": result.timed_out,
+                "duration_ms": result.duration_ms,
+                "memory_key": result.memory_key,
+                "memory_refs": list(result.memory_refs),
+            }
+        )
     else:
         rest = result.output[len("".join(streamed)) :]
         if rest:

@@ -25,9 +25,13 @@ async def backfill_cmd(
         users = [user] if user else await layer.memory.users_with_memories()
         done: dict[str, int] = {}
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=console, transient=True,
-        ) as progress:  # fmt: skip
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             task = progress.add_task("backfilling keywords", total=len(users))
             for uid in users:
                 done[uid] = await system.search.reanalyze(user_id=uid, batch=batch)

@@ -52,7 +52,7 @@ async def add_cmd(
 
     metadata = with_expiry(metadata, _time_option(expires_at, "--expires-at"))
     async with open_system(url) as system:
-        fields = {
+        fields: dict[str, Any] = {
             "user_id": user,
             "memory_key": key,
             "content": text,
@@ -129,9 +129,13 @@ async def list_cmd(
     """List a user's memories, newest first, with the chat messages each was formed from."""
     async with open_system(url) as system:
         page = await system.layer.memory.list_memories(
-            user_id=user, memory_types=memory_type or None, friend_id=friend, limit=limit, cursor=cursor,
+            user_id=user,
+            memory_types=memory_type or None,
+            friend_id=friend,
+            limit=limit,
+            cursor=cursor,
             include_inactive=history,
-        )  # fmt: skip
+        )
     if as_json:
         emit_json({"items": [_row(r) for r in page.items], "next_cursor": page.next_cursor})
         return
@@ -139,8 +143,19 @@ async def list_cmd(
     for r in page.items:
         sources = ",".join(str(i) for i in (r.metadata.get("source_message_ids") or [])[:6])
         state = "" if r.is_active else f" (until {str(r.metadata.get('valid_to') or '')[:10]})"
-        table.add_row(*map(Text, (r.memory_key, r.memory_type, r.friend_id or "shared", fmt_time(r.created_at),
-                                  _past(r) + short(r.summary) + state, sources or "-")))  # fmt: skip
+        table.add_row(
+            *map(
+                Text,
+                (
+                    r.memory_key,
+                    r.memory_type,
+                    r.friend_id or "shared",
+                    fmt_time(r.created_at),
+                    _past(r) + short(r.summary) + state,
+                    sources or "-",
+                ),
+            )
+        )
     console.print(table)
     if page.next_cursor:
         console.print(Text(f"more: --cursor {page.next_cursor}"))
@@ -219,22 +234,22 @@ async def search_cmd(
 
     The engine picks the best ``--limit`` memories; they are shown by the score printed, highest first.
     """
-    from ..search import SEARCH_MODES
+    from ..search import SEARCH_MODES, is_search_mode
 
-    if mode is not None and mode not in SEARCH_MODES:
+    if mode is not None and not is_search_mode(mode):
         raise ValueError(f"--mode must be one of {', '.join(SEARCH_MODES)}")
     async with open_system(url) as system:
-        hits = await system.search.search(
+        found = await system.search.search(
             query,
             user_id=user,
             friend_id=friend,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             memory_types=memory_type or None,
             limit=limit,
             min_relevance_score=min_score,
         )
     # the engine's order also weighs interaction, type and query coverage; show the scores in order
-    hits = sorted(hits, key=lambda h: -h.score)
+    hits = sorted(found, key=lambda h: -h.score)
     if as_json:
         emit_json(
             [
@@ -301,8 +316,15 @@ async def forgotten_cmd(
         return
     table = Table("key", "when", "friend", "subject", "memories", "messages", "undone")
     for f in found:
-        row = (f.key, fmt_time(f.at), f.friend_id or "(shared)", short(f.subject), str(len(f.memories)),
-               str(len(f.message_ids)), fmt_time(f.undone_at) if f.undone_at else "")  # fmt: skip
+        row = (
+            f.key,
+            fmt_time(f.at),
+            f.friend_id or "(shared)",
+            short(f.subject),
+            str(len(f.memories)),
+            str(len(f.message_ids)),
+            fmt_time(f.undone_at) if f.undone_at else "",
+        )
         table.add_row(*map(Text, row))
     console.print(table)
 
@@ -340,7 +362,15 @@ def _past(record: Any) -> str:
 
 
 def _row(r: Any) -> dict[str, Any]:
-    return {"memory_key": r.memory_key, "memory_type": r.memory_type, "friend_id": r.friend_id,
-            "summary": r.summary, "content": r.content, "created_at": r.created_at.isoformat(),
-            "is_active": r.is_active, "source_message_ids": r.metadata.get("source_message_ids") or [],
-            "metadata": r.metadata, "past": _past(r)}  # fmt: skip
+    return {
+        "memory_key": r.memory_key,
+        "memory_type": r.memory_type,
+        "friend_id": r.friend_id,
+        "summary": r.summary,
+        "content": r.content,
+        "created_at": r.created_at.isoformat(),
+        "is_active": r.is_active,
+        "source_message_ids": r.metadata.get("source_message_ids") or [],
+        "metadata": r.metadata,
+        "past": _past(r),
+    }

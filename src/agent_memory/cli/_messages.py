@@ -107,7 +107,7 @@ async def import_cmd(
     parsed = read_file(file, default_user=user, default_friend=friend)
     async with open_system(url) as system:
         messages = system.layer.messages
-        by_user: dict[str, list[NewMessage]] = {}
+        by_user: dict[str | int, list[NewMessage]] = {}
         ids: dict[tuple[str, str], ParsedLine] = {}
         for line in parsed:
             try:
@@ -123,9 +123,13 @@ async def import_cmd(
                     )
             by_user.setdefault(line.user_id, []).append(line.message)
         with Progress(
-            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=console, transient=True,
-        ) as progress:  # fmt: skip
+            TextColumn("importing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             task = progress.add_task("import", total=len(parsed))
             stored = await messages.append_for_users(
                 by_user, skip_existing=True, on_progress=lambda n: progress.advance(task, n)

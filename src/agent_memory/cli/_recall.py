@@ -87,8 +87,9 @@ async def stream_recall(
     options = system.recall_options
     if time_budget_s is not None:
         options = options.model_copy(update={"time_budget_s": time_budget_s})
-    context = system.context(user_id=user_id, friend_id=friend_id, events=queue, archive=False, persist=False,
-                             options=options)  # fmt: skip
+    context = system.context(
+        user_id=user_id, friend_id=friend_id, events=queue, archive=False, persist=False, options=options
+    )
     for m in await system.layer.messages.latest(user_id=user_id, friend_id=friend_id, limit=history):
         msg = UserMessage(content=m.content, source="user") if m.role == "user" else None
         await context.add_message(msg or AssistantMessage(content=m.content, source="assistant"))
@@ -117,7 +118,7 @@ async def recall_cmd(
     user: str = typer.Option(..., "--user", "-u", help="The user"),
     friend: str | None = typer.Option(None, "--friend", "-f", help="The AI friend being talked to"),
     as_json: bool = typer.Option(False, "--json", help="Print the handoff and slots as JSON only"),
-    mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (seed 003)"),
+    mode: str = typer.Option("memory", "--mode", help="memory (slots from memories) or evidence (the chat messages)"),
     time_budget: float | None = typer.Option(
         None, "--time-budget", help="Seconds the recall may take (default MEMORY_RECALL_TIME_BUDGET_S, 3)"
     ),
@@ -136,8 +137,9 @@ async def recall_cmd(
         await _evidence(question, user=user, friend=friend, as_json=as_json, url=url)
         return
     async with open_system(url) as system:
-        context = await stream_recall(system, user_id=user, friend_id=friend, question=question, show=not as_json,
-                                      time_budget_s=time_budget)  # fmt: skip
+        context = await stream_recall(
+            system, user_id=user, friend_id=friend, question=question, show=not as_json, time_budget_s=time_budget
+        )
     result = context.last_result
     handoff = result.handoff.model_dump() if result and result.handoff else None
     block = context.last_block

@@ -46,5 +46,6 @@ async def import_cmd(
         raise ValueError(f"--on-conflict must be error, skip or replace, not {on_conflict!r}")
     async with open_system(url) as system:
         with file.open(encoding="utf-8") as fh:
+            # typer gives a str; the check above let only the three choices through
             counts = await import_user(system.layer, lines=fh, user_id=user, on_conflict=on_conflict)  # type: ignore[arg-type]
     err_console.print(Text("imported " + (", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing")))

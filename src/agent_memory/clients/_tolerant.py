@@ -32,7 +32,7 @@ from ._shapes import with_text_on_tool_calls
 try:  # the HTTP library the OpenAI SDK is built on (newer releases ship their own fork of httpx)
     import httpx2 as _http
 except ImportError:  # pragma: no cover - older openai releases
-    import httpx as _http  # type: ignore[no-redef]
+    import httpx as _http  # type: ignore[no-redef]  # the same API under its original name
 
 
 def without_legacy_function_call(answer: dict[str, Any]) -> bool:
@@ -53,15 +53,19 @@ def without_legacy_function_call(answer: dict[str, Any]) -> bool:
         legacy = message.pop("function_call")
         changed = True
         if not message.get("tool_calls") and isinstance(legacy, dict) and legacy.get("name"):
-            message["tool_calls"] = [{"id": f"call_legacy_{index}", "type": "function",
-                                      "function": {"name": legacy["name"],
-                                                   "arguments": legacy.get("arguments") or "{}"}}]  # fmt: skip
+            message["tool_calls"] = [
+                {
+                    "id": f"call_legacy_{index}",
+                    "type": "function",
+                    "function": {"name": legacy["name"], "arguments": legacy.get("arguments") or "{}"},
+                }
+            ]
         if choice.get("finish_reason") == "function_call":
             choice["finish_reason"] = "tool_calls"
     return changed
 
 
-class _LegacyFieldTransport(_http.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+class _LegacyFieldTransport(_http.AsyncBaseTransport):
     """Passes requests on; rewrites JSON chat-completion answers with :func:`without_legacy_function_call`."""
 
     def __init__(self) -> None:
@@ -84,8 +88,9 @@ class _LegacyFieldTransport(_http.AsyncBaseTransport):  # type: ignore[misc,name
         skip = {"content-length", "content-encoding", "transfer-encoding"}
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in skip]
         version = response.extensions.get("http_version", b"HTTP/1.1")
-        return _http.Response(response.status_code, headers=headers, content=raw, request=request,
-                              extensions={"http_version": version})  # fmt: skip
+        return _http.Response(
+            response.status_code, headers=headers, content=raw, request=request, extensions={"http_version": version}
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -117,9 +122,14 @@ class TolerantOpenAIChatCompletionClient(OpenAIChatCompletionClient):
         extra_create_args: Mapping[str, Any] = {},
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
-        return await super().create(with_text_on_tool_calls(messages), tools=tools, tool_choice=tool_choice,
-                                    json_output=json_output, extra_create_args=extra_create_args,
-                                    cancellation_token=cancellation_token)  # fmt: skip
+        return await super().create(
+            with_text_on_tool_calls(messages),
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            cancellation_token=cancellation_token,
+        )
 
     def create_stream(
         self,
@@ -133,8 +143,13 @@ class TolerantOpenAIChatCompletionClient(OpenAIChatCompletionClient):
         max_consecutive_empty_chunk_tolerance: int = 0,
         include_usage: bool | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
-        return super().create_stream(with_text_on_tool_calls(messages), tools=tools, tool_choice=tool_choice,
-                                     json_output=json_output, extra_create_args=extra_create_args,
-                                     cancellation_token=cancellation_token,
-                                     max_consecutive_empty_chunk_tolerance=max_consecutive_empty_chunk_tolerance,
-                                     include_usage=include_usage)  # fmt: skip
+        return super().create_stream(
+            with_text_on_tool_calls(messages),
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            cancellation_token=cancellation_token,
+            max_consecutive_empty_chunk_tolerance=max_consecutive_empty_chunk_tolerance,
+            include_usage=include_usage,
+        )

@@ -38,12 +38,16 @@ async def archive_results(
         except ValueError:
             arguments = {}
         try:
-            text = await archive.process_tool_result(r.name, arguments if isinstance(arguments, dict) else {},
-                                                     r.content)  # fmt: skip
+            text = await archive.process_tool_result(
+                r.name, arguments if isinstance(arguments, dict) else {}, r.content
+            )
         except Exception as exc:  # keep the full result rather than lose it
             logger.warning("archiving a tool result failed", exc_info=True)
-            await emit(RecallErrorEvent(source="memory_context", content=f"archiving failed: {exc}",
-                                        error_type=type(exc).__name__))  # fmt: skip
+            await emit(
+                RecallErrorEvent(
+                    source="memory_context", content=f"archiving failed: {exc}", error_type=type(exc).__name__
+                )
+            )
             text = r.content
         results.append(r.model_copy(update={"content": text}))
     return FunctionExecutionResultMessage(content=results)

@@ -118,8 +118,13 @@ def ledger_block(
     pairs = [(item, record) for item, record in pairs if id(record) in distinct]
     if not summary or ledger.handoff_problem or ledger.from_fallback(settings.similarity_threshold):
         summary = f"找到 {len(pairs)} 条相关记忆。"
-    block = recall_block([item for item, _ in pairs], summary=summary, profile_top_k=settings.profile_top_k,
-                         event_top_k=settings.event_top_k, token_budget=token_budget)  # fmt: skip
+    block = recall_block(
+        [item for item, _ in pairs],
+        summary=summary,
+        profile_top_k=settings.profile_top_k,
+        event_top_k=settings.event_top_k,
+        token_budget=token_budget,
+    )
     shown = set(block.keys)
     return block, [record for item, record in pairs if item.memory_key in shown]
 

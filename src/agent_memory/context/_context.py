@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from autogen_core import Component, ComponentModel, FunctionCall
 from autogen_core.model_context import ChatCompletionContext
@@ -160,7 +160,7 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         await super().add_message(message)
         if not self.persist:
             return
-        role = (
+        role: Literal["user", "assistant"] | None = (
             "user"
             if isinstance(message, UserMessage)
             else "assistant"
@@ -172,15 +172,18 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         try:
             stored = await self.system.layer.messages.append(
                 user_id=self.scope.user_id,
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 content=message_to_store(message.content),
                 friend_id=self.scope.friend_id,
                 thread_id=self.scope.thread_id,
             )
         except Exception as exc:  # the conversation goes on; the UI hears about it
             logger.warning("could not save a message", exc_info=True)
-            await self._emit(RecallErrorEvent(source="memory_context", content=f"saving a message failed: {exc}",
-                                              error_type=type(exc).__name__))  # fmt: skip
+            await self._emit(
+                RecallErrorEvent(
+                    source="memory_context", content=f"saving a message failed: {exc}", error_type=type(exc).__name__
+                )
+            )
             return
         if role == "user":
             previous, self._last_user_id = self._last_user_id, stored.id
@@ -201,22 +204,37 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         try:
             done = await self.system.forget(self.scope, request.subject, request_message_id=message_id)
         except BroadSubjectError as exc:  # "用户", "the user": nearly everything; the user names it precisely
-            await self._emit(MemoryNotForgottenEvent(
-                source="memory_context", subject=exc.subject, matches=exc.matches, total=exc.total,
-                content=f"没有忘记任何内容：「{exc.subject}」涉及 {exc.matches} 条记忆中的大多数（共 {exc.total} 条），"
-                        "请说得更具体些，例如要忘记的人或事",
-            ))  # fmt: skip
+            await self._emit(
+                MemoryNotForgottenEvent(
+                    source="memory_context",
+                    subject=exc.subject,
+                    matches=exc.matches,
+                    total=exc.total,
+                    content=f"没有忘记任何内容：「{exc.subject}」涉及 {exc.matches} 条记忆中的大多数"
+                    f"（共 {exc.total} 条），请说得更具体些，例如要忘记的人或事",
+                )
+            )
             return
         except Exception as exc:  # the conversation goes on; the UI hears about it
             logger.warning("forgetting what the user asked failed", exc_info=True)
-            await self._emit(RecallErrorEvent(source="memory_context", content=f"forgetting failed: {exc}"[:500],
-                                              error_type=type(exc).__name__))  # fmt: skip
+            await self._emit(
+                RecallErrorEvent(
+                    source="memory_context", content=f"forgetting failed: {exc}"[:500], error_type=type(exc).__name__
+                )
+            )
             return
         self.forgotten.append(done)
         self._aside = None  # this turn's recall reads what is set aside now
-        await self._emit(MemoryForgottenEvent(source="memory_context", content=done.describe(), subject=done.subject,
-                                              forgetting_key=done.key, memory_keys=list(done.memory_keys),
-                                              message_ids=list(done.message_ids)))  # fmt: skip
+        await self._emit(
+            MemoryForgottenEvent(
+                source="memory_context",
+                content=done.describe(),
+                subject=done.subject,
+                forgetting_key=done.key,
+                memory_keys=list(done.memory_keys),
+                message_ids=list(done.message_ids),
+            )
+        )
 
     async def _undo_if_asked(self, text: str, previous_id: int | None) -> bool:
         """Undo this context's newest forgetting when the message takes it back (see
@@ -237,14 +255,23 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return True
         except Exception as exc:  # the conversation goes on; the UI hears about it
             logger.warning("undoing a forgetting failed", exc_info=True)
-            await self._emit(RecallErrorEvent(source="memory_context", content=f"undo failed: {exc}"[:500],
-                                              error_type=type(exc).__name__))  # fmt: skip
+            await self._emit(
+                RecallErrorEvent(
+                    source="memory_context", content=f"undo failed: {exc}"[:500], error_type=type(exc).__name__
+                )
+            )
             return True
         self.forgotten[index] = done
         self._aside = None
-        await self._emit(MemoryUnforgottenEvent(source="memory_context", content=f"已撤销遗忘「{done.subject}」",
-                                                subject=done.subject, forgetting_key=done.key,
-                                                memory_keys=list(done.memory_keys)))  # fmt: skip
+        await self._emit(
+            MemoryUnforgottenEvent(
+                source="memory_context",
+                content=f"已撤销遗忘「{done.subject}」",
+                subject=done.subject,
+                forgetting_key=done.key,
+                memory_keys=list(done.memory_keys),
+            )
+        )
         return True
 
     async def _set_aside(self) -> frozenset[int]:
@@ -270,8 +297,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RESUME:
             raise InvalidInputError(f"limit must be a whole number of messages from 0 to {MAX_RESUME}, not {limit!r}")
-        stored = await self.system.layer.messages.latest(user_id=self.scope.user_id, friend_id=self.scope.friend_id,
-                                                         limit=max(limit, MAX_RECALL_HISTORY))  # fmt: skip
+        stored = await self.system.layer.messages.latest(
+            user_id=self.scope.user_id, friend_id=self.scope.friend_id, limit=max(limit, MAX_RECALL_HISTORY)
+        )
         self._stored = chat_pairs(kept_messages(stored, await self._set_aside()))  # none a forgetting set aside
         shown = alternating(self._stored[-limit:]) if limit > 0 else []
         if assistant_text is not None:
@@ -311,8 +339,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
                 history = [*await self.archive.restore_placeholders(history[:last_user]), *history[last_user:]]
             except Exception as exc:  # the reply goes on with the history as stored
                 logger.warning("restoring archive placeholders failed", exc_info=True)
-                await self._emit(RecallErrorEvent(source="memory_context", content=f"archive: {exc}"[:500],
-                                                  error_type=type(exc).__name__))  # fmt: skip
+                await self._emit(
+                    RecallErrorEvent(
+                        source="memory_context", content=f"archive: {exc}"[:500], error_type=type(exc).__name__
+                    )
+                )
         turn = current_turn(history)
         if turn is not None and turn != self._turn:
             self._injected = []
@@ -350,8 +381,9 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             ledger = agent[0].ledger
         except Exception as exc:
             logger.warning("memory recall failed", exc_info=True)
-            await self._emit(RecallErrorEvent(source="memory_context", content=str(exc)[:500],
-                                              error_type=type(exc).__name__))  # fmt: skip
+            await self._emit(
+                RecallErrorEvent(source="memory_context", content=str(exc)[:500], error_type=type(exc).__name__)
+            )
             if not agent or not settings:
                 return []
             ledger = agent[0].ledger  # what the searches found before the failure
@@ -363,12 +395,15 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         block, records = await self._block(ledger, settings[0])
         self.last_block = block.text
         user = settings[0]
-        # what the block gives, in the seed's recall_memory shape (the simulated call, the page's card)
-        self.last_output = output_of_records(records, profile_topk=user.profile_top_k,
-                                             event_topk=user.event_top_k)  # fmt: skip
-        self.last_arguments = {"query": conversation[-1][1][:500], "friend_id": self.scope.friend_id,
-                               "profile_topk": user.profile_top_k, "event_topk": user.event_top_k,
-                               "similarity_threshold": user.similarity_threshold}  # fmt: skip
+        # what the block gives, in the recall_memory tool's shape (the simulated call, the page's card)
+        self.last_output = output_of_records(records, profile_topk=user.profile_top_k, event_topk=user.event_top_k)
+        self.last_arguments = {
+            "query": conversation[-1][1][:500],
+            "friend_id": self.scope.friend_id,
+            "profile_topk": user.profile_top_k,
+            "event_topk": user.event_top_k,
+            "similarity_threshold": user.similarity_threshold,
+        }
         await self._emit(
             RecallFinishedEvent(
                 source="memory_context",
@@ -383,14 +418,14 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             return []
         if self.options.injection == "system":
             return [SystemMessage(content=block.text)]
-        call = FunctionCall(id=f"recall-{turn[0]}", name="recall_memory",
-                            arguments=json.dumps(self.last_arguments, ensure_ascii=False))  # fmt: skip
+        call = FunctionCall(
+            id=f"recall-{turn[0]}", name="recall_memory", arguments=json.dumps(self.last_arguments, ensure_ascii=False)
+        )
         output = self.last_output.model_dump_json()
-        result = FunctionExecutionResult(content=output, name="recall_memory", call_id=call.id,
-                                         is_error=False)  # fmt: skip
+        executed = FunctionExecutionResult(content=output, name="recall_memory", call_id=call.id, is_error=False)
         return [
             AssistantMessage(content=[call], source="memory_context"),
-            FunctionExecutionResultMessage(content=[result]),
+            FunctionExecutionResultMessage(content=[executed]),
         ]
 
     async def _run_recall(
@@ -405,10 +440,14 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         settings_out.append(settings)
         if not settings.enabled:
             return None
-        await self._emit(RecallStartedEvent(source="memory_context", content=conversation[-1][1][:200],
-                                            window_size=self.options.window_size))  # fmt: skip
-        agent = self.system.recall_agent(self.scope, settings=settings, options=self.options,
-                                         on_event=self._on_agent_event)  # fmt: skip
+        await self._emit(
+            RecallStartedEvent(
+                source="memory_context", content=conversation[-1][1][:200], window_size=self.options.window_size
+            )
+        )
+        agent = self.system.recall_agent(
+            self.scope, settings=settings, options=self.options, on_event=self._on_agent_event
+        )
         agent_out.append(agent)
         return await agent.recall(await self._recall_conversation(conversation))
 
@@ -418,9 +457,13 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         full = await self._with_stored_history(conversation)
         try:
             aside = await self._set_aside()
-            stored = (await self.system.layer.messages.latest(user_id=self.scope.user_id,
-                                                              friend_id=self.scope.friend_id,
-                                                              limit=MAX_RECALL_HISTORY) if aside else [])  # fmt: skip
+            stored = (
+                await self.system.layer.messages.latest(
+                    user_id=self.scope.user_id, friend_id=self.scope.friend_id, limit=MAX_RECALL_HISTORY
+                )
+                if aside
+                else []
+            )
         except Exception:  # unknown what is set aside: the recall reads the current message alone
             logger.warning("reading what the user asked to forget failed", exc_info=True)
             return full[-1:]
@@ -459,8 +502,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
             pairs = await reachable(self.system.layer, self.scope, ledger.relevant(settings.similarity_threshold))
         except Exception as exc:  # the reply goes on without memories rather than with unchecked ones
             logger.warning("checking recalled memories failed", exc_info=True)
-            await self._emit(RecallErrorEvent(source="memory_context", content=f"recall block: {exc}"[:500],
-                                              error_type=type(exc).__name__))  # fmt: skip
+            await self._emit(
+                RecallErrorEvent(
+                    source="memory_context", content=f"recall block: {exc}"[:500], error_type=type(exc).__name__
+                )
+            )
             pairs = []
         return ledger_block(pairs, ledger=ledger, settings=settings, token_budget=self.options.slot_token_budget)
 
@@ -471,8 +517,11 @@ class MemoryContext(ChatCompletionContext, Component[MemoryContextConfig]):
         if isinstance(event, ToolCallExecutionEvent):
             for item in event.content:
                 if item.is_error:
-                    await self._emit(RecallErrorEvent(source="memory_context", content=item.content[:500],
-                                                      error_type=f"tool:{item.name}"))  # fmt: skip
+                    await self._emit(
+                        RecallErrorEvent(
+                            source="memory_context", content=item.content[:500], error_type=f"tool:{item.name}"
+                        )
+                    )
 
     async def _emit(self, event: Any) -> None:
         """Hand an event to the UI queue; a full (bounded) queue drops it rather than stall the reply."""

@@ -25,8 +25,8 @@ MESSAGE_OVERHEAD = 4
 def message_tokens(message: LLMMessage) -> int:
     """The estimated tokens of one message."""
     content = message.content
-    if isinstance(message, AssistantMessage) and isinstance(content, list):
-        text = " ".join(f"{c.name} {c.arguments}" for c in content)
+    if isinstance(message, AssistantMessage) and isinstance(message.content, list):
+        text = " ".join(f"{c.name} {c.arguments}" for c in message.content)
     elif isinstance(message, FunctionExecutionResultMessage):
         text = " ".join(r.content for r in message.content)
     elif isinstance(content, str):

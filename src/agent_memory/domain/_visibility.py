@@ -51,6 +51,7 @@ SHARE_FIELD = "share_with"
 
 #: Words that make an unmarked memory sensitive, per category (Chinese words match as substrings,
 #: English ones as whole words, case-insensitively).
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 RULES: dict[Category, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "health": (
         ("生病", "疾病", "病情", "病历", "看病", "医院", "医生", "诊断", "确诊", "吃药", "药物", "处方", "手术",

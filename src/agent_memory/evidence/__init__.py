@@ -1,4 +1,4 @@
-"""Seed 003's evidence tools: chat messages read, searched and expanded within a bound scope.
+"""The evidence tools: chat messages read, searched and expanded within a bound scope.
 
 The recall reads the user's own messages as evidence through four tools bound to a
 :class:`~data_layer.Scope` (the model never sees or sets a user or friend id):

@@ -1,4 +1,4 @@
-"""Input and output models of seed 003's evidence tools (section 3: the "Query API").
+"""Input and output models of the evidence tools (the queries over a scope's chat messages).
 
 Inputs carry the validation ranges, so a model's bad arguments are refused by pydantic with a message
 naming the field and the allowed range (the toolbox turns that into ``success=False``). Inputs forbid

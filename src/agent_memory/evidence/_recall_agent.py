@@ -1,4 +1,4 @@
-"""``EvidenceRecallAgent``: seed 003's recall, with the chat itself as evidence.
+"""``EvidenceRecallAgent``: the evidence recall, with the chat messages themselves as evidence.
 
 >>> agent = system.evidence_agent(system.scope("u1", "mentor"))  # doctest: +SKIP
 >>> run = await agent.recall("我是不是说过我不吃辣？")  # doctest: +SKIP
@@ -29,7 +29,7 @@ from ..recall import RecallHandoff, told_days_filter
 from ..search import HybridMemorySearch
 from ..tools import MemoryToolbox, RecallLedger, ToolLimits
 from ._index import MessageIndex
-from ._models import EvidenceMessage
+from ._models import EvidenceMessage, LexicalSearchOutput, SemanticSearchOutput
 from ._recall_models import EvidenceRecall, Limits, TimeWindow
 from ._recall_planner import EvidenceRecallPlanner, evidence_task, observe, task_question
 from ._skill import Skill, load_skill
@@ -53,7 +53,7 @@ class RankedHit:
 
 @dataclass(frozen=True, slots=True)
 class EvidenceRun:
-    """An evidence recall: the seed 003 output, the ranked hits behind it, and the memory ledger."""
+    """An evidence recall: its output, the ranked hits behind it, and the memory ledger."""
 
     output: EvidenceRecall
     ranked: tuple[RankedHit, ...]
@@ -98,8 +98,15 @@ class EvidenceRecallAgent:
         as_of = aware(as_of, "as_of")
         await self.search.warm_up()  # the dictionaries load once per process, not in the first round's time
         ledger = RecallLedger()
-        memory = MemoryToolbox(self.search, scope=self.scope, ledger=ledger, limits=self.limits, now=when, as_of=as_of,
-                               listing=told_days_filter(self.search, question))  # fmt: skip
+        memory = MemoryToolbox(
+            self.search,
+            scope=self.scope,
+            ledger=ledger,
+            limits=self.limits,
+            now=when,
+            as_of=as_of,
+            listing=told_days_filter(self.search, question),
+        )
         evidence = EvidenceToolbox(self.layer, self.index, scope=self.scope, as_of=as_of)
         agent = AssistantAgent(
             "evidence_recall",
@@ -116,8 +123,11 @@ class EvidenceRecallAgent:
                 if hasattr(result, "__await__"):
                     await result
         since, until, role = observe(task_question(question), now=when, skill=self.skill)
-        records = await self.layer.memory.get_many(user_id=self.scope.user_id, include_inactive=as_of is not None,
-                                                   memory_keys=[r.memory_key for r in ledger.found()])  # fmt: skip
+        records = await self.layer.memory.get_many(
+            user_id=self.scope.user_id,
+            include_inactive=as_of is not None,
+            memory_keys=[r.memory_key for r in ledger.found()],
+        )
         read = [records[r.memory_key] for r in ledger.found() if r.memory_key in records]
         memories = _visible([m for m in read if shown_at(m, as_of)], self.scope)
         ranked = _rank(evidence, ledger, {m.memory_key: m for m in memories})
@@ -138,8 +148,11 @@ def _visible(memories: Sequence[MemoryRecord], scope: Scope) -> list[MemoryRecor
 
 
 def _roles_read(box: EvidenceToolbox, role: str | None) -> str:
-    roles = {args.get("filter", {}).get("role") if isinstance(args.get("filter"), dict) else None
-             for name, args, _ in box.calls if name in ("lexical_search", "semantic_search")}  # fmt: skip
+    roles = {
+        args.get("filter", {}).get("role") if isinstance(args.get("filter"), dict) else None
+        for name, args, _ in box.calls
+        if name in ("lexical_search", "semantic_search")
+    }
     return "user" if roles == {"user"} else "any" if role is None or None in roles else str(role)
 
 
@@ -154,7 +167,7 @@ def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, Memory
     hits: dict[tuple[str, str], RankedHit] = {}
     for name, _, output in box.calls:
         weight = WEIGHTS.get(name)
-        if weight is None or not getattr(output, "success", False):
+        if weight is None or not isinstance(output, LexicalSearchOutput | SemanticSearchOutput) or not output.success:
             continue
         for rank, message in enumerate(output.messages):
             key = ("m", str(message.message_id))
@@ -164,7 +177,8 @@ def _rank(box: EvidenceToolbox, ledger: RecallLedger, memories: dict[str, Memory
         key = ("k", item.memory_key)
         scores[key] = scores.get(key, 0.0) + WEIGHTS["memories"] / (RRF_K + rank + 1)
         hits[key] = RankedHit(_sources(memories[item.memory_key]), item.memory_key)
-    ranked, seen = [], set()
+    ranked: list[RankedHit] = []
+    seen: set[int] = set()
     for key in sorted(scores, key=lambda k: (-scores[k], k)):
         hit = hits[key]
         if hit.message_ids and set(hit.message_ids) <= seen:
@@ -183,6 +197,12 @@ def _ordered_messages(box: EvidenceToolbox, ranked: Sequence[RankedHit], scope: 
 
 
 def _record(message: EvidenceMessage, scope: Scope) -> MessageRecord:
-    return MessageRecord(id=message.message_id, user_id=scope.user_id, friend_id=message.friend_id, thread_id=None,
-                         role=message.role, content=message.content,
-                         created_at=datetime.fromisoformat(message.created_at))  # fmt: skip
+    return MessageRecord(
+        id=message.message_id,
+        user_id=scope.user_id,
+        friend_id=message.friend_id,
+        thread_id=None,
+        role=message.role,
+        content=message.content,
+        created_at=datetime.fromisoformat(message.created_at),
+    )

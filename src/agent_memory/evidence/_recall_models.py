@@ -1,4 +1,4 @@
-"""Seed 003's recall output: a memory view, the evidence messages, and the limits of what was read.
+"""The evidence recall's output: a memory view, the evidence messages, and the limits of what was read.
 
     {"memory_view": {"preferences": [...], "profile": [...], "constraints": [...]},
      "evidence": [{"message_id": 12, "role": "user", "content": "我不吃辣", "created_at": "..."}],
@@ -78,7 +78,8 @@ class ConflictNote(BaseModel):
 
 
 class EvidenceRecall(BaseModel):
-    """The evidence-mode recall result (seed 003 §2.2), plus the memories and conflicts behind it."""
+    """The evidence-mode recall result (what the chat says, with its message ids), plus the memories and
+    conflicts behind it."""
 
     memory_view: MemoryView = Field(default_factory=MemoryView)
     evidence: list[EvidenceItem] = Field(default_factory=list)

@@ -55,6 +55,8 @@ def observe(question: str, *, now: datetime, skill: Skill) -> tuple[datetime | N
     gives for a question: a time word's window back from now ("最近" = 7 days), else the time the
     question names ("上周", "on 7 July, 2023"), else none."""
     lowered = f" {question.lower()} "
+    since: datetime | None
+    until: datetime | None
     for window in skill.metadata.get("time_windows", []):
         if any(str(w).lower() in lowered for w in window.get("words", [])):
             since, until = now - timedelta(days=int(window["days"])), None
@@ -114,12 +116,16 @@ class EvidenceRecallPlanner(PlannerClient):
             # match its words ("聊了什么"), which the messages of that week need not share (a message telling
             # how the last days went, "最近睡眠不好", is searched by its words: a window's first messages
             # would crowd out the one it is about)
-            return "messages_list", {**filtered.get("time_range", {}), **({"role": role} if role else {}),
-                                     "page_size": int(meta.get("window_page_size", 20))}  # fmt: skip
+            page = int(meta.get("window_page_size", 20))
+            return "messages_list", {**window, **({"role": role} if role else {}), "page_size": page}
         searches = [(c, a) for c, a in calls if c in ("lexical_search", "semantic_search")]
-        plan = [("lexical_search", {"query_text": question[:1000], "page_size": size}),
-                ("semantic_search", {"query_text": question[:1000], "top_k": size,
-                                     "min_score": float(meta.get("min_semantic_score", 0.2))})]  # fmt: skip
+        plan = [
+            ("lexical_search", {"query_text": question[:1000], "page_size": size}),
+            (
+                "semantic_search",
+                {"query_text": question[:1000], "top_k": size, "min_score": float(meta.get("min_semantic_score", 0.2))},
+            ),
+        ]
         for name, args in plan:
             if not any(c == name for c, _ in searches):
                 return name, {**args, **({"filter": filtered} if filtered else {})}

@@ -47,5 +47,6 @@ def parse_skill(text: str) -> Skill:
     meta = yaml.safe_load(head) or {}
     if not isinstance(meta, dict) or not meta.get("name") or not meta.get("description"):
         raise ValueError("a skill's front matter needs name and description")
-    return Skill(str(meta["name"]), " ".join(str(meta["description"]).split()), dict(meta.get("metadata") or {}),
-                 body.strip())  # fmt: skip
+    return Skill(
+        str(meta["name"]), " ".join(str(meta["description"]).split()), dict(meta.get("metadata") or {}), body.strip()
+    )

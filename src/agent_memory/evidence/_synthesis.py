@@ -47,8 +47,12 @@ def _items(verdict: Verdict) -> list[tuple[str, ViewItem]]:
         note = None
         if verdict.overruled:
             note = "；".join(f"#{s.message_id} {reason}" for s, reason in verdict.overruled)
-        item = ViewItem(text=verdict.winner.value, topic=verdict.winner.topic_label,
-                        evidence_ids=list(dict.fromkeys(_ids([verdict.winner, *losers]))), note=note)  # fmt: skip
+        item = ViewItem(
+            text=verdict.winner.value,
+            topic=verdict.winner.topic_label,
+            evidence_ids=list(dict.fromkeys(_ids([verdict.winner, *losers]))),
+            note=note,
+        )
         return [(_bucket(verdict.winner), item)]
     candidates = [verdict.winner] if verdict.winner is not None else []
     candidates += losers
@@ -105,11 +109,17 @@ def synthesize(
         if record.memory_type != "profile" or (meta.get("topic"), meta.get("subject", "")) in covered:
             continue
         ids = [i for i in meta.get("source_message_ids") or [] if isinstance(i, int)]
-        view.profile.append(ViewItem(text=str(meta.get("value") or record.content), topic=meta.get("topic_label"),
-                                     evidence_ids=ids))  # fmt: skip
+        view.profile.append(
+            ViewItem(text=str(meta.get("value") or record.content), topic=meta.get("topic_label"), evidence_ids=ids)
+        )
     evidence = [
         EvidenceItem(message_id=m.id, role=m.role, content=m.content[:500], created_at=m.created_at.isoformat())
         for m in {m.id: m for m in messages}.values()
     ]
-    return EvidenceRecall(memory_view=view, evidence=evidence, limits=limits,
-                          memories=[r.memory_key for r in memories], conflicts=conflicts)  # fmt: skip
+    return EvidenceRecall(
+        memory_view=view,
+        evidence=evidence,
+        limits=limits,
+        memories=[r.memory_key for r in memories],
+        conflicts=conflicts,
+    )

@@ -1,4 +1,4 @@
-"""``EvidenceToolbox``: seed 003's four evidence tools bound to one :class:`~data_layer.Scope`.
+"""``EvidenceToolbox``: the four evidence tools bound to one :class:`~data_layer.Scope`.
 
 The scope (user, optional AI friend) comes from the runtime; no tool takes a ``user_id`` or
 ``friend_id``, and one passed anyway is refused. Every result goes through ``Scope.sees``, the one
@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from autogen_core import CancellationToken
 from autogen_core.tools import BaseTool
@@ -58,6 +58,8 @@ from ._models import (
 )
 
 logger = logging.getLogger(__name__)
+
+_Out = TypeVar("_Out", bound=BaseModel)
 
 ToolName = Literal["messages_list", "lexical_search", "semantic_search", "neighbors"]
 _BOUND_IDS = frozenset({"user_id", "friend_id", "uid", "userid", "user"})
@@ -170,7 +172,7 @@ class EvidenceToolbox:
     ) -> MessagesListOutput:
         """The scope's messages in ``[since, until)``, oldest first, a page at a time."""
         args = {"since": since, "until": until, "role": role, "page_size": page_size, "cursor": cursor}
-        return await self.call("messages_list", args)  # type: ignore[return-value]
+        return await self._answer("messages_list", args, MessagesListOutput)
 
     async def lexical_search(
         self,
@@ -182,7 +184,7 @@ class EvidenceToolbox:
     ) -> LexicalSearchOutput:
         """Keyword search: quoted phrases must occur, words rank by BM25."""
         args = {"query_text": query_text, "filter": filter, "page_size": page_size, "cursor": cursor}
-        return await self.call("lexical_search", args)  # type: ignore[return-value]
+        return await self._answer("lexical_search", args, LexicalSearchOutput)
 
     async def semantic_search(
         self,
@@ -194,12 +196,18 @@ class EvidenceToolbox:
     ) -> SemanticSearchOutput:
         """Embedding similarity search."""
         args = {"query_text": query_text, "filter": filter, "top_k": top_k, "min_score": min_score}
-        return await self.call("semantic_search", args)  # type: ignore[return-value]
+        return await self._answer("semantic_search", args, SemanticSearchOutput)
 
     async def neighbors(self, message_id: int, *, before: int = 3, after: int = 3) -> NeighborsOutput:
         """A message and its conversation around it."""
         args = {"message_id": message_id, "before": before, "after": after}
-        return await self.call("neighbors", args)  # type: ignore[return-value]
+        return await self._answer("neighbors", args, NeighborsOutput)
+
+    async def _answer(self, name: str, arguments: Mapping[str, Any], output: type[_Out]) -> _Out:
+        """:meth:`call`, typed as the tool's output model (every answer is one, a failure too)."""
+        out = await self.call(name, arguments)
+        assert isinstance(out, output), f"{name} answered with a {type(out).__name__}"
+        return out
 
     async def call(self, name: str, arguments: Mapping[str, Any] | BaseModel) -> BaseModel:
         """Validate ``arguments`` for tool ``name`` and run it; never raises (see the module docs).

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from data_layer import (
     MAX_GET_MANY,
@@ -46,8 +46,19 @@ from ..history import base_key, kept_versions, parse_time, version_stem
 from ._request import MAX_SUBJECT_CHARS, forget_request, names_nothing
 
 if TYPE_CHECKING:
-    from ..evidence import MessageIndex
     from ..search import HybridMemorySearch
+
+
+class MessageFinder(Protocol):
+    """What a forgetting reads messages with: the lexical search of a scope's messages (evidence recall's
+    message index is one), so the messages that tell the subject are set aside with the memories."""
+
+    async def lexical(
+        self, scope: Scope, query_text: str, *, limit: int = ...
+    ) -> Sequence[tuple[MessageRecord, float]]:
+        """The scope's messages matching ``query_text``, best first, with their scores."""
+        ...
+
 
 #: The key of a forgetting's record starts with this.
 FORGETTING_PREFIX = "forgetting-"
@@ -155,10 +166,15 @@ def _of_record(record: MemoryRecord) -> Forgetting | None:
     if not record.memory_key.startswith(FORGETTING_PREFIX) or not isinstance(data, dict) or record.is_active:
         return None
     memories = tuple(
-        ForgottenMemory(str(m.get("memory_key")), str(m.get("memory_type", "")), str(m.get("summary", "")),
-                        bool(m.get("was_active", True)))
-        for m in data.get("memories") or [] if isinstance(m, dict)
-    )  # fmt: skip
+        ForgottenMemory(
+            str(m.get("memory_key")),
+            str(m.get("memory_type", "")),
+            str(m.get("summary", "")),
+            bool(m.get("was_active", True)),
+        )
+        for m in data.get("memories") or []
+        if isinstance(m, dict)
+    )
     request = data.get("request_message_id")
     return Forgetting(
         key=record.memory_key,
@@ -178,8 +194,9 @@ async def forgettings(memory: MemoryRepository, *, user_id: str | int) -> list[F
     found: list[Forgetting] = []
     cursor: str | None = None
     while True:
-        page = await memory.list_memories(user_id=user_id, memory_types=["general"], include_inactive=True,
-                                          limit=_PAGE, cursor=cursor)  # fmt: skip
+        page = await memory.list_memories(
+            user_id=user_id, memory_types=["general"], include_inactive=True, limit=_PAGE, cursor=cursor
+        )
         found += [f for f in map(_of_record, page.items) if f is not None]
         cursor = page.next_cursor
         if cursor is None:
@@ -188,8 +205,9 @@ async def forgettings(memory: MemoryRepository, *, user_id: str | int) -> list[F
 
 async def forgotten_message_ids(memory: MemoryRepository, *, user_id: str | int) -> frozenset[int]:
     """The user's messages kept out of evidence recall and archiving by forgettings not undone."""
-    return frozenset(i for f in await forgettings(memory, user_id=user_id) if f.undone_at is None
-                     for i in f.message_ids)  # fmt: skip
+    return frozenset(
+        i for f in await forgettings(memory, user_id=user_id) if f.undone_at is None for i in f.message_ids
+    )
 
 
 async def set_aside(
@@ -209,7 +227,7 @@ def is_forgotten(record: MemoryRecord) -> bool:
 async def forget(
     layer: AgentFusionDataLayer,
     search: HybridMemorySearch,
-    index: MessageIndex,
+    index: MessageFinder,
     *,
     scope: Scope,
     subject: str,
@@ -285,13 +303,27 @@ async def forget(
     changes[key] = (False, {})
     # one transaction writes the record and sets it and the memories aside: a failure leaves neither (a
     # record without the memories set aside would list a forgetting that never happened)
-    record = NewMemory(memory_key=key, memory_type="general", friend_id=scope.friend_id,
-                       content=f"forgetting: {subject}", summary=f"forgetting: {subject}",
-                       metadata={FORGETTING_FIELD: data}, shared=scope.friend_id is None)  # fmt: skip
+    record = NewMemory(
+        memory_key=key,
+        memory_type="general",
+        friend_id=scope.friend_id,
+        content=f"forgetting: {subject}",
+        summary=f"forgetting: {subject}",
+        metadata={FORGETTING_FIELD: data},
+        shared=scope.friend_id is None,
+    )
     await layer.memory.set_active(user_id=uid, changes=changes, add=record)
-    return Forgetting(key=key, user_id=uid, friend_id=scope.friend_id, subject=subject,
-                      request_message_id=request_message_id, memories=tuple(memories), message_ids=tuple(hidden),
-                      at=when, undone_at=None)  # fmt: skip
+    return Forgetting(
+        key=key,
+        user_id=uid,
+        friend_id=scope.friend_id,
+        subject=subject,
+        request_message_id=request_message_id,
+        memories=tuple(memories),
+        message_ids=tuple(hidden),
+        at=when,
+        undone_at=None,
+    )
 
 
 async def unforget(
@@ -313,8 +345,9 @@ async def unforget(
     keys = [*target.memory_keys, target.key]
     current: dict[str, MemoryRecord] = {}
     for start in range(0, len(keys), MAX_GET_MANY):  # a forgetting may hold more than one read takes
-        current |= await memory.get_many(user_id=user_id, memory_keys=keys[start : start + MAX_GET_MANY],
-                                         include_inactive=True)  # fmt: skip
+        current |= await memory.get_many(
+            user_id=user_id, memory_keys=keys[start : start + MAX_GET_MANY], include_inactive=True
+        )
     changes: dict[str, tuple[bool, dict[str, Any]]] = {}
     for item in target.memories:
         record = current.get(item.memory_key)
@@ -325,9 +358,17 @@ async def unforget(
     data = dict(record.metadata.get(FORGETTING_FIELD) or {}) if record is not None else {}
     changes[target.key] = (False, {FORGETTING_FIELD: {**data, "undone_at": when.isoformat()}})
     await memory.set_active(user_id=user_id, changes=changes)
-    return Forgetting(key=target.key, user_id=target.user_id, friend_id=target.friend_id, subject=target.subject,
-                      request_message_id=target.request_message_id, memories=target.memories,
-                      message_ids=target.message_ids, at=target.at, undone_at=when)  # fmt: skip
+    return Forgetting(
+        key=target.key,
+        user_id=target.user_id,
+        friend_id=target.friend_id,
+        subject=target.subject,
+        request_message_id=target.request_message_id,
+        memories=target.memories,
+        message_ids=target.message_ids,
+        at=target.at,
+        undone_at=when,
+    )
 
 
 def _cites(record: MemoryRecord) -> list[int]:
@@ -342,8 +383,7 @@ async def _citing(memory: MemoryRepository, scope: Scope, message_ids: set[int])
     found: list[MemoryRecord] = []
     cursor: str | None = None
     while True:
-        page = await memory.list_memories(user_id=scope.user_id, friend_id=scope.friend_id, limit=_PAGE,
-                                          cursor=cursor)  # fmt: skip
+        page = await memory.list_memories(user_id=scope.user_id, friend_id=scope.friend_id, limit=_PAGE, cursor=cursor)
         found += [r for r in page.items if not is_forgotten(r) and message_ids.intersection(_cites(r))]
         cursor = page.next_cursor
         if cursor is None:

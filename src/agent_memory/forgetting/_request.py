@@ -33,8 +33,10 @@ from ..formation import quotations_removed
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 #: Polite or framing words before a Chinese order (请, 麻烦你, 我希望你, 以后, 你能 ...).
-_ZH_LEAD = (r"(?:请你?|麻烦你?|拜托你?|求你|帮我|你|我(?:希望|想|要)(?:你|让你)?|让你|以后|今后|从现在起|就|也|还是"
-            r"|能不能|可不可以|能|可以|赶紧|快|再)*")  # fmt: skip
+_ZH_LEAD = (
+    r"(?:请你?|麻烦你?|拜托你?|求你|帮我|你|我(?:希望|想|要)(?:你|让你)?|让你|以后|今后|从现在起|就|也|还是"
+    r"|能不能|可不可以|能|可以|赶紧|快|再)*"
+)
 #: Verbs that mean "forget" here on their own.
 _ZH_STRONG = (
     r"(?:忘掉|忘光|别再?记着|别再?记住|别再?记得|不要再?记着|不要再?记住|不要再?记得|不用再?记着|不用再?记住|别再?惦记)"
@@ -42,16 +44,20 @@ _ZH_STRONG = (
 #: Verbs that also tell of a lapse or of files: they need a sign of something told or remembered.
 _ZH_WEAK = r"(?:忘了|忘记|删掉|删了|删除|抹掉|抹去|清除|清掉)"
 _ZH_ORDER = re.compile(rf"^\s*{_ZH_LEAD}\s*(?P<verb>{_ZH_STRONG}|{_ZH_WEAK})(?P<rest>.+)$")
-_ZH_BA = re.compile(rf"^\s*{_ZH_LEAD}\s*把(?P<rest>.+?)(?P<verb>全部|都|统统|通通)?(?:给|从记忆里|从你的记忆里)?"
-                    r"(?:忘掉|忘了|忘记|删掉|删了|删除|抹掉|清除)")  # fmt: skip
+_ZH_BA = re.compile(
+    rf"^\s*{_ZH_LEAD}\s*把(?P<rest>.+?)(?P<verb>全部|都|统统|通通)?(?:给|从记忆里|从你的记忆里)?"
+    r"(?:忘掉|忘了|忘记|删掉|删了|删除|抹掉|清除)"
+)
 _ZH_SIGN = re.compile(
     r"关于|有关|的事|这件事|那件事|那些事|的记忆|记忆|说过|告诉过?你|跟你说|和你说|对你说|提过|你知道的|你记得的|记住的"
 )
 #: A polite request put as a question (你能…吗, 可以…吗): still an order.
 _ZH_POLITE = re.compile(r"^\s*(?:请你?|麻烦你?)?\s*(?:你)?(?:能不能|可不可以|能|可以|可否)")
 
-_EN_LEAD = (r"(?:(?:please|pls|just|also|now|and|so|ok|okay|can you|could you|would you|will you|"
-            r"i want you to|i would like you to|i need you to|i would like to ask you to)\s+)*")  # fmt: skip
+_EN_LEAD = (
+    r"(?:(?:please|pls|just|also|now|and|so|ok|okay|can you|could you|would you|will you|"
+    r"i want you to|i would like you to|i need you to|i would like to ask you to)\s+)*"
+)
 _EN_STRONG = r"(?:stop remembering|quit remembering|do not remember|never remember|do not keep in mind|unlearn)"
 _EN_WEAK = r"(?:forget(?: about)?|delete|erase|remove|wipe|clear)"
 _EN_ORDER = re.compile(rf"^\s*{_EN_LEAD}(?P<verb>{_EN_STRONG}|{_EN_WEAK})\b(?P<rest>.+)$", re.I)
@@ -84,6 +90,7 @@ _EN_FRAME_TAIL = re.compile(
     r"entirely|right away|at all))+$",
     re.I,
 )
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _PRONOUNS = frozenset({"它", "他", "她", "这个", "那个", "这些", "那些", "这", "那", "一切", "所有", "全部", "都",
                        "it", "that", "this", "them", "those", "these", "everything", "all", "anything", "about it",
                        "him", "her", "me", "you", "what i said"})  # fmt: skip

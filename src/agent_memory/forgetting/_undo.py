@@ -23,8 +23,10 @@ import re
 from dataclasses import dataclass
 
 #: Words before the undo that say the user changed their mind (等等, 算了, "actually", "wait" ...).
-_ZH_LEAD = (r"(?:(?:哦|噢|啊|呃|嗯|哎|诶|等等|等一下|等下|不对|不不|算了|其实|好吧|那|那个|我想了想|想了想)"
-            r"[，,。！!\s~]*)*")  # fmt: skip
+_ZH_LEAD = (
+    r"(?:(?:哦|噢|啊|呃|嗯|哎|诶|等等|等一下|等下|不对|不不|算了|其实|好吧|那|那个|我想了想|想了想)"
+    r"[，,。！!\s~]*)*"
+)
 _ZH_POLITE = r"(?:请你?|麻烦你?|你|帮我|还是)*"
 _ZH_NAMES = re.compile(
     rf"^{_ZH_LEAD}{_ZH_POLITE}(?:撤销|撤回|取消|恢复)(?:一下)?(?:刚才|刚刚|上一次|上次|那次|这次)?(?:的|那个|那次)?"
@@ -38,8 +40,10 @@ _ZH_POINTS = (
     re.compile(rf"^{_ZH_LEAD}{_ZH_POLITE}(?:记着|记住|留着|保留)(?:它|那个|这个|吧|啊|呀)*$"),
     re.compile(rf"^{_ZH_LEAD}{_ZH_POLITE}(?:撤销|撤回|恢复)(?:一下)?(?:吧|了吧)?$"),
 )
-_EN_LEAD = (r"(?:(?:actually|wait|oh|no|hmm|hm|sorry|ok|okay|on second thought|never mind|nevermind|hold on|um|uh|"
-            r"well|please|pls|just|and|so)[\s,.!-]*)*")  # fmt: skip
+_EN_LEAD = (
+    r"(?:(?:actually|wait|oh|no|hmm|hm|sorry|ok|okay|on second thought|never mind|nevermind|hold on|um|uh|"
+    r"well|please|pls|just|and|so)[\s,.!-]*)*"
+)
 _EN_NAMES = re.compile(
     rf"^{_EN_LEAD}(?:(?:undo|reverse|revert|cancel)\s+(?:the\s+|that\s+|this\s+|my\s+|your\s+)?(?:last\s+)?"
     r"forget(?:ting)?(?:\s+request)?|unforget(?:\s+(?:it|that|this))?)$",

@@ -1,4 +1,4 @@
-"""Chats become memories (seed 001's passive session archiving), and what a user said is weighed.
+"""Chats become memories (passive session archiving), and what a user said is weighed.
 
 >>> from agent_memory.formation import SessionArchiver, extract_statements, adjudicate
 >>> report = await system.session_archiver.run(user_id="u1", friend_id="mentor", end_open=True)  # doctest: +SKIP
@@ -8,7 +8,7 @@
 - profile items: the user's own explicit statements, shared by all friends; a newer statement
   supersedes an older one, which stays as history;
 - statements and adjudication: self-statements in Chinese and English with their kind of speech
-  (direct, quoted, hypothetical, reported, question) and seed 003's conflict rules.
+  (direct, quoted, hypothetical, reported, question) and the conflict rules.
 """
 
 from ._adjudicate import (

@@ -1,17 +1,17 @@
-"""Conflict adjudication between self-statements (seed 003 §4.6), and the conflict set that measures it.
+"""Conflict adjudication between self-statements, and the conflict set that measures it.
 
 Statements are grouped by what they are about: ``(topic, subject)``, or the topic alone for single-valued
 topics (a user has one employer, one city). In each group:
 
-1. Only *direct statements by the user* can decide (seed 003 §4.6.2 "来源可信度": the user's own words beat
-   an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
-2. Among them the newest wins (§4.6.2 "时间变化": a later, explicit statement supersedes). A statement about
+1. Only *direct statements by the user* can decide ("来源可信度", how far a source is believed: the user's own
+   words beat an assistant's paraphrase; quoted, hypothetical and reported speech and questions are "语境误判").
+2. Among them the newest wins ("时间变化": a later, explicit statement supersedes). A statement about
    the past (以前/"used to") counts as older than any present one, also within the same message; at the same
    moment, a statement that marks a change (现在/不再/"now"/"anymore") beats one that does not, and on a
    single-valued topic what holds beats what no longer does. A change of state (搬到/"moved to", 辞职/"quit
    my job", 结婚/"got married", 不再/"no longer") is such a statement: no rule of its own decides it.
 3. If nothing direct is left, or two direct statements of the same moment disagree, the group cannot be
-   decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (§4.6.3 不可裁决):
+   decided: ``winner=None``, ``uncertain=True``, reason ``insufficient_evidence`` - both kept (不可裁决, undecidable):
    ``Verdict.kept`` (an extra field with a default) holds them - every statement of the group when none is
    direct, else the disagreeing newest direct ones (the rest are ``overruled`` with their reasons).
 
@@ -72,7 +72,7 @@ class Verdict:
     overruled: tuple[tuple[Statement, Reason], ...]
     uncertain: bool
     reason: Reason
-    kept: tuple[Statement, ...] = ()  # when uncertain: the statements kept side by side (seed 003 §4.6.3)
+    kept: tuple[Statement, ...] = ()  # when uncertain: the statements kept side by side
 
 
 def group_key(statement: Statement) -> tuple[str, str]:
@@ -95,12 +95,13 @@ def discount_reason(statement: Statement) -> Reason:
     """Why a statement cannot decide on its own (``time_change`` for a direct user statement)."""
     if statement.role != "user":
         return "assistant_paraphrase"
-    return {
+    by_speech: dict[str, Reason] = {
         "quoted": "quoted_speech",
         "hypothetical": "hypothetical",
         "reported": "reported_speech",
         "question": "question",
-    }.get(statement.speech, "time_change")  # type: ignore[return-value]
+    }
+    return by_speech.get(statement.speech, "time_change")
 
 
 def precedence(statement: Statement) -> tuple[datetime, int, int, int]:
@@ -189,9 +190,19 @@ def load_conflict_set(path: Path | str | None = None) -> list[ConflictCase]:
         expected = raw["expected"]
         if expected["reason"] not in REASONS:
             raise ValueError(f"case {raw['id']}: unknown reason {expected['reason']!r}")
-        cases.append(ConflictCase(raw["id"], raw["lang"], messages, raw["topic"], raw.get("subject", ""),
-                                  expected["value"], bool(expected["uncertain"]), expected["reason"],
-                                  raw.get("kind") or expected["reason"]))  # fmt: skip
+        cases.append(
+            ConflictCase(
+                raw["id"],
+                raw["lang"],
+                messages,
+                raw["topic"],
+                raw.get("subject", ""),
+                expected["value"],
+                bool(expected["uncertain"]),
+                expected["reason"],
+                raw.get("kind") or expected["reason"],
+            )
+        )
     return cases
 
 
@@ -225,9 +236,13 @@ def score_conflicts(cases: Iterable[ConflictCase]) -> dict[str, Any]:
         total += 1
         correct += ok
         kind = case.kind or case.expected_reason
-        cells = (("by_reason", case.expected_reason), ("by_lang", case.lang), ("by_kind", kind),
-                 ("by_lang_kind", f"{case.lang}/{kind}"))  # fmt: skip
-        for table, key in cells:
+        tallied: tuple[tuple[str, str], ...] = (
+            ("by_reason", case.expected_reason),
+            ("by_lang", case.lang),
+            ("by_kind", kind),
+            ("by_lang_kind", f"{case.lang}/{kind}"),
+        )
+        for table, key in tallied:
             cell = by[table].setdefault(key, {"cases": 0, "correct": 0})
             cell["cases"] += 1
             cell["correct"] += ok

@@ -156,8 +156,9 @@ def _is_question(segment: str, lang: str, *, last: bool, is_question: bool) -> b
     return (is_question and last) or bool(T.QUESTION_ZH.search(segment))
 
 
-def _clause(segment: str, *, lang: Literal["zh", "en"], role: str, quoted: bool, hyp: bool, rep: bool,
-            question: bool) -> Clause:  # fmt: skip
+def _clause(
+    segment: str, *, lang: Literal["zh", "en"], role: str, quoted: bool, hyp: bool, rep: bool, question: bool
+) -> Clause:
     speech: Speech
     if quoted:
         speech = "quoted"

@@ -97,8 +97,9 @@ class ModelExtractor:
         self.offline = OfflineExtractor(tokenizer=tokenizer)
 
     async def extract(self, session: Session) -> Extracted:
-        lines = [f"[{m.id}] {m.created_at:%Y-%m-%d %H:%M} {m.role}: {neutralize(m.content)[:1000]}"
-                 for m in session.messages]  # fmt: skip
+        lines = [
+            f"[{m.id}] {m.created_at:%Y-%m-%d %H:%M} {m.role}: {neutralize(m.content)[:1000]}" for m in session.messages
+        ]
         try:
             result = await self.client.create(
                 [SystemMessage(content=PROMPT), UserMessage(content="\n".join(lines)[:12000], source="archiver")],
@@ -109,11 +110,19 @@ class ModelExtractor:
             answer = _ModelAnswer.model_validate(json.loads(result.content))
             return self._typed(session, answer)
         except (ValueError, ValidationError, TypeError) as exc:
-            logger.warning("the archiving model's answer for %s is unusable (%s); using the offline rules",
-                           _where(session), _reason(exc))  # fmt: skip
+            logger.warning(
+                "the archiving model's answer for %s is unusable (%s); using the offline rules",
+                _where(session),
+                _reason(exc),
+            )
         except Exception as exc:
-            logger.warning("the archiving model failed for %s (%s: %s); using the offline rules", _where(session),
-                           type(exc).__name__, exc, exc_info=True)  # fmt: skip
+            logger.warning(
+                "the archiving model failed for %s (%s: %s); using the offline rules",
+                _where(session),
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
         return await self.offline.extract(session)
 
     def _typed(self, session: Session, answer: _ModelAnswer) -> Extracted:

@@ -9,6 +9,7 @@ subject; they are deliberately short and common: an unknown word falls back to t
 from __future__ import annotations
 
 # --- food (decides diet vs interest; canonical subject) -------------------------------------------
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 
 #: spelling -> canonical subject. Keys are folded (NFKC + lower case).
@@ -130,9 +131,11 @@ NON_SUBJECTS: frozenset[str] = frozenset(
 )
 
 #: schedule words -> subject (起床 / 睡觉 / 熬夜; waking up / bedtime / staying up late)
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 SCHEDULE_ZH = {"起床": "起床", "起来": "起床", "起": "起床", "早起": "起床", "晚起": "起床", "睡懒觉": "起床",
                 "睡觉": "睡觉", "睡": "睡觉", "上床": "睡觉", "入睡": "睡觉", "早睡": "睡觉", "晚睡": "睡觉",
                 "熬夜": "熬夜", "夜猫子": "熬夜", "早起的人": "起床", "晨型人": "起床"}  # fmt: skip
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 SCHEDULE_EN = {"bed": "bedtime", "sleep": "bedtime", "asleep": "bedtime", "turn in": "bedtime", "wake": "waking up",
                 "get": "waking up", "gets": "waking up", "stay": "staying up late", "stays": "staying up late",
                 "pull": "staying up late", "a night owl": "staying up late", "an early riser": "waking up",

@@ -126,8 +126,9 @@ class ProfileWriter:
         key = profile_key(statement)
         current = await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True)
         if current is None:
-            await self._write_current(uid, key, statement, sources=[statement.message_id or 0],
-                                      expect=ExpectedContent(None))  # fmt: skip
+            await self._write_current(
+                uid, key, statement, sources=[statement.message_id or 0], expect=ExpectedContent(None)
+            )
             return ProfileChange(key, "created", statement)
         applied = current.metadata.get("source_message_ids") or []
         if statement.message_id is not None and statement.message_id in applied:
@@ -137,8 +138,9 @@ class ProfileWriter:
             return ProfileChange(key, "unchanged", statement)  # the user deleted it: not brought back
         if _same_fact(current, statement):
             sources = [*applied, statement.message_id or 0]
-            await self._write_current(uid, key, statement, sources=sources, since=valid_from(current),
-                                      expect=ExpectedContent(current.content))  # fmt: skip
+            await self._write_current(
+                uid, key, statement, sources=sources, since=valid_from(current), expect=ExpectedContent(current.content)
+            )
             return ProfileChange(key, "confirmed", statement)
         if statement.at < valid_from(current):
             # an older statement seen late: history, superseded by what is current now
@@ -149,11 +151,18 @@ class ProfileWriter:
         sources = [statement.message_id or 0, *(current.metadata.get("source_message_ids") or [])]
         expect = ExpectedContent(current.content)
         meta = {**current.metadata, "valid_to": statement.at.isoformat(), "superseded_by": key, "history": True}
-        version = NewMemory(memory_key=old_key, content=current.content, summary=current.content,
-                            memory_type="profile", metadata=meta, created_at=current.created_at)  # fmt: skip
+        version = NewMemory(
+            memory_key=old_key,
+            content=current.content,
+            summary=current.content,
+            memory_type="profile",
+            metadata=meta,
+            created_at=current.created_at,
+        )
         try:  # the earlier value is kept in the transaction that replaces it
-            await self._write_current(uid, key, statement, sources=sources, supersedes=old_key, expect=expect,
-                                      keep=version)  # fmt: skip
+            await self._write_current(
+                uid, key, statement, sources=sources, supersedes=old_key, expect=expect, keep=version
+            )
         except DuplicateMemoryKeyError as exc:  # kept already (a run stopped between the two steps it once took)
             if exc.memory_key != old_key:
                 raise
@@ -176,16 +185,25 @@ class ProfileWriter:
         meta = _metadata(statement, sources=sources, supersedes=supersedes)
         if since is not None:
             meta["valid_from"] = since.isoformat()
-        await self.layer.memory.upsert(user_id=uid, memory_key=key, content=_content(statement),
-                                       summary=_content(statement), memory_type="profile", metadata=meta,
-                                       created_at=statement.at, keywords=[statement.topic_label],
-                                       expect=expect, keep=keep)  # fmt: skip
+        await self.layer.memory.upsert(
+            user_id=uid,
+            memory_key=key,
+            content=_content(statement),
+            summary=_content(statement),
+            memory_type="profile",
+            metadata=meta,
+            created_at=statement.at,
+            keywords=[statement.topic_label],
+            expect=expect,
+            keep=keep,
+        )
 
     async def _write_history(
         self, uid: str, key: str, statement: Statement, *, valid_to: datetime, superseded_by: str
     ) -> None:
-        meta = _metadata(statement, sources=[statement.message_id or 0], valid_to=valid_to.isoformat(),
-                         superseded_by=superseded_by)  # fmt: skip
+        meta = _metadata(
+            statement, sources=[statement.message_id or 0], valid_to=valid_to.isoformat(), superseded_by=superseded_by
+        )
         await self._store_inactive(uid, key, content=_content(statement), metadata=meta, created_at=statement.at)
 
     async def _write_history_from(
@@ -200,8 +218,14 @@ class ProfileWriter:
         memory = self.layer.memory
         found = await memory.retrieve_memory(memory_key=key, user_id=uid, touch=False, include_inactive=True)
         if found is None:  # history is written once
-            await memory.upsert(user_id=uid, memory_key=key, content=content, summary=content, memory_type="profile",
-                                metadata={**metadata, "history": True},
-                                created_at=created_at)  # fmt: skip
+            await memory.upsert(
+                user_id=uid,
+                memory_key=key,
+                content=content,
+                summary=content,
+                memory_type="profile",
+                metadata={**metadata, "history": True},
+                created_at=created_at,
+            )
         if found is None or found.is_active:  # also when a run was killed between the two steps
             await memory.delete(user_id=uid, memory_key=key)

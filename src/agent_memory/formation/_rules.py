@@ -118,6 +118,7 @@ def _like(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -
         return []  # 我喜欢的电影是…: a relative clause, not an object
     if verb in ("stand", "bear") and "not" not in _g(m, "adv").lower():
         return []
+    # the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
     negative_verb = verb in ("讨厌", "厌恶", "反感", "受不了", "怕", "hate", "hates", "hated", "dislike", "dislikes",
                              "detest", "detests")  # fmt: skip
     negated = _negated(m)
@@ -168,7 +169,7 @@ def _diet(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str) -
         habitual = negated or _g(m, "modal") or _g(m, "adv") or clause.speech != "direct"
         verb = "喝" if verb == "喝" else "吃"
     else:
-        habit = _HABIT_EN.search(obj)
+        habit = _HABIT_EN.search(obj) is not None
         habitual = negated or habit or _g(m, "adv") or clause.speech != "direct" or clause.change
         verb = "drink" if verb.startswith(("drink", "drank")) else "eat"
         if not obj and verb == "drink" and negated:
@@ -281,8 +282,10 @@ def _quit_job(m: re.Match[str], previous: Draft | None, clause: Clause, lang: st
     return [Draft("employer", "", value, "negative", change=True)]
 
 
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _MARITAL_ZH = {"结婚": "已婚", "已婚": "已婚", "离婚": "离婚", "离异": "离婚", "未婚": "单身", "单身": "单身",
                "订婚": "订婚"}  # fmt: skip
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _MARITAL_EN = {"married": "married", "divorced": "divorced", "single": "single", "separated": "separated",
                "widowed": "widowed", "engaged": "engaged"}  # fmt: skip
 
@@ -365,8 +368,16 @@ def _residence(m: re.Match[str], previous: Draft | None, clause: Clause, lang: s
     if not place or not place[0].isupper():
         return []  # "I live in a small flat", "moved to the next level": only named places
     value = f"{'no longer lives' if negated else 'lives'} in {place}"
-    return [Draft("residence", place, value, _pol(negated), change=verb.startswith("move") or verb.startswith("reloc"),
-                  past=verb == "lived" and not _perfect(m))]  # fmt: skip
+    return [
+        Draft(
+            "residence",
+            place,
+            value,
+            _pol(negated),
+            change=verb.startswith("move") or verb.startswith("reloc"),
+            past=verb == "lived" and not _perfect(m),
+        )
+    ]
 
 
 def _schedule(m: re.Match[str], previous: Draft | None, clause: Clause, lang: str, kind: str) -> list[Draft]:
@@ -450,13 +461,34 @@ _Handler = Callable[[re.Match[str], "Draft | None", Clause], list[Draft]]
 
 
 def _handlers(lang: str) -> dict[str, _Handler]:
-    simple = {"like": _like, "diet": _diet, "veg": _veg, "quit": _quit, "allergy": _allergy, "residence": _residence,
-              "name": _name, "age": _age, "health": _health, "smoke": _smoke, "quitjob": _quit_job,
-              "marital": _marital}  # fmt: skip
-    kinds = {"employer": _employer, "jobmove": _employer, "join": _employer, "leave": _employer,
-             "employer_role": _employer_role,
-             "occupation": _occupation, "occupation2": _occupation, "retired": _occupation, "schedule": _schedule,
-             "habit": _schedule, "family": _family, "possessive": _family}  # fmt: skip
+    simple = {
+        "like": _like,
+        "diet": _diet,
+        "veg": _veg,
+        "quit": _quit,
+        "allergy": _allergy,
+        "residence": _residence,
+        "name": _name,
+        "age": _age,
+        "health": _health,
+        "smoke": _smoke,
+        "quitjob": _quit_job,
+        "marital": _marital,
+    }
+    kinds = {
+        "employer": _employer,
+        "jobmove": _employer,
+        "join": _employer,
+        "leave": _employer,
+        "employer_role": _employer_role,
+        "occupation": _occupation,
+        "occupation2": _occupation,
+        "retired": _occupation,
+        "schedule": _schedule,
+        "habit": _schedule,
+        "family": _family,
+        "possessive": _family,
+    }
     out: dict[str, _Handler] = {k: partial(f, lang=lang) for k, f in simple.items()}
     out.update({k: partial(f, lang=lang, kind=k) for k, f in kinds.items()})
     return out

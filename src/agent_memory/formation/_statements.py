@@ -2,7 +2,7 @@
 
 A statement is what a message says about the user: a topic (diet, employer, ...), the subject it is
 about ("辣", "sci-fi movies"), a display value ("不吃辣", "works at Google"), a polarity and - the part
-that matters for conflict adjudication (seed 003 §4.6) - *how* it was said:
+that matters for conflict adjudication - *how* it was said:
 
 - ``direct``: the user's own explicit statement (the only kind that may change a profile);
 - ``quoted``: words inside quotation marks (“...”, "...", 「...」) that hold a first-person clause;

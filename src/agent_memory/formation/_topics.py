@@ -17,6 +17,7 @@ and are re-exported here; this module keeps the topics, subject normalisation, s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..text import fold
 from ._lexicon import CITIES_ZH as CITIES_ZH
@@ -183,10 +184,12 @@ PAST_EN = re.compile(
 # --- rules -----------------------------------------------------------------------------------------
 
 
-def _alt(words: object) -> str:
-    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))  # type: ignore[call-overload]
+def _alt(words: Iterable[str]) -> str:
+    """A regex alternation of ``words``, the longest first (so a word never stops at a shorter one)."""
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
 
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _ADV_ZH = _alt([
     "现在", "已经", "一直", "也", "还", "真的", "其实", "本来", "从小", "特别", "挺", "很", "非常", "超级", "超",
@@ -202,6 +205,7 @@ _ADV_ZH = _alt([
     "从小到大", "一直以来", "这么多年", "多年来", "这些年来",
 ])
 # fmt: on
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _NEG_ZH = _alt([
     "一点都不", "一点也不", "根本不", "从来不", "从来没", "再也不", "并不", "都不", "不再", "不太", "不怎么",
@@ -209,6 +213,7 @@ _NEG_ZH = _alt([
     "不", "别", "也不", "还不", "就不",
 ])
 # fmt: on
+# word tables below keep several entries to a line (fmt: off); one to a line they would fill screens
 # fmt: off
 _ADV_EN = _alt([
     "really", "still", "also", "absolutely", "totally", "kind of", "kinda", "sort of", "just", "now", "always",

@@ -68,9 +68,14 @@ async def revise(
         if not changes or current is None:
             try:
                 return await memory.upsert(
-                    user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
-                    metadata=meta, expect=expect, **fields,
-                )  # fmt: skip
+                    user_id=user_id,
+                    memory_key=memory_key,
+                    content=content,
+                    memory_type=memory_type,
+                    metadata=meta,
+                    expect=expect,
+                    **fields,
+                )
             except StaleMemoryError:
                 continue  # another edit of the item committed after the read: read it again
         stamp = _stamp(current)
@@ -84,9 +89,15 @@ async def revise(
             }
             try:
                 return await memory.upsert(
-                    user_id=user_id, memory_key=memory_key, content=content, memory_type=memory_type,
-                    metadata=meta, expect=expect, keep=keep, **fields,
-                )  # fmt: skip
+                    user_id=user_id,
+                    memory_key=memory_key,
+                    content=content,
+                    memory_type=memory_type,
+                    metadata=meta,
+                    expect=expect,
+                    keep=keep,
+                    **fields,
+                )
             except DuplicateMemoryKeyError as exc:  # another version holds this stamp: the next one
                 if exc.memory_key != keep.memory_key:
                     raise
@@ -103,9 +114,16 @@ def _stamp(record: MemoryRecord) -> int:
 def _version(record: MemoryRecord, *, valid_to: datetime, superseded_by: str, stamp: int) -> NewMemory:
     """``record`` as an earlier version of its item, held until ``valid_to``, keyed by ``stamp``."""
     meta = {**record.metadata, "valid_to": valid_to.isoformat(), "superseded_by": superseded_by, "history": True}
-    return NewMemory(memory_key=version_key(record.memory_key, stamp), content=record.content,
-                     summary=record.summary, memory_type=record.memory_type, friend_id=record.friend_id,
-                     metadata=meta, created_at=record.created_at, shared=record.friend_id is None)  # fmt: skip
+    return NewMemory(
+        memory_key=version_key(record.memory_key, stamp),
+        content=record.content,
+        summary=record.summary,
+        memory_type=record.memory_type,
+        friend_id=record.friend_id,
+        metadata=meta,
+        created_at=record.created_at,
+        shared=record.friend_id is None,
+    )
 
 
 async def keep_version(

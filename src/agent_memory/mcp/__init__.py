@@ -1,7 +1,7 @@
 """The MCP server of the memory system (``agent-memory mcp``): one user's memories as MCP tools.
 
-Tools: seed 001's ``recall_memory``; seed 000's ``search_memories`` and ``get_memory_detail``;
-``add_memory`` and ``list_memories``; seed 003's ``messages_list``, ``lexical_search``,
+Tools: ``recall_memory``; ``search_memories`` and ``get_memory_detail``;
+``add_memory`` and ``list_memories``; the evidence tools ``messages_list``, ``lexical_search``,
 ``semantic_search`` and ``neighbors``. The user is bound by the server's configuration, never by a
 tool argument. Transports: stdio (default) and streamable HTTP behind ``agent_memory.serving``'s rule.
 

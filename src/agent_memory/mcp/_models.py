@@ -1,7 +1,7 @@
 """Argument and result models of the MCP tools: precise JSON schemas, unknown keys refused.
 
-The seed models are reused where the seeds define a tool (seed 001's ``recall_memory``, seed 000's
-``search_memories`` / ``get_memory_detail``, seed 003's evidence tools); the MCP versions forbid
+The in-process tools' models are reused where such a tool exists (``recall_memory``,
+``search_memories`` / ``get_memory_detail``, the evidence tools); the MCP versions forbid
 unknown keys (a ``user_id`` a client sends must be refused, not ignored: the server's configuration
 binds the user) and add an optional ``friend_id`` that narrows a read to what one AI friend may see.
 ``add_memory``, ``update_memory``, ``delete_memory`` and ``list_memories`` have their own models,
@@ -11,7 +11,7 @@ shaped like :class:`agent_memory.forgetting.Forgetting`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -24,7 +24,7 @@ from ..history import AwareTime
 from ..search import MAX_QUERY_CHARS
 from ..tools import GetMemoryDetailInput, SearchMemoriesInput
 
-#: Seed 000 section 6.2: a memory holds at most 100 KB (UTF-8); a longer content is refused (not cut) here.
+#: A memory holds at most 100 KB (UTF-8, ``MAX_CONTENT_BYTES``); a longer content is refused (not cut) here.
 MAX_CONTENT_CHARS = MAX_CONTENT_BYTES
 MAX_SUMMARY_CHARS = 2000
 MAX_KEY_CHARS = 255
@@ -34,7 +34,10 @@ MAX_TAGS = 20
 #: The metadata of one memory, as JSON, at most this many characters.
 MAX_METADATA_CHARS = 16 * 1024
 
-MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a type checker takes no Literal built at run time: to it a memory type's name is a str
+    MemoryTypeName = str
+else:  # a Literal of the memory-type table's names: a client reads them as the schema's enum
+    MemoryTypeName = Literal[tuple(t.value for t in MemoryType)]
 #: The memory types as a client reads them in ``add_memory``'s schema (from the memory-type table).
 _TYPES_TOLD = "; ".join(
     [
@@ -44,7 +47,7 @@ _TYPES_TOLD = "; ".join(
     ]
 )
 IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-#: An AI friend's id: a string or an integer (seed 001 uses integers; ``7`` and ``"7"`` are one friend).
+#: An AI friend's id: a string or an integer (stored as text: ``7`` and ``"7"`` are one friend).
 FriendId = IdText | int
 KeyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -60,7 +63,7 @@ class _Forbid(BaseModel):
 
 
 class SearchMemoriesArgs(SearchMemoriesInput):
-    """search_memories 输入 (seed 000) with an optional friend view."""
+    """search_memories 输入 (the recall tool's input) with an optional friend view."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -82,7 +85,7 @@ class SearchMemoriesArgs(SearchMemoriesInput):
 
 
 class GetMemoryDetailArgs(GetMemoryDetailInput):
-    """get_memory_detail 输入 (seed 000) with an optional friend view."""
+    """get_memory_detail 输入 (the recall tool's input) with an optional friend view."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -235,25 +238,25 @@ class ListMemoriesResult(BaseModel):
 
 
 class MessagesListArgs(MessagesListInput):
-    """messages_list 输入 (seed 003) with an optional friend view."""
+    """messages_list 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class LexicalSearchArgs(LexicalSearchInput):
-    """lexical_search 输入 (seed 003) with an optional friend view."""
+    """lexical_search 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class SemanticSearchArgs(SemanticSearchInput):
-    """semantic_search 输入 (seed 003) with an optional friend view."""
+    """semantic_search 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
 
 class NeighborsArgs(NeighborsInput):
-    """neighbors 输入 (seed 003) with an optional friend view."""
+    """neighbors 输入 (the evidence tool's input) with an optional friend view."""
 
     friend_id: FriendId | None = Field(None, description=_FRIEND_VIEW)
 
@@ -261,8 +264,12 @@ class NeighborsArgs(NeighborsInput):
 class ForgetMemoriesArgs(_Forbid):
     """forget_memories: forget what the user told about a subject, as if the user asked in the chat."""
 
-    subject: str = Field(..., min_length=1, max_length=MAX_SUBJECT_CHARS,
-                         description="What to forget, in the user's words, e.g. '前任' or 'my ex'")  # fmt: skip
+    subject: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_SUBJECT_CHARS,
+        description="What to forget, in the user's words, e.g. '前任' or 'my ex'",
+    )
     friend_id: FriendId | None = Field(
         None,
         description="The AI friend the user asked (its events and the shared profile items are forgotten); omit: "
@@ -286,8 +293,11 @@ class ListForgottenArgs(_Forbid):
 class UnforgetArgs(_Forbid):
     """unforget: undo one forgetting."""
 
-    key: KeyText | None = Field(None, description="The forgetting to undo (from list_forgotten); omit: the newest "
-                                "one not undone that this scope may undo")  # fmt: skip
+    key: KeyText | None = Field(
+        None,
+        description="The forgetting to undo (from list_forgotten); omit: the newest "
+        "one not undone that this scope may undo",
+    )
     friend_id: FriendId | None = Field(
         None,
         description="The AI friend whose scope the undo is made in: a forgetting asked of a friend is undone only in "

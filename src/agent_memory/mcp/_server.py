@@ -104,6 +104,7 @@ async def serve_stdio(system: MemorySystem, *, user_id: str | int) -> None:
     lines = CheckedLines(anyio.wrap_file(stdin), protocol)
     saved, sys.stdout = sys.stdout, sys.stderr
     try:
+        # CheckedLines and LockedLines stand in for the anyio text files stdio_server reads and writes
         async with stdio_server(stdin=lines, stdout=protocol) as (read, write):  # type: ignore[arg-type]
             tools.start_warm_up()
             try:

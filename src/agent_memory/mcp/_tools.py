@@ -6,8 +6,8 @@
 
 The user comes from the server's configuration and is never an argument; a read may name an AI friend
 (``friend_id``) to see only what that friend may see, through ``data_layer.Scope``. Nothing here
-searches or filters by itself: ``recall_memory`` runs ``MemorySystem.recall_memory``, the seed 000
-tools run a fresh ``MemoryToolbox`` per call, the seed 003 tools run the ``EvidenceToolbox``, and the
+searches or filters by itself: ``recall_memory`` runs ``MemorySystem.recall_memory``, the recall
+tools run a fresh ``MemoryToolbox`` per call, the evidence tools run the ``EvidenceToolbox``, and the
 writes go through the data layer, which validates them. Every failure is a :class:`McpToolError`
 whose message says what to do; arguments are checked before anything is read or written.
 """
@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -137,7 +137,7 @@ MCP_TOOLS: dict[str, McpTool] = {
         "recall_memory",
         "根据当前对话内容，语义搜索相关的用户记忆（包含 Profile 和 Event Gists）。\n"
         "Recall the user's memories for the current message as AI friend friend_id: shared profile items "
-        "{topic, content, updated_at} and that friend's event gists {date, content} (seed 001). Call it once "
+        "{topic, content, updated_at} and that friend's event gists {date, content}. Call it once "
         "per user message with the message as query.",
         RecallMemoryInput,
         RecallMemoryOutput,
@@ -350,13 +350,13 @@ class MemoryMcpTools:
     def _scope(self, friend_id: str | int | None) -> Any:
         return self.system.scope(self.user_id, friend_id)
 
-    # -- seed 001 ------------------------------------------------------------------------------------
+    # -- recall --------------------------------------------------------------------------------------
 
     async def _recall_memory(self, args: RecallMemoryInput) -> RecallMemoryOutput:
         self._scope(args.friend_id)  # a bad friend id is refused before the recall runs
         return await self.system.recall_memory(user_id=self.user_id, request=args)
 
-    # -- seed 000 ------------------------------------------------------------------------------------
+    # -- memories ------------------------------------------------------------------------------------
 
     async def _search_memories(self, args: SearchMemoriesArgs) -> SearchResult:
         box = self.system.toolbox(self._scope(args.friend_id))  # fresh per call: no limit carries over
@@ -432,7 +432,7 @@ class MemoryMcpTools:
         _check_size(args.content, args.metadata)
         record = await self._owned(args.memory_key, args.friend_id)
         memory = self.system.layer.memory
-        tags = args.keywords
+        tags: Sequence[str | tuple[str, float]] | None = args.keywords
         if tags is None:  # the user's tags stay; the computed keywords follow the new content
             kept = await memory.get_keywords(user_id=self.user_id, memory_key=record.memory_key)
             tags = [(k.keyword, k.weight) for k in kept if k.extraction_source == "user_tag"]
@@ -544,7 +544,7 @@ class MemoryMcpTools:
             target = seen[0]
         return _forgetting_item(await self.system.unforget(self.user_id, key=target.key))
 
-    # -- seed 003 ------------------------------------------------------------------------------------
+    # -- evidence ------------------------------------------------------------------------------------
 
     async def _evidence(self, args: MessagesListArgs | LexicalSearchArgs | SemanticSearchArgs | NeighborsArgs) -> Any:
         name = next(n for n, t in MCP_TOOLS.items() if t.args is type(args))

@@ -7,8 +7,8 @@
 
 Each iteration runs a fresh agent over the last ``window_size`` messages. An approved
 ``expand_context_window`` ends the iteration and the next one starts with the larger window, up to
-``max_iterations``. ``handoff`` (given to the agent through ``handoffs=``, with seed 000's
-``HandoffInput`` as its arguments) ends the recall.
+``max_iterations``. ``handoff`` (given to the agent through ``handoffs=``, with the
+tools' ``HandoffInput`` as its arguments) ends the recall.
 
 A recall driven by a model always delivers: the deterministic planner's first round runs before the
 model (one search, a few milliseconds), and its memories stand in the ledger as the fallback. A model
@@ -57,7 +57,7 @@ logger = logging.getLogger(__name__)
 
 
 class RecallHandoff(Handoff):
-    """A recall tool that ends the agent's run, with seed 000's input model as its arguments.
+    """A recall tool that ends the agent's run, with the tool's own input model as its arguments.
 
     ``handoff`` ends the recall; ``expand_context_window`` ends the current iteration ("调用此工具后会
     立即结束当前迭代"). AutoGen's default handoff takes no arguments; this one calls the toolbox, whose
@@ -190,7 +190,7 @@ class MemRecallAgent:
         return AssistantAgent(
             AGENT_NAME,
             model_client=self.model_client,
-            tools=box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"], compact=True),
+            tools=[*box.tools(["search_memories", "get_memory_detail", "extract_search_keywords"], compact=True)],
             handoffs=[RecallHandoff.for_toolbox(box, "expand_context_window"), RecallHandoff.for_toolbox(box)],
             system_message=self.system_message,
             # every search round, a detail read, keyword extraction and the handoff itself
@@ -227,9 +227,15 @@ class MemRecallAgent:
 
     async def _model_recall(self, messages: Sequence[tuple[str, str]]) -> RecallResult:
         """The model's recall, with the deterministic first round as its fallback (see the module docs)."""
-        first = MemRecallAgent(self.search, scope=self.scope, limits=dataclasses.replace(self.limits, rounds=1),
-                               similarity_threshold=self.similarity_threshold, max_iterations=1,
-                               window_size=self.window_size, now=self.now)  # fmt: skip
+        first = MemRecallAgent(
+            self.search,
+            scope=self.scope,
+            limits=dataclasses.replace(self.limits, rounds=1),
+            similarity_threshold=self.similarity_threshold,
+            max_iterations=1,
+            window_size=self.window_size,
+            now=self.now,
+        )
         fallback = tuple((await first._recall(messages)).ledger.relevant(self.similarity_threshold))
         self.ledger = RecallLedger(fallback=fallback)  # what a cancelled recall keeps from the start
         event: BaseAgentEvent
@@ -237,14 +243,19 @@ class MemRecallAgent:
             async with asyncio.timeout(self.model_time_budget_s):
                 return await self._recall(messages, fallback=fallback)
         except TimeoutError:
-            logger.warning("the recall model ran past its %s s; the recall gives what was found",
-                           self.model_time_budget_s)  # fmt: skip
-            event = RecallTimeoutEvent(source=AGENT_NAME, budget_s=self.model_time_budget_s or 0.0,
-                                       content="the recall model was stopped; what was found is given")  # fmt: skip
+            logger.warning(
+                "the recall model ran past its %s s; the recall gives what was found", self.model_time_budget_s
+            )
+            event = RecallTimeoutEvent(
+                source=AGENT_NAME,
+                budget_s=self.model_time_budget_s or 0.0,
+                content="the recall model was stopped; what was found is given",
+            )
         except Exception as exc:  # a model's error ends its part, never the recall
             logger.warning("the recall model failed; the recall gives what was found", exc_info=True)
-            event = RecallErrorEvent(source=AGENT_NAME, content=f"recall model: {exc}"[:500],
-                                     error_type=type(exc).__name__)  # fmt: skip
+            event = RecallErrorEvent(
+                source=AGENT_NAME, content=f"recall model: {exc}"[:500], error_type=type(exc).__name__
+            )
         await self._emit(event)
         return RecallResult(self.ledger, max(self._iteration, 1), self.window_size)
 

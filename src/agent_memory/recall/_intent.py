@@ -1,4 +1,4 @@
-"""Does a message need memory at all? Seed 002's intent analysis, offline.
+"""Does a message need memory at all? The recall's intent analysis, offline.
 
 Greetings and small talk ("你好", "哈哈", "thanks!") are answered without a search: recalling for
 them costs time and risks putting unrelated memories in front of the model. Everything else (a

@@ -1,18 +1,18 @@
-"""``recall_memory`` as seed 001 §4 defines it: input, output, and the one formatting of a recall.
+"""``recall_memory``: its input, its output, and the one formatting of a recall.
 
     {"profiles": [{"topic": "职业", "content": "互联网公司产品经理", "updated_at": "2026-01-05"}],
      "events": [{"date": "2026-01-02", "content": "用户提到工作压力大，正在准备重要项目汇报"}],
      "evidence_ids": [101, 102]}
 
 The MemoryContext's simulated call and the MCP server both produce this from a recall's relevant
-memories with :func:`recall_memory_output`. ``evidence_ids`` (an addition to the seed's example)
+memories with :func:`recall_memory_output`. ``evidence_ids``
 lists the chat messages the events and profiles were drawn from, so a UI can show the sources.
 Every text in it is neutralised (``agent_memory.text.neutralize``): a model reads it, as the
 simulated call's result or an MCP client's tool result.
 
 Every memory is read once more and must pass the check of every path to a friend
 (``agent_memory.domain.reach``: the scope sees it, and a sensitive memory of another
-friend or of the shared profile needs the user's permission, seed 000 section 7.4). A withheld
+friend or of the shared profile needs the user's permission, ``agent_memory.domain.reach``). A withheld
 memory is left out, with its evidence ids.
 """
 
@@ -32,7 +32,7 @@ from ..tools import MemorySearchResultItem
 
 
 class RecallMemoryInput(BaseModel):
-    """recall_memory 工具输入 (seed 001 §4.1)."""
+    """recall_memory 工具输入 (the tool's input)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -62,7 +62,7 @@ class EventItem(BaseModel):
 
 
 class RecallMemoryOutput(BaseModel):
-    """recall_memory 工具输出 (seed 001 §4.2)."""
+    """recall_memory 工具输出 (the tool's output)."""
 
     profiles: list[ProfileItem] = Field(default_factory=list)
     events: list[EventItem] = Field(default_factory=list)
@@ -102,8 +102,9 @@ async def reachable(
     each must have held then."""
     if not items:
         return []
-    records = await layer.memory.get_many(user_id=scope.user_id, memory_keys=[i.memory_key for i in items],
-                                          include_inactive=as_of is not None)  # fmt: skip
+    records = await layer.memory.get_many(
+        user_id=scope.user_id, memory_keys=[i.memory_key for i in items], include_inactive=as_of is not None
+    )
     return [
         (item, record)
         for item in items
@@ -123,12 +124,13 @@ async def recall_memory_output(
     allow_sensitive: bool = False,
     as_of: datetime | None = None,
 ) -> RecallMemoryOutput:
-    """The seed's output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
+    """The ``recall_memory`` output for recalled ``items`` (best first): at most ``profile_topk`` profiles and
     ``event_topk`` events, each read once more and checked (:func:`reachable`; ``as_of``: a recall
     of that time). A profile's ``updated_at`` is the day the version given began to hold."""
     checked = await reachable(layer, scope, items, allow_sensitive=allow_sensitive, as_of=as_of)
-    return output_of_records([record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk,
-                             at=as_of)  # fmt: skip
+    return output_of_records(
+        [record for _, record in checked], profile_topk=profile_topk, event_topk=event_topk, at=as_of
+    )
 
 
 def _source_ids(record: MemoryRecord) -> list[int]:
@@ -153,7 +155,7 @@ def without_repeats(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
 def output_of_records(
     records: Sequence[MemoryRecord], *, profile_topk: int, event_topk: int, at: datetime | None = None
 ) -> RecallMemoryOutput:
-    """The seed's output for memories already read once more and checked (best first), as
+    """The ``recall_memory`` output for memories already read once more and checked (best first), as
     :func:`recall_memory_output` makes it: a caller that has just read and checked them (the memory
     context, for its recall block) does not read them a third time. An event whose time has passed
     at ``at`` (default: now) says so before its content (``agent_memory.history.past_mark``)."""

@@ -1,12 +1,12 @@
-"""An offline, deterministic ``ChatCompletionClient`` that plans the recall (seed 002's round manager).
+"""An offline, deterministic ``ChatCompletionClient`` that plans the recall's search rounds.
 
 It speaks the same protocol as an LLM client, so the recall runs through the real ``AssistantAgent``,
 its tools and events with or without a model. Each ``create`` call re-reads the conversation (the
 task and the tool results so far, as a model would) and returns the next tool call:
 
-0. greetings and small talk need no memory: the planner hands off at once (seed 002's intent
-   analysis, :mod:`._intent`);
-1. the search rounds of :class:`ToolLimits` (seed 002: precise keyword >= 0.7, expanded hybrid
+0. greetings and small talk need no memory: the planner hands off at once (the intent
+   analysis of :mod:`._intent`);
+1. the search rounds of :class:`ToolLimits` (precise keyword >= 0.7, expanded hybrid
    >= 0.6, semantic >= 0.5; rounds four and five add the earlier user messages to the query; from the
    second round on, a preference question such as "周末想放松一下，有什么推荐？" also names the profile
    topics it is about, "兴趣", so the user's interests are found although the question names none; the
@@ -297,7 +297,7 @@ def _followed(query: str, earlier: Sequence[Sequence[MemorySearchResultItem]]) -
 
 @functools.cache
 def _type_words() -> frozenset[str]:
-    """The words every memory of a type carries (seed 002's type keywords), folded as stored. Built on
+    """The words every memory of a type carries (its type keywords), folded as stored. Built on
     first use: the tokenizer loads jieba's dictionary, which importing the planner must not wait for."""
     return frozenset(
         term

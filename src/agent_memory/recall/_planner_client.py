@@ -20,7 +20,7 @@ from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelCapabilities,
     ModelFamily,
     ModelInfo,
     RequestUsage,
@@ -73,10 +73,13 @@ class OfflineClient(ChatCompletionClient):
         return max(0, self.context_tokens - self.count_tokens(messages, tools=tools))
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+    def capabilities(self) -> ModelCapabilities:
         info = self.info
-        return {"vision": info["vision"], "function_calling": info["function_calling"],
-                "json_output": info["json_output"]}  # type: ignore[return-value]  # fmt: skip
+        return {
+            "vision": info["vision"],
+            "function_calling": info["function_calling"],
+            "json_output": info["json_output"],
+        }
 
     @property
     def model_info(self) -> ModelInfo:
@@ -113,8 +116,9 @@ class PlannerClient(OfflineClient):
         offered = {t["name"] if isinstance(t, dict) else t.name for t in tools}
         if tools and name not in offered:
             return CreateResult(finish_reason="stop", content="TERMINATE", usage=self._usage, cached=False)
-        call = FunctionCall(id=f"{self.call_prefix}-{self._calls}", name=name,
-                            arguments=json.dumps(arguments, ensure_ascii=False))  # fmt: skip
+        call = FunctionCall(
+            id=f"{self.call_prefix}-{self._calls}", name=name, arguments=json.dumps(arguments, ensure_ascii=False)
+        )
         return CreateResult(finish_reason="function_calls", content=[call], usage=self._usage, cached=False)
 
     async def create_stream(

@@ -24,7 +24,7 @@ from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
 from ._pipeline import Pipeline, SearchHit, SearchResults
-from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery
+from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery, is_search_mode
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights, bm25_idf, bm25_tf
 from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
@@ -68,6 +68,7 @@ __all__ = [
     "bm25_tf",
     "embedder_named",
     "fill_keyword_terms",
+    "is_search_mode",
     "memory_text",
     "memory_vector_terms",
     "packaged_neighbours",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 
 from data_layer import (
@@ -196,6 +197,13 @@ class SearchAnalyzer:
         return found + [KeywordInput(label, 1.0, "system") for label in dict.fromkeys(labels) if label not in have]
 
 
+def _keyword_terms_of(
+    analyzer: KeywordTermsAnalyzer, found: Sequence[tuple[uuid.UUID, list[str]]]
+) -> list[tuple[uuid.UUID, str]]:
+    """``(search row, keyword terms)`` of each ``(search row, stored keywords)`` pair."""
+    return [(mid, analyzer.keyword_terms(words)) for mid, words in found]
+
+
 async def fill_keyword_terms(
     layer: AgentFusionDataLayer,
     analyzer: KeywordTermsAnalyzer,
@@ -218,9 +226,7 @@ async def fill_keyword_terms(
                 found = await layer.memory.keyword_terms_pending(user_id=user, limit=batch)
                 if not found:
                     break
-                terms = await asyncio.to_thread(
-                    lambda f=found: [(mid, analyzer.keyword_terms(words)) for mid, words in f]
-                )
+                terms = await asyncio.to_thread(_keyword_terms_of, analyzer, found)
                 done = await layer.memory.store_keyword_terms(user_id=user, terms=terms)
                 filled += done
                 if on_batch is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +52,7 @@ def bm25f(
     avg = float(dl[arrays["active"]].mean())
     for term, weight in (idf if idf is not None else index.bm25_idf(query)).items():
         # a term's part depends on the index only: kept until the next write (UserIndex.memo)
-        part = index.memo(("bm25f", term, k1, b), lambda t=term: _bm25f_part(index, t, dl, avg, k1=k1, b=b))
+        part = index.memo(("bm25f", term, k1, b), partial(_bm25f_part, index, term, dl, avg, k1=k1, b=b))
         if part is None:
             continue
         hit, values = part
@@ -197,7 +198,7 @@ def keyword_tiers(
         similar = synonyms.get(term, {})
         skip = family.get(term, frozenset())
         key = ("tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
-        part = index.memo(key, lambda t=term, s=similar, k=skip: _tier_part(index, t, s, k))  # type: ignore[misc]
+        part = index.memo(key, partial(_tier_part, index, term, similar, skip))
         if part is not None:
             hit, best = part
             scores[hit] += weight * best  # the same sums as adding the dense vector (zeros elsewhere)
@@ -281,7 +282,7 @@ def own_words_match(
         similar = synonyms.get(term, {})
         skip = family.get(term, frozenset())
         key = ("own-tiers", term, tuple(sorted(similar.items())), tuple(sorted(skip)))
-        part = index.memo(key, lambda t=term, s=similar, k=skip: _own_tier(index, t, s, k))  # type: ignore[misc]
+        part = index.memo(key, partial(_own_tier, index, term, similar, skip))
         if part is not None:
             held[part[0]] = True
     return held
@@ -436,7 +437,7 @@ def propagate(
         factor = share * float(relevance[slot]) / q_norm
         self_dot = 0.0
         for term, (idf, own_log_tf) in extra.items():
-            part = index.memo(("log-tf", term), lambda t=term: _log_tf(index, t))
+            part = index.memo(("log-tf", term), partial(_log_tf, index, term))
             if part is None:
                 continue
             parts.append(part)
@@ -476,8 +477,8 @@ def lift_replies(
     them?" matches "how long has Nate had his turtles", the reply "I've had them for 3 years now" holds
     none of its words but "had". Only that turn is lifted, and only when the filters let it through
     (``mask``); a memory of its own has no follower. Measured with ``agent-memory bench retrieval`` on
-    LoCoMo dev (the answer is often the reply to a question the other speaker asked): recall@5 / @10
-    0.6431 / 0.7458 -> 0.6660 / 0.7609; MemDaily and the Chinese allusion set unchanged. The share is
+    LoCoMo dev (the answer is often the reply to a question the other speaker asked): it gains at
+    depths 5 and 10; MemDaily and the Chinese allusion set are unchanged. The share is
     the question's: a reply never outranks the question it answers, and a statement passes nothing
     (lifting every next turn gained about half as much at the same share, in a simulation over the
     same lists).
@@ -512,9 +513,8 @@ def weigh_speakers(
     write") answer it before Nate's "your full of great ideas Joanna!", which names her too. A memory
     without a speaker is left as it is, so only conversations written with speakers are affected;
     nothing is raised, so no memory becomes relevant through it. Measured with ``agent-memory bench
-    retrieval`` on LoCoMo dev, after ``lift_replies``: recall@5 / @10 0.6660 / 0.7609 -> 0.7094 / 0.7857,
-    each of its five conversations gaining; the others' share 0.5 / 0.75 / 0.85 gave recall@10
-    0.790 / 0.780 / 0.777: two thirds lies on the flat part, not at the best figure.
+    retrieval`` on LoCoMo dev, after ``lift_replies``: each of its five conversations gains; the
+    others' share of two thirds lies on the flat part of the curve, not at its best point.
     """
     hit = np.flatnonzero(relevance > 0)
     person = said_by[hit]

@@ -185,8 +185,8 @@ class SentenceTransformerEmbedder:
             raise FileNotFoundError(f"no local model at {path}; give the folder of an installed model")
         self._model: Any = SentenceTransformer(str(path), device=device)
         # sentence-transformers 5 renamed the method (the old name warns); 3.x has only the old one
-        model = self._model
-        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        loaded = self._model
+        dimension = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
         self._dim_value = int(dimension())
         self._label = path.name if path.name != "model" else path.parent.name
         self._batch = batch_size
@@ -274,10 +274,9 @@ class OpenAIEmbedder:
 EMBEDDERS = ("auto", "hashing", "wordvec-zh", "use-m3", "openai", "minilm")
 #: The most of the hybrid text score that embedding similarity gives a memory (where its words give
 #: less) when a stored embedder is in use and no share is set (``Pipeline.semantic``). Chosen with the
-#: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, same data,
-#: same day, against words only): the Chinese allusion set recall@5 0.18 -> 0.40, MemDaily recall@3
-#: 0.766 -> 0.774, LoCoMo recall@10 0.744 -> 0.747; 0.5 gave the allusion set no more (recall@5 0.40)
-#: and MemDaily less (recall@3 0.771).
+#: packaged Chinese word vectors as a share of the score (``agent-memory bench retrieval``, against words
+#: only): the Chinese allusion set gains most, MemDaily and LoCoMo a little; a share of 0.5 gave the
+#: allusion set no more and MemDaily less.
 DEFAULT_SEMANTIC_SHARE = 0.3
 
 
@@ -328,8 +327,13 @@ def embedder_named(name: str, *, endpoint: EmbeddingEndpoint | None = None) -> E
                 "the openai embedder needs its endpoint: set MEMORY_SEARCH_EMBEDDING_URL, "
                 "MEMORY_SEARCH_EMBEDDING_MODEL and MEMORY_SEARCH_EMBEDDING_DIM"
             )
-        return OpenAIEmbedder(model=endpoint.model, dim=endpoint.dim, base_url=endpoint.base_url,
-                              api_key=endpoint.api_key, timeout_s=endpoint.timeout_s)  # fmt: skip
+        return OpenAIEmbedder(
+            model=endpoint.model,
+            dim=endpoint.dim,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            timeout_s=endpoint.timeout_s,
+        )
     if name == "minilm":
         try:
             return SentenceTransformerEmbedder.minilm()

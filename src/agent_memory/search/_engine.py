@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from cachetools import TTLCache
@@ -61,7 +62,7 @@ PRIMED_RECORDS = 256
 
 @dataclass(frozen=True, slots=True)
 class CacheTTL:
-    """Lifetimes in seconds of the caches of seed 000 section 6.1."""
+    """Lifetimes in seconds of the search's caches."""
 
     keyword_expansion: float = 300.0
     recent_searches: float = 60.0
@@ -496,12 +497,22 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         scope = Scope.of(user_id, friend_id, include_shared=include_shared)
         return await self.run(
             SearchQuery.build(
-                query, scope=scope, mode=mode, default_mode=self.default_mode, keywords=keywords,
-                memory_types=memory_types, start=start, end=end, time_range_days=time_range_days,
-                use_time_expressions=use_time_expressions, limit=limit, min_relevance_score=min_relevance_score,
-                now=now, as_of=as_of,
+                query,
+                scope=scope,
+                mode=mode,
+                default_mode=self.default_mode,
+                keywords=keywords,
+                memory_types=memory_types,
+                start=start,
+                end=end,
+                time_range_days=time_range_days,
+                use_time_expressions=use_time_expressions,
+                limit=limit,
+                min_relevance_score=min_relevance_score,
+                now=now,
+                as_of=as_of,
             )
-        )  # fmt: skip
+        )
 
     async def run(self, query: SearchQuery, *, round_number: int | None = None) -> SearchResults:
         """Run a validated :class:`SearchQuery` in a span of its own (:data:`~agent_memory.telemetry.SEARCH_SPAN`:
@@ -522,12 +533,17 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         with span(SEARCH_SPAN, attributes) as traced:
             traced.content("agent_memory.search.query", query.text)
             hits = await self._run(query)
-            traced.set_many({"agent_memory.search.results": len(hits),
-                             "agent_memory.search.expanded_terms": len(hits.expanded),
-                             "agent_memory.search.time_alone": hits.period is not None})  # fmt: skip
+            traced.set_many(
+                {
+                    "agent_memory.search.results": len(hits),
+                    "agent_memory.search.expanded_terms": len(hits.expanded),
+                    "agent_memory.search.time_alone": hits.period is not None,
+                }
+            )
             if content_recorded():
-                traced.content("agent_memory.search.memories", [f"{h.memory_key}: {h.summary or h.record.content}"
-                                                                for h in hits])  # fmt: skip
+                traced.content(
+                    "agent_memory.search.memories", [f"{h.memory_key}: {h.summary or h.record.content}" for h in hits]
+                )
             return hits
 
     async def _run(self, query: SearchQuery) -> SearchResults:
@@ -549,8 +565,14 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         # slot could be reused by another friend's memory) while this search still reads them
         async with state.lock:
             index = state.index if built and state.revision >= 0 else await self._refresh_locked(uid, state)
-            key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key(),
-                   *self._options_key())  # fmt: skip
+            key = (
+                uid,
+                state.revision,
+                state.hard_delete_revision,
+                state.vocabulary_revision,
+                *query.cache_key(),
+                *self._options_key(),
+            )
             cached = self._recent.get(key)
             if cached is not None:
                 self._touch(uid, state)
@@ -666,7 +688,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             near.prefetch(new)  # the message's new words together: one read of the table per 64 words
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = index.derived(keys[term], lambda t=term: _held_synonyms(index, t, mapped[t], near, thesaurus))
+            held = index.derived(keys[term], partial(_held_synonyms, index, term, mapped[term], near, thesaurus))
             if held:
                 result[term] = held
         return result

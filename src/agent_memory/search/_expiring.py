@@ -1,9 +1,9 @@
 """A bounded map whose entries expire: the search's cache of memory records.
 
 A search reads the records of its thirty best candidates, so the lookup runs thirty times a search
-and a few thousand times a second on a busy server. ``cachetools.TTLCache`` costs about 1.3 µs a
-lookup (its timer, its expiry and its LRU links are Python); this is one ``dict.get`` and a time
-comparison, about 0.15 µs. The price: the oldest entry is dropped first when full (not the least
+and a few thousand times a second on a busy server. ``cachetools.TTLCache``'s lookup runs Python
+code (its timer, its expiry and its LRU links); this is one ``dict.get`` and a time comparison.
+The price: the oldest entry is dropped first when full (not the least
 recently used) and an expired entry stays until it is looked up or pushed out.
 
 >>> records = ExpiringMap(max_entries=2, ttl_s=600.0)

@@ -49,7 +49,6 @@ from ._scoring import bm25_idf
 MEMO_ENTRIES, MEMO_VALUES = 256, 1_000_000
 #: Bounds of :meth:`UserIndex.derived`: small values kept, and their estimated bytes (oldest dropped first).
 DERIVED_ENTRIES, DERIVED_BYTES = 2048, 2_000_000
-_NO_MEMO = object()
 _V = TypeVar("_V")
 
 
@@ -267,7 +266,7 @@ class UserIndex(SlotArraysMixin):
             self._speaker_counts.append(0)
         return code
 
-    def _post(self, table: dict[str, _Postings], term: str, slot: int, value: float) -> None:
+    def _post(self, table: dict[str, _Postings] | LazyMap[str, _Postings], term: str, slot: int, value: float) -> None:
         postings = table.get(term)
         if postings is None:
             postings = table[term] = _Postings()
@@ -280,7 +279,7 @@ class UserIndex(SlotArraysMixin):
         by_slot[slot] = max(value, by_slot.get(slot, 0.0))
         postings.cached = None
 
-    def _unpost(self, table: dict[str, _Postings], term: str, slot: int) -> None:
+    def _unpost(self, table: dict[str, _Postings] | LazyMap[str, _Postings], term: str, slot: int) -> None:
         postings = table.get(term)
         if postings is None:
             return
@@ -321,9 +320,10 @@ class UserIndex(SlotArraysMixin):
         keyword tier): a term searched again costs a look-up. The arrays are read-only. At most
         :data:`MEMO_ENTRIES` vectors and :data:`MEMO_VALUES` values are kept (oldest dropped first).
         """
-        found = self._memo.get(key, _NO_MEMO)
-        if found is not _NO_MEMO:
-            return found  # type: ignore[return-value]
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
         value = compute()
         size = 0 if value is None else len(value[0])
         if size > MEMO_VALUES:
@@ -350,6 +350,7 @@ class UserIndex(SlotArraysMixin):
         """
         found = self._derived.get(key)
         if found is not None:
+            # the kept values are of every kind; a key's value is the one its ``compute`` made
             return found[0]  # type: ignore[return-value]
         value = compute()
         size = _estimated_bytes(value)
@@ -388,7 +389,7 @@ class UserIndex(SlotArraysMixin):
         if len(term) < min_prefix:
             return []
         vocab = self.vocabulary()
-        found = []
+        found: list[str] = []
         i = bisect.bisect_right(vocab, term)
         while i < len(vocab) and vocab[i].startswith(term) and len(found) < 50:
             found.append(vocab[i])

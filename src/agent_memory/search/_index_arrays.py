@@ -179,7 +179,8 @@ class SlotArraysMixin:
         targets = table[slots].ravel()
         contrib = (weights[slots] * np.asarray(values, dtype=np.float64)[:, None]).ravel()
         ok = targets >= 0
-        return np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots))
+        # weighted, the counts are float64 (numpy's stubs give every bincount integers)
+        return np.asarray(np.bincount(targets[ok], weights=contrib[ok], minlength=len(self._slots)), dtype=np.float64)
 
     def _link(self, members: Sequence[tuple[float, str, int]]) -> IntArray:
         """``(earlier slot, later slot, distance)`` rows of the session's turns linked as neighbours."""

@@ -18,10 +18,11 @@ was saved.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, overload
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+D = TypeVar("D")
 
 
 class LazyMap(Generic[K, V]):
@@ -35,16 +36,23 @@ class LazyMap(Generic[K, V]):
         self._loader = loader
 
     def _made(self, key: K, value: V | int) -> V:
-        if type(value) is int:
+        if isinstance(value, int):
             assert self._loader is not None
             made = self._loader(value)
             self._data[key] = made
             return made
-        return value  # type: ignore[return-value]
+        return value
 
-    def get(self, key: K, default: V | None = None) -> V | None:
-        value = self._data.get(key, _MISSING)
-        if value is _MISSING:
+    @overload
+    def get(self, key: K) -> V | None: ...
+
+    @overload
+    def get(self, key: K, default: D) -> V | D: ...
+
+    def get(self, key: K, default: object = None) -> object:
+        try:
+            value = self._data[key]
+        except KeyError:
             return default
         return self._made(key, value)
 
@@ -103,10 +111,10 @@ class LazyList(Generic[V]):
 
     def __getitem__(self, at: int) -> V:
         value = self._items[at]
-        if type(value) is int:
+        if isinstance(value, int):
             assert self._loader is not None
             value = self._items[at] = self._loader(value)
-        return value  # type: ignore[return-value]
+        return value
 
     def __setitem__(self, at: int, value: V) -> None:
         self._items[at] = value
@@ -121,6 +129,3 @@ class LazyList(Generic[V]):
     def pending(self, at: int) -> bool:
         """True while the item at ``at`` has not been made."""
         return type(self._items[at]) is int
-
-
-_MISSING: object = object()

@@ -51,7 +51,10 @@ class _Postings:
 
     def count(self) -> int:
         """How many slots hold the term."""
-        return len(self._by_slot) if self._by_slot is not None else len(self.cached[0])  # type: ignore[index]
+        if self._by_slot is not None:
+            return len(self._by_slot)
+        assert self.cached is not None  # one of the two forms is always held
+        return len(self.cached[0])
 
     def arrays(self) -> tuple[IntArray, FloatArray]:
         if self.cached is None:

@@ -1,4 +1,4 @@
-"""Seed 002 section 5.1's ``MemoryModel``: the old ``search_memories`` call, kept compatible, and
+"""``MemoryModel``: the old ``search_memories`` call, kept compatible, and
 ``search_memories_advanced`` that the memory tools call.
 
 >>> model = MemoryModel(layer)  # doctest: +SKIP
@@ -21,7 +21,7 @@ from ._pipeline import SearchHit
 
 @dataclass(frozen=True, slots=True)
 class MemoryInfo:
-    """A search result as the seed's tools expect it."""
+    """A search result as the recall tools expect it."""
 
     memory_key: str
     summary: str

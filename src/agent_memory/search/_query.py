@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
+from typing_extensions import TypeIs
+
 from data_layer import InvalidInputError, Scope, check_memory_type
 
 from ..domain import listed_in_full
@@ -30,6 +32,13 @@ from ..text import TimeRange, asked_range, fold, named_range, parse_time_express
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+
+
+def is_search_mode(value: object) -> TypeIs[SearchMode]:
+    """Whether ``value`` names a search mode (one of :data:`SEARCH_MODES`)."""
+    return value in SEARCH_MODES
+
+
 #: Longest query accepted (characters); longer text should be summarised or split first.
 MAX_QUERY_CHARS = 4_000
 #: The most results one search returns.
@@ -46,11 +55,11 @@ _JOINERS = re.compile(r"[\W_]+|\b(?:in|on|at|during|the|over|from|within)\b|[的
 class SearchQuery:
     """A validated search: what to look for, whose memories, and the filters. Build it with :meth:`build`.
 
-    ``keywords`` is seed 000's ``keywords`` parameter ("可选的精确关键词列表，用于精确过滤", an optional list
+    ``keywords`` is the search tool's ``keywords`` parameter ("可选的精确关键词列表，用于精确过滤", an optional list
     of exact keywords that filters), folded (:func:`~agent_memory.text.fold`), deduplicated and sorted;
     ``None`` when none were given. The rule, applied by the ``candidates`` stage:
 
-    - a memory is returned only when it holds **at least one** of the keywords. The seed's own example
+    - a memory is returned only when it holds **at least one** of the keywords. The tool's own example
       passes alternatives (``keywords=["数据库", "配置", "database"]`` for a Chinese question, expecting the
       Chinese memories), so the list is read as "any of these words", not "all of them";
     - a memory holds a keyword when **every** search term of the keyword (folded and tokenised exactly
@@ -110,7 +119,7 @@ class SearchQuery:
         text = _query_text(query, keywords)
         filter_words = _keywords(keywords)
         chosen = mode or default_mode
-        if chosen not in SEARCH_MODES:
+        if not is_search_mode(chosen):
             raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {chosen!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
@@ -142,7 +151,7 @@ class SearchQuery:
             text=text,
             message=query.strip(),
             scope=scope,
-            mode=chosen,  # type: ignore[arg-type]
+            mode=chosen,
             keywords=filter_words,
             memory_types=_types(memory_types),
             start=lo,
@@ -176,8 +185,8 @@ class SearchQuery:
         if not self.spans:
             return None
         rest = fold(self.text)
-        for span in self.spans:
-            rest = rest.replace(span.expression, " ")
+        for said in self.spans:
+            rest = rest.replace(said.expression, " ")
         span = asked_range(self.spans)
         if _JOINERS.sub("", rest) or span is None or not listed_in_full(span.end - span.start):
             return None
@@ -192,8 +201,20 @@ class SearchQuery:
         """The query as a cache key (the reference time to the minute, so repeats within it hit; the named
         time too: "上周" in UTC and in +08:00 are different spans)."""
         minute = self.at.replace(second=0, microsecond=0)
-        return (self.text, self.scope, self.mode, self.keywords, self.memory_types, self.start, self.end,
-                self.limit, self.min_score, minute, self.named, self.as_of)  # fmt: skip
+        return (
+            self.text,
+            self.scope,
+            self.mode,
+            self.keywords,
+            self.memory_types,
+            self.start,
+            self.end,
+            self.limit,
+            self.min_score,
+            minute,
+            self.named,
+            self.as_of,
+        )
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -1,4 +1,4 @@
-"""Final ordering of search results (seed 002 section 3.3.2): relevance 70 %, interaction 20 %, type 10 %.
+"""Final ordering of search results: relevance 70 %, interaction 20 %, type 10 %.
 
 >>> from datetime import UTC, datetime
 >>> ranker = SearchResultRanker()

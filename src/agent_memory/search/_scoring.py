@@ -17,7 +17,7 @@ from ..domain import MEMORY_TYPES
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Keyword match tiers (seed 002 section 3.3.1): see ``keyword_tiers`` in ``_components``.
+#: Keyword match tiers (exact, prefix, synonym): see ``keyword_tiers`` in ``_components``.
 EXACT, PREFIX, SYNONYM = 1.0, 0.8, 0.7
 
 
@@ -57,7 +57,7 @@ def time_decay(age_days: npt.ArrayLike, half_life_days: float) -> FloatArray:
 
 
 def recency(age_days: npt.ArrayLike, half_life_days: float) -> FloatArray:
-    """Recency in 0.5-1 (seed 002: at least 50 % kept): ``0.5 + 0.5 * time_decay``."""
+    """Recency in 0.5-1 (an old memory keeps at least half its score): ``0.5 + 0.5 * time_decay``."""
     return 0.5 + 0.5 * time_decay(age_days, half_life_days)
 
 
@@ -104,7 +104,7 @@ def calibrate(score: npt.ArrayLike) -> FloatArray:
     ``s`` is about the share of the query's weighted words a memory covers (each word weighs its idf
     times its general informativeness; every word counts, also one no memory holds; of the whole
     message or of its sentence the memory matches best, see ``Pipeline.lexical``). Cubing the
-    shortfall keeps the order and puts the scale where thresholds read as the seeds use them: a
+    shortfall keeps the order and puts the scale where the tools' thresholds read as they are meant: a
     memory holding a fifth of what the message asks about scores 0.5 (related), a third 0.7, half
     of it 0.87 (strong), all of it 1; an unrelated memory 0. Every threshold (``min_relevance_score``,
     the recall's similarity threshold, the round plan) is on this scale.

@@ -147,8 +147,12 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     vectors = np.zeros((n, dim), dtype=np.float32) if dim else None
     for i in range(n):
         if source is not None and index._slots.pending(i):
-            _copy_slot(source, i, out=(ids, present, revision, friend_code, kind_code, embedded, vectors),
-                       lists=(keys, terms, kw_terms, kw_weights))  # fmt: skip
+            _copy_slot(
+                source,
+                i,
+                out=(ids, present, revision, friend_code, kind_code, embedded, vectors),
+                lists=(keys, terms, kw_terms, kw_weights),
+            )
             continue
         entry = index._slots[i]
         if entry is None:
@@ -173,13 +177,25 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
             embedded[i] = True
             vectors[i] = m.embedding
     out: dict[str, np.ndarray] = {
-        "ids": ids, "present": present, "revision": revision, "friend_code": friend_code,
-        "kind_code": kind_code, "ts": arrays["ts"], "length": arrays["length"], "asks": arrays["asks"],
-        "expanded_length": arrays["expanded_length"], "free": np.asarray(index._free, dtype=np.int64),
-        "adj_data": adjacency.data, "adj_indices": adjacency.indices.astype(np.int64),
-        "adj_indptr": adjacency.indptr.astype(np.int64), "nb_table": table, "nb_weights": weights,
-        "followers": index.followers(), "embedded": embedded, "speaker_code": arrays["speaker"],
-    }  # fmt: skip
+        "ids": ids,
+        "present": present,
+        "revision": revision,
+        "friend_code": friend_code,
+        "kind_code": kind_code,
+        "ts": arrays["ts"],
+        "length": arrays["length"],
+        "asks": arrays["asks"],
+        "expanded_length": arrays["expanded_length"],
+        "free": np.asarray(index._free, dtype=np.int64),
+        "adj_data": adjacency.data,
+        "adj_indices": adjacency.indices.astype(np.int64),
+        "adj_indptr": adjacency.indptr.astype(np.int64),
+        "nb_table": table,
+        "nb_weights": weights,
+        "followers": index.followers(),
+        "embedded": embedded,
+        "speaker_code": arrays["speaker"],
+    }
     out["terms"], out["terms_offsets"] = _csr(terms, np.int32)
     out["kw_terms"], out["kw_offsets"] = _csr(kw_terms, np.int32)
     out["kw_weights"], _ = _csr(kw_weights, np.float64)
@@ -201,9 +217,13 @@ def encode(index: UserIndex, meta: SnapshotMeta) -> bytes:
     )
     out["vocab"] = np.asarray([strings(t) for t in index.vocabulary()], dtype=np.int32)
     text = {
-        "strings": list(strings.ids), "keys": keys, "friends": list(friends.ids), "kinds": list(kinds.ids),
-        "sessions": session_keys, "speakers": index._speaker_names,
-    }  # fmt: skip
+        "strings": list(strings.ids),
+        "keys": keys,
+        "friends": list(friends.ids),
+        "kinds": list(kinds.ids),
+        "sessions": session_keys,
+        "speakers": index._speaker_names,
+    }
     out["text"] = np.frombuffer(json.dumps(text, ensure_ascii=False).encode(), dtype=np.uint8)
     extra = {"norms_at": index._norms_at, "postings_total": index._postings_total, "embedding_dim": index.embedding_dim}
     live = np.flatnonzero(present)
@@ -380,8 +400,9 @@ def _build(header: dict[str, Any], a: dict[str, np.ndarray]) -> UserIndex:
     index._postings_total = int(extra["postings_total"])
     friend_of = np.asarray(friends, dtype=object)
     kind_of = np.asarray(kinds, dtype=object)
-    friend = np.where(present, friend_of[friend_code] if len(friend_of) else None, None)
-    kind = np.where(present, kind_of[kind_code] if len(kind_of) else None, None)
+    nothing = np.full(len(present), None, dtype=object)
+    friend = np.where(present, friend_of[friend_code], nothing) if len(friend_of) else nothing
+    kind = np.where(present, kind_of[kind_code], nothing) if len(kind_of) else nothing
     index._arrays = {
         "active": present.copy(),
         "ts": ts,

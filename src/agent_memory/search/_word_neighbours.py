@@ -58,20 +58,19 @@ from ._word_vectors import (
 
 logger = logging.getLogger(__name__)
 
-#: Least cosine of a neighbour. Measured (allusion set recall@5 / @10, MemDaily recall@3): 0.5 gave
-#: 0.41 / 0.61 / 0.777, 0.55 0.40 / 0.60 / 0.776, 0.6 0.36 / 0.57 / 0.774. Under about 0.65 words that are
-#: only related come in too (小区 and 楼下 0.62, 停车场 and 门口 0.61); 0.55 keeps most of the recall.
+#: Least cosine of a neighbour. Under about 0.65 words that are only related come in too (小区 and 楼下
+#: 0.62, 停车场 and 门口 0.61); 0.55 keeps most of what a lower floor finds on the allusion set, a higher one
+#: loses some (``agent-memory bench retrieval``).
 MIN_SIMILARITY = 0.55
-#: Most neighbours of one word (the nearest; a frequent word has hundreds over the cosine). 10, 30, 60
-#: and 150 gave the allusion set recall@5 0.33, 0.40, 0.42 and 0.44 (at 0.5, in a first version).
+#: Most neighbours of one word (the nearest; a frequent word has hundreds over the cosine): on the
+#: allusion set, more neighbours kept finding more, up to about this many.
 LIMIT = 150
 #: Most neighbours of one query word a search uses: the nearest the user's memories hold.
 HELD = 20
 #: A neighbour counts at most as a related word the thesaurus lists (see :func:`neighbour_similarity`).
-#: Measured against counting as a synonym (0.8), ``benchmarks/zh_allusion/measure.py``: recall@3 / @5 /
-#: @10 0.304 / 0.571 / 0.792 -> 0.327 / 0.625 / 0.768 (each half alike: dev @5 0.583 -> 0.655, test 0.560
-#: -> 0.595), searches in another user's memories listing one at 0.5 or more 9 -> 7 of 84; MemDaily
-#: recall@3 0.784 either way, LoCoMo unchanged (English words have no neighbours).
+#: Against counting it as a synonym (0.8), ``benchmarks/zh_allusion/measure.py``: the allusion set ranks
+#: better at the top (both halves alike) and searches in another user's memories list fewer at 0.5 or
+#: more; MemDaily and LoCoMo are unchanged (English words have no neighbours).
 MAX_SIMILARITY = RELATED_SIMILARITY
 
 
@@ -85,8 +84,8 @@ def neighbour_similarity(cosine: float) -> float:
     return round(min(cosine, SYNONYM_SIMILARITY) * MAX_SIMILARITY / SYNONYM_SIMILARITY, 4)
 
 
-#: How many of the table's most frequent words have and are neighbours. 200,000 gave the allusion set
-#: recall@5 0.43 rather than 0.40 and MemDaily nothing more, but take twice as long to load (0.63 s).
+#: How many of the table's most frequent words have and are neighbours. Twice as many find a little more
+#: on the allusion set and nothing more on MemDaily, and take twice as long to load.
 VOCABULARY = 100_000
 #: How many words' neighbours are kept.
 CACHED_WORDS = 50_000

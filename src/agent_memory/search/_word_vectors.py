@@ -31,6 +31,7 @@ import pickle
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -222,7 +223,7 @@ def packaged_vectors_installed(package: str = PACKAGE) -> bool:
     try:
         matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")
         whole = matrix.ndim == 2 and matrix.shape[0] > 0 and matrix.shape[1] == PACKAGED_DIM
-        whole = whole and files[WORDS_FILE].locate().stat().st_size > 0
+        whole = whole and Path(files[WORDS_FILE].locate()).stat().st_size > 0
     except (OSError, ValueError) as exc:
         _warn_once(package, f"the {package} word vectors cannot be read ({exc}): {INSTALL_HINT}")
         return False
@@ -271,7 +272,7 @@ def _read_packaged(rows: int | None) -> WordVectors:
         if not _lists_vectors(files):
             raise MissingPackageError(f"the {PACKAGE} package has no word vectors: {INSTALL_HINT}")
         try:
-            words = _WordList(io.BytesIO(files[WORDS_FILE].locate().read_bytes())).load()
+            words = _WordList(io.BytesIO(Path(files[WORDS_FILE].locate()).read_bytes())).load()
             if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
                 raise MissingPackageError(f"the {PACKAGE} word list is not a list of words: {INSTALL_HINT}")
             matrix = np.load(str(files[VECTORS_FILE].locate()), allow_pickle=False, mmap_mode="r")

@@ -1,4 +1,4 @@
-"""Settings from the environment and ``.env`` (seed 002 section 5.2, seed 001 section 5).
+"""Settings from the environment and ``.env``: search, recall, archives, sessions and chat defaults.
 
 Every variable is listed, with a comment, in ``.env.example``. A bad value stops the program at
 start with :class:`SettingsError`, which names the variable and the allowed values.
@@ -70,7 +70,7 @@ class AgentMemorySettings(BaseSettings):
     # -- storage -------------------------------------------------------------------------------------
     memory_database_url: str = Field(default_factory=default_database_url)
 
-    # -- search (seed 002 section 5.2) ---------------------------------------------------------------
+    # -- search ----------------------------------------------------------------------------
     memory_search_default_mode: SearchMode = "hybrid"
     memory_search_keyword_weight: float = Field(0.4, ge=0.0, le=1.0)
     memory_search_text_similarity_weight: float = Field(0.4, ge=0.0, le=1.0)
@@ -110,7 +110,7 @@ class AgentMemorySettings(BaseSettings):
     memory_tools_proactive_search_threshold: float = Field(0.7, ge=0.0, le=1.0)
     memory_tools_max_results_per_search: int = Field(5, ge=1, le=10)
 
-    # -- recall defaults for users without stored settings (seed 001 section 5.1) -------------------
+    # -- recall defaults for users without stored settings ------------------------------------------
     memory_recall_enabled: bool = True
     memory_recall_rounds: int = RECALL_BOUNDS["rounds"].field()
     memory_recall_profile_top_k: int = RECALL_BOUNDS["profile_top_k"].field()
@@ -136,7 +136,7 @@ class AgentMemorySettings(BaseSettings):
     #: offline rules. An answer it gives that is no usable JSON falls back to the rules (logged).
     memory_archive_model_client: str = ""
 
-    # -- tool-result archive (seed 004) and the command executor --------------------------------------
+    # -- tool-result archive and the command executor ---------------------------------------------------
     memory_archive_threshold: int = Field(10_000, ge=100, le=10_000_000)
     memory_exec_timeout_s: float = Field(10.0, gt=0.0, le=3600.0)
     memory_exec_cpu_s: int = Field(10, ge=1, le=3600)
@@ -150,12 +150,12 @@ class AgentMemorySettings(BaseSettings):
     #: Give agents built by AgentBuilder the ``run_code`` tool (code with [memory:key] slots, isolated).
     memory_tools_enable_code_execution: bool = False
 
-    # -- session archiving (seed 001: chats become profile items and event gists) ----------------------
+    # -- session archiving (chats become profile items and event gists) -------------------------------
     memory_sessions_enabled: bool = True
     memory_sessions_idle_minutes: int = Field(30, ge=1, le=10_080)
     memory_sessions_max_messages: int = Field(40, ge=2, le=1000)
 
-    # -- chat defaults (seed 001 section 5.2) --------------------------------------------------------
+    # -- chat defaults ---------------------------------------------------------------------------------
     memory_chat_show_tool_calls: bool = False
     memory_chat_show_thinking: bool = False
 
@@ -183,11 +183,13 @@ class AgentMemorySettings(BaseSettings):
         """A token of white space (``MEMORY_SERVER_TOKEN=" "``) or with white space at its ends is refused:
         a client cannot present it in its ``Authorization`` header, and a blank one guards nothing."""
         if value and not value.strip():
-            raise ValueError("MEMORY_SERVER_TOKEN is only white space: set a real secret, or leave it empty "
-                             "(loopback only)")  # fmt: skip
+            raise ValueError(
+                "MEMORY_SERVER_TOKEN is only white space: set a real secret, or leave it empty (loopback only)"
+            )
         if value != value.strip():
-            raise ValueError("MEMORY_SERVER_TOKEN starts or ends with white space, which no Authorization "
-                             "header carries: remove it")  # fmt: skip
+            raise ValueError(
+                "MEMORY_SERVER_TOKEN starts or ends with white space, which no Authorization header carries: remove it"
+            )
         return value
 
     @field_validator("memory_search_embedding_dim", mode="before")

@@ -1,4 +1,4 @@
-"""``CommandExecutor``: runs code and remembered commands with memory slots (seed 002, stage three).
+"""``CommandExecutor``: runs code and remembered commands with memory slots filled in.
 
 >>> executor = system.executor(user_id="u1", friend_id="mentor")  # doctest: +SKIP
 >>> slots = await executor.slots(["db-config-001"])  # doctest: +SKIP
@@ -261,8 +261,9 @@ class CommandExecutor:
         problem = unencodable(line, name="the command line (with its memory values)")
         if problem:
             return CommandResult(False, error=problem, code=command.content, language="shell")
-        outcome = await run_shell(line, limits=self.limits, workdir=self.workdir, isolation=self._run_isolation(),
-                                  on_output=on_output)  # fmt: skip
+        outcome = await run_shell(
+            line, limits=self.limits, workdir=self.workdir, isolation=self._run_isolation(), on_output=on_output
+        )
         return await self._finish(line, "shell", tuple(keys), outcome, slots.values())
 
     async def _finish(
@@ -294,8 +295,14 @@ class CommandExecutor:
     ) -> str:
         key = f"run-{uuid.uuid4().hex[:12]}"
         first = next((ln.strip() for ln in code.splitlines() if ln.strip()), "")
-        record = {"code": code, "language": language, "result": outcome.result, "output": outcome.output[-5000:],
-                  "error": outcome.error, "referenced_keys": list(refs)}  # fmt: skip
+        record = {
+            "code": code,
+            "language": language,
+            "result": outcome.result,
+            "output": outcome.output[-5000:],
+            "error": outcome.error,
+            "referenced_keys": list(refs),
+        }
         await self.layer.memory.add(
             user_id=self.user_id,
             friend_id=self.friend_id,

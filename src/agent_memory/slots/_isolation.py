@@ -47,8 +47,17 @@ SANDBOX_GID = 65534
 IO_DIR = "/memexec"
 #: The few ``/etc`` entries a program needs (user names, the loader cache, the time zone, Debian's
 #: ``alternatives`` links); everything else of ``/etc`` stays out of sight.
-_ETC = ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
-        "alternatives", "mime.types")  # fmt: skip
+_ETC = (
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "alternatives",
+    "mime.types",
+)
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 Mechanism = Literal["bwrap", "none"]
@@ -122,8 +131,15 @@ def _probe(bwrap: str) -> Isolation:
     with tempfile.TemporaryDirectory(prefix="memexec-probe-") as scratch:
         io_dir, work = Path(scratch, "io"), Path(scratch, "work")
         prepare_dirs(candidate, io_dir, work)
-        argv = sandbox_argv(candidate, [python_binary(), "-I", "-c", check], workdir=work, io_dir=io_dir,
-                            env={"PATH": "/usr/bin:/bin"}, processes=8, tmp_mb=1)  # fmt: skip
+        argv = sandbox_argv(
+            candidate,
+            [python_binary(), "-I", "-c", check],
+            workdir=work,
+            io_dir=io_dir,
+            env={"PATH": "/usr/bin:/bin"},
+            processes=8,
+            tmp_mb=1,
+        )
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -165,8 +181,10 @@ def workdir_problem(isolation: Isolation, workdir: Path) -> str | None:
     st = workdir.stat()
     bits = 0o700 if st.st_uid == SANDBOX_UID else 0o070 if st.st_gid == SANDBOX_GID else 0o007
     if st.st_mode & bits != bits:
-        return (f"the working folder {str(workdir)!r} is not writable by the sandbox user (uid {SANDBOX_UID}); "
-                f"chown it to {SANDBOX_UID} or leave workdir unset for a fresh folder per run")  # fmt: skip
+        return (
+            f"the working folder {str(workdir)!r} is not writable by the sandbox user (uid {SANDBOX_UID}); "
+            f"chown it to {SANDBOX_UID} or leave workdir unset for a fresh folder per run"
+        )
     return None
 
 
@@ -182,8 +200,18 @@ def sandbox_argv(
 ) -> list[str]:
     """The bwrap command line that runs ``command`` isolated (see the module docs)."""
     assert isolation.bwrap is not None, "sandbox_argv needs an available isolation"
-    argv = [isolation.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "memexec"]  # fmt: skip
+    argv = [
+        isolation.bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "memexec",
+    ]
     if not isolation.privileged:
         argv += ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     argv += _filesystem(workdir=workdir, io_dir=io_dir, tmp_mb=tmp_mb)
@@ -192,8 +220,16 @@ def sandbox_argv(
         argv += ["--setenv", name, value]
     argv += ["--chdir", str(workdir), "--"]
     if isolation.privileged:
-        argv += ["/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+        argv += [
+            "/usr/bin/setpriv",
+            f"--reuid={SANDBOX_UID}",
+            f"--regid={SANDBOX_GID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
     # RLIMIT_NPROC set inside, after the uid change: it counts the processes of the sandbox user
     argv += ["/usr/bin/prlimit", f"--nproc={processes}:{processes}", "--", *command]
     return argv

@@ -1,4 +1,4 @@
-"""Memory placeholders (seed 002, stage three): ``[memory:KEY]``, ``[memory:KEY:full]``,
+"""Memory placeholders in code and commands: ``[memory:KEY]``, ``[memory:KEY:full]``,
 ``[memory:KEY:summary]`` and ``[memory:KEY:meta:FIELD]``.
 
 >>> [p.key for p in parse_placeholders("用 [memory:db-config-001] 连接，端口 [memory:db-config-001:meta:port]")]
@@ -85,7 +85,9 @@ def parse_placeholders(text: str) -> list[Placeholder]:
                 "[memory:KEY:full], [memory:KEY:summary] or [memory:KEY:meta:FIELD] (KEY: letters, digits, _ and -)"
             )
         fmt = match.group("format")
-        kind: Format = "default" if fmt is None else "meta" if fmt.startswith("meta:") else fmt  # type: ignore[assignment]
+        kind: Format = (
+            "default" if fmt is None else "meta" if fmt.startswith("meta:") else "full" if fmt == "full" else "summary"
+        )
         found.append(Placeholder(match.group("key"), kind, match.group("field"), match.group(0), start, match.end()))
     return found
 

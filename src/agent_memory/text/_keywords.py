@@ -1,7 +1,7 @@
-"""Keyword extraction for memories (seed 002 section 3.2.4) and for queries (seed 000 section 2.3).
+"""Keyword extraction for memories (stored with them, weighted) and for queries (typed keywords).
 
 Offline, keywords come from TF-IDF over the search tokens, with jieba's IDF table for Chinese words,
-plus rules by memory type and the user's own tags. With a model client, the seed's LLM prompt is used
+plus rules by memory type and the user's own tags. With a model client, ``MEMORY_KEYWORDS_PROMPT`` is used
 and the offline extractor is the fallback.
 
 >>> ex = KeywordExtractor()
@@ -23,7 +23,7 @@ from typing import Literal
 
 from autogen_core.models import ChatCompletionClient, UserMessage
 
-from data_layer import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, KeywordInput
+from data_layer import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, KeywordInput, KeywordSource
 
 from ._idf import idf_table
 from ._scan import KEYWORD_SCAN_CHARS, ScanBudget, scan
@@ -32,7 +32,7 @@ from ._tokenize import Tokenizer, is_cjk_word
 
 KeywordType = Literal["entity", "action", "concept", "time"]
 
-#: Seed 002 appendix 8.1, the keyword extraction prompt.
+#: The prompt of the model that extracts a memory's keywords (when a client is set).
 MEMORY_KEYWORDS_PROMPT = """从以下记忆中提取最多 {max_keywords} 个关键词。
 
 记忆摘要: {summary}
@@ -133,7 +133,7 @@ def _command_token(word: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class QueryKeyword:
-    """A keyword of a search query, typed as seed 000's ``KeywordExtractionItem``."""
+    """A keyword of a search query, typed as the tools' ``KeywordExtractionItem``."""
 
     keyword: str
     weight: float
@@ -145,7 +145,7 @@ class KeywordExtractor:
 
     ``max_keywords`` and ``min_weight`` come from the ``MEMORY_EXTRACTION_*`` settings;
     ``model_client`` (any AutoGen ``ChatCompletionClient``) switches :meth:`extract_keywords` to the
-    seed's LLM prompt. ``scan`` bounds what is read of a long text (a memory of at most 2 KB is read
+    model (``MEMORY_KEYWORDS_PROMPT``). ``scan`` bounds what is read of a long text (a memory of at most 2 KB is read
     whole); ``scan=None`` reads everything, whatever it costs (for comparisons).
     """
 
@@ -274,7 +274,7 @@ class KeywordExtractor:
     async def extract_keywords(
         self, content: str, summary: str, memory_type: str | None = None, max_keywords: int | None = None
     ) -> list[tuple[str, float]]:
-        """Seed 002's interface: ``(keyword, weight)`` pairs, by LLM when a client is set, else offline.
+        """The extractor's interface: ``(keyword, weight)`` pairs, by LLM when a client is set, else offline.
 
         A failing or malformed LLM answer falls back to the offline extractor.
         """
@@ -333,6 +333,6 @@ def _kind(word: str) -> KeywordType:
     return "concept" if is_cjk_word(word) else "entity"
 
 
-def keyword_inputs(pairs: Sequence[tuple[str, float]], *, source: str = "llm") -> list[KeywordInput]:
+def keyword_inputs(pairs: Sequence[tuple[str, float]], *, source: KeywordSource = "llm") -> list[KeywordInput]:
     """``(keyword, weight)`` pairs as ``KeywordInput`` with the given extraction source."""
-    return [KeywordInput(k, w, source) for k, w in pairs]  # type: ignore[arg-type]
+    return [KeywordInput(k, w, source) for k, w in pairs]

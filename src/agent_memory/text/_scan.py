@@ -1,6 +1,6 @@
 """What keyword extraction reads of a long text: a bounded, evenly spread sample, priced as jieba works.
 
-A memory may hold 100 KB (seed 000 section 6.2) or, as command output, megabytes. Keyword weights only
+A memory may hold 100 KB (``MAX_CONTENT_BYTES``) or, as command output, megabytes. Keyword weights only
 need a representative sample, so a long text is cut into windows of about ``window_chars`` characters
 (each boundary moved to the next space or punctuation mark nearby, where the tokenizer splits anyway)
 and windows are read in an order whose every prefix is spread over the text: the head first, then the

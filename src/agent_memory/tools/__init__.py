@@ -1,4 +1,4 @@
-"""The MemRecallAgent tools of seed 000, bound to a user (and AI friend) scope.
+"""The MemRecallAgent tools, bound to a user (and AI friend) scope.
 
 >>> from agent_memory.tools import MEMRECALL_TOOLS, MemoryToolbox
 >>> sorted(MEMRECALL_TOOLS)

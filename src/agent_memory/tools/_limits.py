@@ -4,7 +4,7 @@
 >>> [r.strategy for r in limits.plan], limits.max_consecutive_searches
 (['precise', 'expanded', 'semantic', 'context'], 4)
 
-Seed 002's round manager: precise (keyword, score >= 0.7, 5 results, 0.5 s), expanded (hybrid with
+The recall's search rounds: precise (keyword, score >= 0.7, 5 results, 0.5 s), expanded (hybrid with
 synonyms, >= 0.6, 8 results, 0.8 s), semantic (>= 0.5, 10 results, 1 s). A user may allow up to five
 rounds; rounds four and five widen the query with the earlier user messages (``context``) and finally
 accept any score that still clears the user's threshold (``broad``). A search's score is the
@@ -19,7 +19,7 @@ from typing import Literal
 
 SearchModeName = Literal["keyword", "hybrid", "semantic"]
 
-#: Seed 000 section 6.2: results per search and consecutive searches.
+#: Results per search and consecutive searches.
 MAX_RESULTS = 10
 MAX_CONSECUTIVE_SEARCHES = 3
 
@@ -39,7 +39,7 @@ class RoundConfig:
     with_context: bool = False
 
 
-#: Seed 002 section 3.4.3, stage four; the offline planner scores the semantic round in hybrid mode,
+#: The semantic round's lowest score; the offline planner scores the semantic round in hybrid mode,
 #: where a stored embedder's likeness takes part (see ``MemRecallAgent``).
 SEED_ROUNDS: tuple[RoundConfig, ...] = (
     RoundConfig("precise", "keyword", 0.7, 5, 0.5),
@@ -48,7 +48,7 @@ SEED_ROUNDS: tuple[RoundConfig, ...] = (
     RoundConfig("context", "hybrid", 0.5, 10, 1.0, with_context=True),
     RoundConfig("broad", "hybrid", 0.0, 10, 1.0, with_context=True),
 )
-#: Two results at least this good end the refinement early (seed 002).
+#: Two results at least this good end the refinement early.
 EARLY_STOP_SCORE = 0.85
 
 
@@ -57,7 +57,8 @@ class ToolLimits:
     """Limits of the recall tools.
 
     ``rounds`` (1-5) search rounds of :data:`SEED_ROUNDS`; also the most searches in a row (at least
-    seed 000's three). ``max_results`` caps every search (1-10). ``plan`` may replace the rounds.
+    ``MAX_CONSECUTIVE_SEARCHES``, three). ``max_results`` caps every search (1-10). ``plan`` may replace
+    the rounds.
     ``default_min_score`` is the lowest score of a search whose caller did not set one.
     """
 
@@ -78,7 +79,7 @@ class ToolLimits:
 
     @property
     def max_consecutive_searches(self) -> int:
-        """Searches allowed in a row: the rounds, and never fewer than seed 000's three."""
+        """Searches allowed in a row: the rounds, and never fewer than three."""
         return max(MAX_CONSECUTIVE_SEARCHES, self.rounds)
 
     def round(self, number: int) -> RoundConfig:

@@ -1,4 +1,4 @@
-"""Input and output models of the MemRecallAgent tools, field for field as seed 000 section 2."""
+"""Input and output models of the MemRecallAgent tools: the fields the model reads and fills."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``MEMRECALL_TOOLS``: seed 000 section 3's registry (name, description, input and output models)."""
+"""``MEMRECALL_TOOLS``: the recall tools' registry (name, description, input and output models)."""
 
 from __future__ import annotations
 

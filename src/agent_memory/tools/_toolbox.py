@@ -134,7 +134,7 @@ LISTED_BEFORE_NARROWING = 50
 
 
 class MemoryToolbox:
-    """The five tools of seed 000 for one :class:`Scope` (user, optional AI friend), with its limits.
+    """The five recall tools for one :class:`Scope` (user, optional AI friend), with its limits.
 
     ``iteration`` / ``max_iterations`` and ``window_size`` describe the current recall iteration;
     ``ledger`` (shared by the iterations of one recall) records every search, detail read, window
@@ -142,7 +142,7 @@ class MemoryToolbox:
     gives each search round its time limit. ``as_of`` answers every search with what was current
     then (an earlier value of a changed profile item). ``now`` fixes the reference time of the time decay
     (benchmarks replaying old conversations; default: the current time). Sensitive memories of
-    another friend (seed 000 section 7.4, ``agent_memory.domain.reach``) are left out of the
+    another friend (``agent_memory.domain.reach``) are left out of the
     results and refused by ``get_memory_detail`` unless the runtime passes ``allow_sensitive=True``.
     ``listing`` narrows what a search of nothing but a time lists ("最近": every memory of those days) to
     what bears on the conversation (``agent_memory.recall.told_days_filter``; ``None``: all of it).
@@ -277,8 +277,10 @@ class MemoryToolbox:
             span = hits.period
             last = span.end - timedelta(microseconds=1)  # the span's end is exclusive
             which = "中与当前消息相关或讲用户身心状态" if listing is not None else ""
-            message = (f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
-                       f"的记忆{which}；它们与消息不一定有相同的词")  # fmt: skip
+            message = (
+                f"查询只有时间词，按时间列出 {span.expression}（{span.start:%Y-%m-%d} 至 {last:%Y-%m-%d}）"
+                f"的记忆{which}；它们与消息不一定有相同的词"
+            )
         elif not results and query.keywords is not None:
             message = (
                 f"没有找到包含 keywords {list(query.keywords)} 中任一词且足够相关的记忆。"
@@ -314,8 +316,9 @@ class MemoryToolbox:
         uid = self.scope.user_id
         try:
             memory, allow = self._search.memory, self.allow_sensitive
-            record = await memory.retrieve_memory(memory_key=data.memory_key, user_id=uid, touch=False,
-                                                  include_inactive=self.as_of is not None)  # fmt: skip
+            record = await memory.retrieve_memory(
+                memory_key=data.memory_key, user_id=uid, touch=False, include_inactive=self.as_of is not None
+            )
             if record is not None and not shown_at(record, self.as_of):
                 record = None  # as of a time, an earlier version is read; a deleted memory never
             if record is not None and record.is_active and reach(self.scope, record, allow_sensitive=allow):
@@ -325,7 +328,7 @@ class MemoryToolbox:
             _log_failure("get_memory_detail", exc)
             return GetMemoryDetailOutput(success=False, message=_failure(exc))
         gate = None if record is None else reach(self.scope, record, allow_sensitive=self.allow_sensitive)
-        if gate is None or not gate.seen:
+        if record is None or gate is None or not gate.seen:
             return GetMemoryDetailOutput(
                 success=False, message=f"未找到记忆: {data.memory_key}。请使用 search_memories 结果中的 memory_key"
             )
@@ -426,7 +429,7 @@ class MemoryToolbox:
         )
 
     async def handoff(self, data: HandoffInput) -> HandoffOutput:
-        """End the recall: record the arguments and format the seed's result message."""
+        """End the recall: record the arguments and format the handoff's result message."""
         self.consecutive_searches = 0
         self.ledger.handoff = data
         self.ledger.handoff_problem = None

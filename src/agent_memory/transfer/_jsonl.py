@@ -105,8 +105,13 @@ async def export_user(layer: AgentFusionDataLayer, *, user_id: str, out: TextIO)
         keywords.setdefault(kw["memory_id"], []).append(
             {"keyword": kw["keyword"], "weight": kw["weight"], "source": kw["extraction_source"]}
         )
-    header = {"kind": "header", "format": FORMAT_VERSION, "library_version": __version__, "user_id": user_id,
-              "exported_at": utcnow()}  # fmt: skip
+    header = {
+        "kind": "header",
+        "format": FORMAT_VERSION,
+        "library_version": __version__,
+        "user_id": user_id,
+        "exported_at": utcnow(),
+    }
     out.write(json.dumps(header, default=_json, ensure_ascii=False) + "\n")
     counts: dict[str, int] = {}
     for table, kind in _KINDS.items():
@@ -139,7 +144,7 @@ def _read(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[dict[str
                 raise ValueError(f"line {lineno}: not an agent-memory export of format {FORMAT_VERSION} (no header)")
             header = data
             continue
-        if kind not in set(_KINDS.values()) - {None}:
+        if kind is None or kind not in set(_KINDS.values()):
             raise ValueError(f"line {lineno}: unknown kind {kind!r}")
         # checked before anything is written: a bad value found midway would leave the import half done
         for name, value in data.items():
@@ -153,8 +158,14 @@ def _read(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[dict[str
 
 
 def _identity(row: dict[str, Any]) -> tuple[Any, ...]:
-    return (row["friend_id"], row["thread_id"], row["role"], row["content"], row["external_id"],
-            _time(row["created_at"]) if isinstance(row["created_at"], str) else row["created_at"])  # fmt: skip
+    return (
+        row["friend_id"],
+        row["thread_id"],
+        row["role"],
+        row["content"],
+        row["external_id"],
+        _time(row["created_at"]) if isinstance(row["created_at"], str) else row["created_at"],
+    )
 
 
 async def import_user(
@@ -183,8 +194,11 @@ async def import_user(
             )
         if data.get("settings") and stored_settings:
             raise DuplicateError(f"user {uid!r} already has settings: import with --on-conflict skip|replace")
-        have = [k for k in keys if await layer.memory.retrieve_memory(user_id=uid, memory_key=k, touch=False,
-                                                                         include_inactive=True)]  # fmt: skip
+        have = [
+            k
+            for k in keys
+            if await layer.memory.retrieve_memory(user_id=uid, memory_key=k, touch=False, include_inactive=True)
+        ]
         if have:
             raise DuplicateError(
                 f"user {uid!r} already has memory {min(have)!r}: import with --on-conflict skip|replace"
@@ -194,11 +208,13 @@ async def import_user(
         if f["friend_id"] in existing:
             if on_conflict == "skip":
                 continue
-            await layer.friends.update(user_id=uid, friend_id=f["friend_id"], name=f["name"],
-                                       system_prompt=f["system_prompt"])  # fmt: skip
+            await layer.friends.update(
+                user_id=uid, friend_id=f["friend_id"], name=f["name"], system_prompt=f["system_prompt"]
+            )
         else:
-            await layer.friends.create(user_id=uid, friend_id=f["friend_id"], name=f["name"],
-                                       system_prompt=f["system_prompt"])  # fmt: skip
+            await layer.friends.create(
+                user_id=uid, friend_id=f["friend_id"], name=f["name"], system_prompt=f["system_prompt"]
+            )
         kept_friends.append(f)
         counts["friend"] = counts.get("friend", 0) + 1
     await _restore(layer, uid, "ai_friends", ("friend_id",), kept_friends, ("created_at", "updated_at"))
@@ -209,10 +225,21 @@ async def import_user(
             counts["settings"] = 1
     messages = sorted(data.get("message", []), key=lambda m: m["id"])
     stored = await layer.messages.append_for_users(
-        {uid: [NewMessage(role=m["role"], content=m["content"], friend_id=m["friend_id"], thread_id=m["thread_id"],
-                          created_at=_time(m["created_at"]), external_id=m["external_id"]) for m in messages]},
+        {
+            uid: [
+                NewMessage(
+                    role=m["role"],
+                    content=m["content"],
+                    friend_id=m["friend_id"],
+                    thread_id=m["thread_id"],
+                    created_at=_time(m["created_at"]),
+                    external_id=m["external_id"],
+                )
+                for m in messages
+            ]
+        },
         skip_existing=True,
-    )  # fmt: skip
+    )
     counts["message"] = len(stored.get(uid, []))
     new_ids = _map_ids(messages, (await layer.user_rows(uid))["chat_messages"])
     by_chat: dict[str | None, list[int]] = {}
@@ -224,24 +251,38 @@ async def import_user(
             await layer.archive_state.mark_archived(
                 user_id=uid, friend_id=friend, message_ids=ids[start : start + 5000]
             )
-    archived = [{"id": new_ids[m["id"]], "archived_at": m["archived_at"]} for m in messages
-                if m.get("archived_at") and m["id"] in new_ids]  # fmt: skip
+    archived = [
+        {"id": new_ids[m["id"]], "archived_at": m["archived_at"]}
+        for m in messages
+        if m.get("archived_at") and m["id"] in new_ids
+    ]
     await _restore(layer, uid, "chat_messages", ("id",), archived, ("archived_at",))
-    marks = [{**a, "last_message_id": new_ids[a["last_message_id"]]} for a in data.get("archive_state", [])
-             if a["last_message_id"] in new_ids]  # fmt: skip
-    await _restore(layer, uid, "session_archive_state", ("friend_key",), marks,
-                   ("last_message_id", "last_message_at", "updated_at"))  # fmt: skip
+    marks = [
+        {**a, "last_message_id": new_ids[a["last_message_id"]]}
+        for a in data.get("archive_state", [])
+        if a["last_message_id"] in new_ids
+    ]
+    await _restore(
+        layer,
+        uid,
+        "session_archive_state",
+        ("friend_key",),
+        marks,
+        ("last_message_id", "last_message_at", "updated_at"),
+    )
     memories = [_memory(m, new_ids) for m in data.get("memory", [])]
-    written = await layer.memory.add_many(user_id=uid, memories=memories,
-                                          on_conflict="skip" if on_conflict == "error" else on_conflict)  # fmt: skip
+    written = await layer.memory.add_many(
+        user_id=uid, memories=memories, on_conflict="skip" if on_conflict == "error" else on_conflict
+    )
     counts["memory"] = len(written)
     done = {r.memory_key for r in written}
     for m in data.get("memory", []):
         if not m["is_active"] and m["memory_key"] in done:
             await layer.memory.delete(user_id=uid, memory_key=m["memory_key"])
     used = [m for m in data.get("memory", []) if m["memory_key"] in done]
-    await _restore(layer, uid, "agent_memories", ("memory_key",), used,
-                   ("updated_at", "last_accessed_at", "access_count"))  # fmt: skip
+    await _restore(
+        layer, uid, "agent_memories", ("memory_key",), used, ("updated_at", "last_accessed_at", "access_count")
+    )
     for t in data.get("tool_result", []):
         conversation = t["conversation_id"]
         if conversation and conversation.startswith(f"{header['user_id']}/"):  # the chat's id names its user
@@ -257,11 +298,19 @@ async def import_user(
 async def _save_result(
     layer: AgentFusionDataLayer, uid: str, t: dict[str, Any], conversation: str | None, *, archive_uuid: str | None
 ) -> None:
-    await layer.archive.save(user_id=uid, tool_name=t["tool_name"], result_full=t["result_full"],
-                             conversation_id=conversation, thread_id=t["thread_id"], tool_input=t["tool_input"],
-                             query_summary=t["query_summary"], result_summary=t["result_summary"],
-                             sources=t["sources"], created_at=_time(t["created_at"]),
-                             archive_uuid=archive_uuid)  # fmt: skip
+    await layer.archive.save(
+        user_id=uid,
+        tool_name=t["tool_name"],
+        result_full=t["result_full"],
+        conversation_id=conversation,
+        thread_id=t["thread_id"],
+        tool_input=t["tool_input"],
+        query_summary=t["query_summary"],
+        result_summary=t["result_summary"],
+        sources=t["sources"],
+        created_at=_time(t["created_at"]),
+        archive_uuid=archive_uuid,
+    )
 
 
 async def _restore(

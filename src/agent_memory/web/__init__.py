@@ -1,5 +1,5 @@
 """The web chat (``agent-memory serve``): AI friends, streamed replies with memory recall, the two
-settings tabs of seed 001 section 5 and a memory page, on one local page.
+memory-recall and chat settings tabs and a memory page, on one local page.
 
 >>> from agent_memory.web import create_app
 >>> app = create_app(MemorySystem.from_settings())  # doctest: +SKIP

@@ -164,7 +164,7 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         self._posting: asyncio.TimerHandle | None = None
         self._server: Any = None  # the server whose connections this loop counts (once on the board)
 
-    def _start_serving(  # type: ignore[override]
+    def _start_serving(
         self,
         protocol_factory: Any,
         sock: socket.socket,
@@ -176,9 +176,10 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         others count it from the moment it listens."""
         if isinstance(getattr(server, "_active_count", None), int):
             self._on_board(server)
+        # asyncio's private selector-loop method: typeshed's stubs do not declare it
         super()._start_serving(protocol_factory, sock, sslcontext, server, *args)  # type: ignore[misc]
 
-    def _accept_connection(  # type: ignore[override]
+    def _accept_connection(
         self,
         protocol_factory: Any,
         sock: socket.socket,
@@ -189,9 +190,10 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
     ) -> None:
         count = getattr(server, "_active_count", None)
         if isinstance(count, int) and self._on_board(server) and self._leave(count):
-            self._remove_reader(sock.fileno())
+            self._remove_reader(sock.fileno())  # type: ignore[attr-defined]  # asyncio private: not in the stubs
             self.call_later(LOOK_S, self._look_again, protocol_factory, sock, sslcontext, server, backlog, *args)
             return
+        # asyncio's private selector-loop method: typeshed's stubs do not declare it
         super()._accept_connection(protocol_factory, sock, sslcontext, server, 1, *args)  # type: ignore[misc]
 
     def _leave(self, count: int) -> bool:
@@ -224,7 +226,7 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
         server = args[4] if len(args) > 4 else None  # (protocol_factory, conn, extra, sslcontext, server, ...)
         if self._board is not None and self._slot is not None and server is not None:
             self._board.post(self._slot, server._active_count + 1, self._accepted)  # attached in the task
-        return super()._accept_connection2(*args)  # type: ignore[misc]
+        return super()._accept_connection2(*args)  # type: ignore[misc]  # asyncio private: not in the stubs
 
     def _on_board(self, server: Any) -> bool:
         """Whether this loop posts on a board (claiming its slot and starting its posts the first time)."""
@@ -253,11 +255,11 @@ class OneAcceptLoop(asyncio.SelectorEventLoop):
             self._board.post(self._slot, server._active_count, self._accepted)
             self._posting = self.call_later(POST_EVERY_S, self._post_regularly, server)
 
-    def _stop_serving(self, sock: socket.socket) -> None:  # type: ignore[override]
+    def _stop_serving(self, sock: socket.socket) -> None:
         """asyncio's stop of a server's accepting (``Server.close``): the slot is freed here, since
         uvicorn's worker ends by raising SIGTERM again and never reaches :meth:`close`."""
         self._leave_board()
-        super()._stop_serving(sock)  # type: ignore[misc]
+        super()._stop_serving(sock)  # type: ignore[misc]  # asyncio private: not in the stubs
 
     def _leave_board(self) -> None:
         if self._posting is not None:

@@ -7,7 +7,6 @@ with ``{"error": "what to do"}`` before anything is changed.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -63,11 +62,11 @@ def guarded(handler: Handler) -> Handler:
 
 
 def system_of(request: Request) -> MemorySystem:
-    return request.app.state.system  # type: ignore[no-any-return]
+    return request.app.state.system
 
 
 def chat_of(request: Request) -> ChatService:
-    return request.app.state.chat  # type: ignore[no-any-return]
+    return request.app.state.chat
 
 
 def friend_json(friend: FriendRecord) -> dict[str, Any]:
@@ -269,9 +268,13 @@ async def chat(request: Request) -> Response:
         while True:
             while not events.empty():
                 ready.append(events.get_nowait())
-            burst = list(itertools.takewhile(lambda e: isinstance(e, dict), ready))
+            burst: list[dict[str, Any]] = []
+            for event in ready:  # the events up to the first that is not one (an error, or the end)
+                if not isinstance(event, dict):
+                    break
+                burst.append(event)
             if burst:
-                yield b"".join(_sse(e) for e in burst)  # type: ignore[arg-type]
+                yield b"".join(_sse(e) for e in burst)
             if len(burst) < len(ready):  # the end of the turn (``None``)
                 return
             ready = [await events.get()]
@@ -361,11 +364,15 @@ async def list_memory(request: Request) -> Response:
     else:
         memory = system.layer.memory
         records = []
-        sections = [("profiles", sorted(PROFILE_TYPES), None), ("other", OTHER_TYPES, None)]
+        sections: list[tuple[str, list[str], str | None]] = [
+            ("profiles", sorted(PROFILE_TYPES), None),
+            ("other", OTHER_TYPES, None),
+        ]
         sections += [(f"friend:{f.friend_id}", FRIEND_TYPES, f.friend_id) for f in friends]
         for name, types, friend in sections:
-            page = await memory.list_memories(user_id=user, memory_types=types, friend_id=friend,
-                                              include_shared=False, limit=MEMORY_PAGE)  # fmt: skip
+            page = await memory.list_memories(
+                user_id=user, memory_types=types, friend_id=friend, include_shared=False, limit=MEMORY_PAGE
+            )
             records += page.items
             more[name] = page.next_cursor is not None
         # events of a friend the page does not list (written for another app's friend id), among the
@@ -471,8 +478,9 @@ async def memory_versions(request: Request) -> Response:
     """A profile item's values over time, oldest first (``agent_memory.history.memory_history``)."""
     user = current_user(request)
     try:
-        versions = await memory_history(system_of(request).layer.memory, user_id=user,
-                                        memory_key=request.path_params["key"])  # fmt: skip
+        versions = await memory_history(
+            system_of(request).layer.memory, user_id=user, memory_key=request.path_params["key"]
+        )
     except NotFoundError:
         raise HTTPProblem(404, "no such memory: list your memories with GET /api/memories") from None
     return JSONResponse({"key": base_key(request.path_params["key"]), "versions": [v.as_dict() for v in versions]})

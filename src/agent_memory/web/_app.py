@@ -58,9 +58,9 @@ SESSION_MAX_AGE = 7 * 24 * 3600
 #: How long the server keeps a browser's idle connection open (uvicorn's default is 5 s). People take
 #: longer than 5 s between messages, so each message came on a new connection, and with ``--workers``
 #: a chat moved between processes at random: the new one loaded the user's search index and ran the
-#: chat's archiving check again (50 chats reconnecting at once stalled 2 workers for about a second,
-#: turns' p95 1.2 s in that second). Held for 75 s (nginx's default), a chat stays with its worker for
-#: as long as its person keeps talking; an idle connection costs a socket.
+#: chat's archiving check again (many chats reconnecting at once stalled the workers). Held for 75 s
+#: (nginx's default), a chat stays with its worker for as long as its person keeps talking; an idle
+#: connection costs a socket.
 KEEP_ALIVE_S = 75
 
 
@@ -114,13 +114,11 @@ def create_app(
 
     ``own_process``: the app is all its process does (``agent-memory serve``). After the warm-up, what
     is loaded by then (dictionaries, thesaurus, modules: about 260,000 objects) lives as long as the
-    process, so it is frozen out of the garbage collector: a full collection walked it all, 120 ms
-    with every chat turn in flight stalled, and now walks only what the turns made. And numpy's
+    process, so it is frozen out of the garbage collector: a full collection walked it all, with every
+    chat turn in flight stalled, and now walks only what the turns made. And numpy's
     matrix products run on one thread: the process serves many chats at once (``--workers`` more
     processes), and OpenBLAS's own threads, one per core in every worker, fought the workers for the
-    cores and spun waiting for the next product. Measured with ``agent-memory bench serve --streams 50
-    --turns 20 --workers 2``, three runs each: p95 322-346 ms and 228-236 turns/s with them, 231-248 ms
-    and 244-268 turns/s without.
+    cores and spun waiting for the next product (``agent-memory bench serve`` shows the difference).
     """
     settings = system.settings
     client = model_client if model_client is not None else settings.chat_model_client()
@@ -224,8 +222,11 @@ async def serve(
         _serve_workers(url, bind, port, log_level, workers, secret, on_ready)  # blocks: uvicorn's supervisor
         return
     app = create_app(system, close_system=True, own_process=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=bind, port=port, log_level=log_level,
-                                           timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host=bind, port=port, log_level=log_level, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S
+        )
+    )
     if on_ready is None:
         await server.serve()
         return
@@ -295,17 +296,29 @@ def _serve_workers(
     shown = f"[{bind}]" if ":" in bind else bind
     address = f"http://{shown}:{port}/"
     with tempfile.TemporaryDirectory(prefix="agent-memory-serve-") as folder:
-        spec = {"database_url": url, "lock_file": str(Path(folder) / "chats.lock"), "session_secret": secret,
-                "workers": workers}  # fmt: skip
+        spec = {
+            "database_url": url,
+            "lock_file": str(Path(folder) / "chats.lock"),
+            "session_secret": secret,
+            "workers": workers,
+        }
         os.environ[WORKER_ENV] = json.dumps(spec)  # the workers are spawned with this environment
         os.environ[BOARD_ENV] = new_board(folder)  # where their event loops share the browsers out
         gave_up, stopped = threading.Event(), threading.Event()
         watcher = threading.Thread(target=_watch, args=(address, gave_up, stopped, on_ready), daemon=True)
         watcher.start()
         try:
-            uvicorn.run("agent_memory.web._app:worker_app", factory=True, host=bind, port=port, workers=workers,
-                        log_level=log_level, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
-                        loop="agent_memory.web._accept:OneAcceptLoop")  # fmt: skip
+            uvicorn.run(
+                "agent_memory.web._app:worker_app",
+                factory=True,
+                host=bind,
+                port=port,
+                workers=workers,
+                log_level=log_level,
+                timeout_graceful_shutdown=5,
+                timeout_keep_alive=KEEP_ALIVE_S,
+                loop="agent_memory.web._accept:OneAcceptLoop",
+            )
         finally:
             stopped.set()
             os.environ.pop(WORKER_ENV, None)  # the key and the database URL do not outlive the server
@@ -346,8 +359,11 @@ def _watch(
                     everyone = every_worker_serves(health)
                     if everyone or time.monotonic() > first + ALL_WORKERS_S:
                         if not everyone:
-                            logger.warning("not every worker serves %.0f s after the first (%s); see the log above",
-                                           ALL_WORKERS_S, health.get("workers"))  # fmt: skip
+                            logger.warning(
+                                "not every worker serves %.0f s after the first (%s); see the log above",
+                                ALL_WORKERS_S,
+                                health.get("workers"),
+                            )
                         if on_ready is not None:
                             on_ready(address)
                         return

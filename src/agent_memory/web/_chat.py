@@ -198,8 +198,9 @@ class ChatService:
         kwargs = self.builder.with_memory(kwargs, user_id=user_id, friend_id=friend_id, events=queue)
         context: MemoryContext = kwargs["model_context"]
         context.use_settings(settings.memory)  # read once per turn, for the page and the recall
-        await context.resume(limit=HISTORY_MESSAGES, assistant_text=lambda text: split_think(text)[0],
-                             assistant_source=AGENT_NAME)  # fmt: skip
+        await context.resume(
+            limit=HISTORY_MESSAGES, assistant_text=lambda text: split_think(text)[0], assistant_source=AGENT_NAME
+        )
         return AssistantAgent(**kwargs), context
 
     async def _turn(self, friend: FriendRecord, text: str) -> AsyncIterator[dict[str, Any]]:
@@ -293,8 +294,12 @@ class ChatService:
         recall gave the model (the memory context's record of its last recall)."""
         output = context.last_output or RecallMemoryOutput()
         result = output.model_dump(include={"profiles", "events"})
-        return {"type": "tool_call", "name": "recall_memory", "arguments": context.last_arguments or {},
-                "result": result}  # fmt: skip
+        return {
+            "type": "tool_call",
+            "name": "recall_memory",
+            "arguments": context.last_arguments or {},
+            "result": result,
+        }
 
 
 def model_failure(exc: Exception) -> str:

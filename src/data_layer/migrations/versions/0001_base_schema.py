@@ -22,7 +22,7 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 BIGINT_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-def _ts(name: str, *, nullable: bool = False) -> sa.Column:  # type: ignore[type-arg]
+def _ts(name: str, *, nullable: bool = False) -> sa.Column:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 

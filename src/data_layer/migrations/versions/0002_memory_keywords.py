@@ -1,4 +1,4 @@
-"""Keyword tables, synonyms and the keyword-extraction flag (seed 002 section 8.2).
+"""Keyword tables, synonyms and the keyword-extraction flag.
 
 Revision ID: 0002_memory_keywords
 Revises: 0001_base_schema

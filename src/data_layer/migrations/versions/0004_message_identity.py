@@ -33,9 +33,11 @@ def upgrade() -> None:
     op.add_column("chat_messages", sa.Column("external_id", sa.String(255), nullable=True))
     bind = op.get_bind()
     messages = sa.table(
-        "chat_messages", sa.column("id", sa.BigInteger()), sa.column("content", sa.Text()),
+        "chat_messages",
+        sa.column("id", sa.BigInteger()),
+        sa.column("content", sa.Text()),
         sa.column("content_hash", sa.String(32)),
-    )  # fmt: skip
+    )
     update = (
         messages.update().where(messages.c.id == sa.bindparam("row_id")).values(content_hash=sa.bindparam("row_hash"))
     )

@@ -28,21 +28,33 @@ _PENDING = "archived_at IS NULL"
 def upgrade() -> None:
     op.add_column("chat_messages", sa.Column("archived_at", sa.DateTime(timezone=True), nullable=True))
     messages = sa.table(
-        "chat_messages", sa.column("id", sa.BigInteger()), sa.column("user_id", sa.String(128)),
-        sa.column("friend_id", sa.String(128)), sa.column("archived_at", sa.DateTime(timezone=True)),
-    )  # fmt: skip
+        "chat_messages",
+        sa.column("id", sa.BigInteger()),
+        sa.column("user_id", sa.String(128)),
+        sa.column("friend_id", sa.String(128)),
+        sa.column("archived_at", sa.DateTime(timezone=True)),
+    )
     state = sa.table(
-        "session_archive_state", sa.column("user_id", sa.String(128)), sa.column("friend_key", sa.String(128)),
-        sa.column("last_message_id", sa.BigInteger()), sa.column("updated_at", sa.DateTime(timezone=True)),
-    )  # fmt: skip
+        "session_archive_state",
+        sa.column("user_id", sa.String(128)),
+        sa.column("friend_key", sa.String(128)),
+        sa.column("last_message_id", sa.BigInteger()),
+        sa.column("updated_at", sa.DateTime(timezone=True)),
+    )
     chat = (state.c.user_id == messages.c.user_id) & (state.c.friend_key == sa.func.coalesce(messages.c.friend_id, ""))
     mark = sa.select(state.c.updated_at).where(chat, state.c.last_message_id >= messages.c.id).scalar_subquery()
-    op.get_bind().execute(messages.update().where(sa.exists().where(chat, state.c.last_message_id >= messages.c.id))
-                          .values(archived_at=mark))  # fmt: skip
+    op.get_bind().execute(
+        messages.update()
+        .where(sa.exists().where(chat, state.c.last_message_id >= messages.c.id))
+        .values(archived_at=mark)
+    )
     op.create_index(
-        "ix_chat_messages_user_friend_pending", "chat_messages", ["user_id", "friend_id", "created_at", "id"],
-        sqlite_where=sa.text(_PENDING), postgresql_where=sa.text(_PENDING),
-    )  # fmt: skip
+        "ix_chat_messages_user_friend_pending",
+        "chat_messages",
+        ["user_id", "friend_id", "created_at", "id"],
+        sqlite_where=sa.text(_PENDING),
+        postgresql_where=sa.text(_PENDING),
+    )
 
 
 def downgrade() -> None:
