@@ -24,11 +24,16 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from agent_memory.bench import load_dataset, temporary_sqlite
-from agent_memory.bench._datasets import BenchQuery
-from agent_memory.bench._retrieval import load_dataset_into
-from agent_memory.search import HybridMemorySearch, SearchMode, _pipeline, embedder_named, semantic_share_for
-from data_layer import AgentFusionDataLayer, upgrade
+from agent_memory.bench import (
+    BenchQuery,
+    bench_settings,
+    bench_system,
+    load_dataset,
+    load_dataset_into,
+    temporary_sqlite,
+)
+from agent_memory.search import HybridMemorySearch, SearchMode, _pipeline
+from data_layer import upgrade
 
 DEEP = 50
 
@@ -52,8 +57,6 @@ async def _ids(
 
 async def main(dataset: str, data: str, k: int, capped: bool) -> None:
     ds = load_dataset(dataset, data)
-    model = embedder_named("use-m3")
-    share = semantic_share_for(model, None)
     fused_on: list[bool] = []
     real = _pipeline.fuse_ranks
 
@@ -65,10 +68,11 @@ async def main(dataset: str, data: str, k: int, capped: bool) -> None:
     rows = []
     async with temporary_sqlite() as url:
         await upgrade(url)
-        async with AgentFusionDataLayer(url) as layer:
-            engine = HybridMemorySearch(layer.memory, semantic_share=share, embedder=model)
-            layer.memory.set_analyzer(engine.analyzer)
-            key_to_doc, _ = await load_dataset_into(layer, ds)
+        # the engine a user of the sentence encoder gets, with its default semantic share
+        async with bench_system(url, bench_settings(url, memory_search_embedder="use-m3")) as system:
+            engine = system.search
+            share = engine.semantic_share
+            key_to_doc, _ = await load_dataset_into(system.layer, ds)
             for user in {d.user_id for d in ds.docs}:
                 await engine.settle(user_id=user)
             for q in ds.queries:
@@ -79,7 +83,6 @@ async def main(dataset: str, data: str, k: int, capped: bool) -> None:
                 engine.semantic_share = 0.0
                 words = await _ids(engine, q, key_to_doc, "hybrid", DEEP)
                 rows.append((set(q.gold), fused, words, encoder, fused_on[-1]))
-            await engine.close()
     out: dict[str, object] = {"dataset": dataset, "k": k, "capped": capped, "queries": len(rows)}
     for name, col in (("fused", 1), ("words", 2), ("encoder", 3)):
         for half, pick in (("all", None), ("even", 0), ("odd", 1)):

@@ -20,28 +20,42 @@ import json
 import re
 from pathlib import Path
 
-from agent_memory.bench import bm25_baseline, load_dataset, run_engine, temporary_sqlite
-from agent_memory.bench._datasets import BenchDataset
-from agent_memory.bench._retrieval import load_dataset_into, metrics
-from agent_memory.search import EMBEDDERS, Embedder, HybridMemorySearch, embedder_named, semantic_share_for
-from data_layer import AgentFusionDataLayer, upgrade
+from agent_memory.bench import (
+    BenchDataset,
+    bench_settings,
+    bench_system,
+    bm25_baseline,
+    load_dataset,
+    load_dataset_into,
+    metrics,
+    run_engine,
+    temporary_sqlite,
+)
+from agent_memory.search import EMBEDDERS, is_search_mode
+from agent_memory.settings import AgentMemorySettings
+from data_layer import upgrade
 
 KS = (3, 5, 10)
 KEEP = ("recall@3", "recall@5", "recall@10", "ndcg@10", "mrr")
 SPLITS = {"all": lambda n: True, "dev": lambda n: n % 2 == 0, "test": lambda n: n % 2 == 1}
 
 
-async def other_users(
-    ds: BenchDataset, url: str, model: Embedder | None, share: float, neighbours: bool
-) -> dict[str, int | float]:
+def _settings(url: str, embedder: str, share: float | None, neighbours: bool) -> AgentMemorySettings:
+    """A user's settings with ``--embedder``, ``--semantic-share`` (unset: the library's default for the
+    embedder) and ``--no-word-neighbours``, on the database ``url``."""
+    chosen: dict[str, object] = {"memory_search_embedder": embedder, "memory_search_word_neighbours": neighbours}
+    if share is not None:
+        chosen["memory_search_semantic_share"] = share
+    return bench_settings(url, **chosen)
+
+
+async def other_users(ds: BenchDataset, url: str, settings: AgentMemorySettings) -> dict[str, int | float]:
     """Each query searched in the next user's memories, where nothing is about it: how many searches
     list anything, how many memories on average, and how many list one at the recall's 0.5 or more."""
     await upgrade(url)
-    async with AgentFusionDataLayer(url) as layer:
-        engine = HybridMemorySearch(layer.memory, embedder=model, semantic_share=share,
-                                    neighbours="packaged" if neighbours else None)  # fmt: skip
-        layer.memory.set_analyzer(engine.analyzer)
-        await load_dataset_into(layer, ds)
+    async with bench_system(url, settings) as system:
+        engine = system.search
+        await load_dataset_into(system.layer, ds)
         users = sorted({d.user_id for d in ds.docs})
         for user in users:
             await engine.settle(user_id=user)
@@ -58,20 +72,27 @@ async def other_users(
 
 
 def _number(query_id: str) -> int:
-    return int(re.search(r"(\d+)$", query_id).group(1))  # type: ignore[union-attr]
+    found = re.search(r"(\d+)$", query_id)
+    if found is None:
+        raise ValueError(f"query id {query_id!r} ends in no number")
+    return int(found.group(1))
 
 
 async def main(mode: str, share: float | None, embedder: str, neighbours: bool) -> None:
+    if not is_search_mode(mode):
+        raise SystemExit(f"unknown search mode {mode!r}")
     ds = load_dataset("generic", Path(__file__).parent)
     base = bm25_baseline(ds, 10)
     async with temporary_sqlite() as url:
-        model = embedder_named(embedder)
-        share = semantic_share_for(model, share)  # as the library: 0.3 with a stored embedder, else 0
-        run = await run_engine(ds, url, mode=mode, depth=10, semantic_share=share,  # type: ignore[arg-type]
-                               embedder=model, word_neighbours=neighbours)  # fmt: skip
-    label = model.name if model is not None else "hashing"
-    out: dict[str, object] = {"mode": mode, "semantic_share": share, "embedder": label,
-                              "word_neighbours": run.word_neighbours, "documents": len(ds.docs)}  # fmt: skip
+        run = await run_engine(ds, url, mode=mode, depth=10, settings=_settings(url, embedder, share, neighbours))
+    engine = run.engine
+    out: dict[str, object] = {
+        "mode": mode,
+        "semantic_share": engine.semantic_share,
+        "embedder": engine.embedder if engine.stored_vectors else "hashing",
+        "word_neighbours": engine.word_neighbours,
+        "documents": len(ds.docs),
+    }
     out["queries_without_hits"] = sum(not r for r in run.ranked)
     for name, pick in SPLITS.items():
         idx = [i for i, q in enumerate(ds.queries) if pick(_number(q.id))]
@@ -89,7 +110,7 @@ async def main(mode: str, share: float | None, embedder: str, neighbours: bool) 
             "random_in_friend_scope": rand,
         }
     async with temporary_sqlite() as url:
-        out["other_users_memories"] = await other_users(ds, url, model, share, neighbours)
+        out["other_users_memories"] = await other_users(ds, url, _settings(url, embedder, share, neighbours))
     print(json.dumps(out, ensure_ascii=False, indent=1))
 
 

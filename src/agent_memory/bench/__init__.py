@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._datasets import BenchDataset, BenchDoc, BenchQuery, load_dataset
     from ._ingest import IngestFigures, bench_ingest
     from ._latency import LatencyFigures, bench_latency
-    from ._retrieval import EngineRun, bm25_baseline, metrics, report, run_engine, top_k_agreement
+    from ._retrieval import EngineRun, bm25_baseline, load_dataset_into, metrics, report, run_engine, top_k_agreement
     from ._synthetic import synthetic_memories, synthetic_queries
     from ._system import bench_settings, bench_system
     from ._tempdb import DEFAULT_PG_ADMIN_URL, temporary_postgres, temporary_sqlite
@@ -28,7 +28,10 @@ _LAZY = {
     **dict.fromkeys(("BenchDataset", "BenchDoc", "BenchQuery", "load_dataset"), "_datasets"),
     **dict.fromkeys(("IngestFigures", "bench_ingest"), "_ingest"),
     **dict.fromkeys(("LatencyFigures", "bench_latency"), "_latency"),
-    **dict.fromkeys(("EngineRun", "bm25_baseline", "metrics", "report", "run_engine", "top_k_agreement"), "_retrieval"),
+    **dict.fromkeys(
+        ("EngineRun", "bm25_baseline", "load_dataset_into", "metrics", "report", "run_engine", "top_k_agreement"),
+        "_retrieval",
+    ),
     **dict.fromkeys(("synthetic_memories", "synthetic_queries"), "_synthetic"),
     **dict.fromkeys(("bench_settings", "bench_system"), "_system"),
     **dict.fromkeys(("DEFAULT_PG_ADMIN_URL", "temporary_postgres", "temporary_sqlite"), "_tempdb"),
@@ -62,6 +65,7 @@ __all__ = [
     "bench_writers",
     "bm25_baseline",
     "load_dataset",
+    "load_dataset_into",
     "metrics",
     "report",
     "run_engine",

@@ -281,7 +281,7 @@ async def archive_cmd(
     reload_round: int = typer.Option(6, "--reload-round", min=2, help="Round that reloads an archived result"),
     threshold: int = typer.Option(10_000, "--threshold", min=100, help="Archive results longer than this"),
 ) -> None:
-    """Seed 004's token scenario: full accumulation against the archive (one JSON object)."""
+    """The tool-result archive's token scenario: full accumulation against the archive (one JSON object)."""
     from . import temporary_sqlite
     from ._archive import bench_archive
 

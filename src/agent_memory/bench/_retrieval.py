@@ -3,8 +3,8 @@
 The documents go through the real write path (``add_many`` with the search analyzer) into a fresh
 database; queries go through the search engine of the memory system the settings build
 (:func:`~agent_memory.bench._system.bench_system`). The baseline is ``bm25s`` (Lucene BM25,
-k1=1.5, b=0.75) over jieba search-mode tokens, lower-cased, English stop words removed, as in
-DESIGN.md's measured baselines.
+k1=1.5, b=0.75) over jieba search-mode tokens, lower-cased, English stop words removed (the
+baseline docs/benchmarks.md reports beside each figure).
 """
 
 from __future__ import annotations

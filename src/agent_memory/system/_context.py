@@ -35,4 +35,5 @@ class SystemMemoryContext(MemoryContext):
             persist=config.persist,
         )
         context._owns_system = True
+        # the system builds a SystemMemoryContext, not ``cls``: a subclass loaded from a config overrides this
         return context  # type: ignore[return-value]
