@@ -33,6 +33,9 @@ from data_layer import NewMemory
 from data_layer._types import utcnow
 from scripted import call, replay
 
+#: slow: an MCP server process each
+pytestmark = pytest.mark.slow
+
 AGENT_MEMORY = str(Path(sys.executable).with_name("agent-memory"))
 TOOL_NAMES = {
     "recall_memory",

@@ -196,6 +196,7 @@ def control_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) ->
         drop_pg_database(admin, url)
 
 
+@pytest.mark.slow
 def test_archiver_killed_at_random_points_forms_the_memories_of_an_uninterrupted_run(
     db_url: str, control_url: str, backend: str, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 from test_web_server import AGENT_MEMORY
 
 
+@pytest.mark.slow
 async def test_bench_serve_measures_concurrent_turns() -> None:
     from agent_memory.bench._serve import bench_serve
 

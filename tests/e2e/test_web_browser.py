@@ -19,6 +19,9 @@ import pytest
 
 from test_web_server import web_server
 
+#: slow: a server and a browser
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("AGENT_MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 TIMEOUT_MS = 60_000

@@ -123,6 +123,7 @@ print(before, serving, threads())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("own_process", [True, False])
 def test_a_server_process_runs_matrix_products_on_one_thread(own_process: bool, tmp_path: Path) -> None:
     """``agent-memory serve`` runs numpy's matrix products on one thread while it serves (its chats run
@@ -150,6 +151,7 @@ def test_a_server_process_runs_matrix_products_on_one_thread(own_process: bool, 
     assert serving == ([1] * len(before) if own_process else before)
 
 
+@pytest.mark.slow
 def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1"}

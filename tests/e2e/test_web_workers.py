@@ -17,6 +17,9 @@ import pytest
 
 from test_web_server import AGENT_MEMORY, free_port, idle_connection_is_kept
 
+#: slow: several server processes each
+pytestmark = pytest.mark.slow
+
 #: When a run that waits for a condition is taken as hung (not a measure of speed: a loaded machine
 #: takes minutes to start two workers).
 HUNG_S = 600

@@ -263,6 +263,7 @@ def _meta(engine: HybridMemorySearch, user: str, **changes: Any) -> SnapshotMeta
     return SnapshotMeta(**fields)
 
 
+@pytest.mark.slow
 def test_bench_latency_reports_the_cold_first_search_and_users() -> None:
     import json
 

@@ -237,6 +237,7 @@ async def _run_example(url: str, ops: list[tuple[str, int, int, int, int, int]],
         return runner.problems
 
 
+@pytest.mark.slow
 def test_isolation_against_model(backend: str, db_url: str, request: pytest.FixtureRequest) -> None:
     """``OPS`` random operations per backend: no read leaks outside its scope, no acknowledged write is lost."""
     template: Path | None = request.getfixturevalue("sqlite_template") if backend == "sqlite" else None
