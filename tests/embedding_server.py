@@ -56,10 +56,18 @@ def embedding_server() -> Iterator[EmbeddingServer]:
                 return
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             state.inputs.extend(texts)
-            data = [{"object": "embedding", "index": i, "embedding": toy_vector(t, body["model"])}
-                    for i, t in enumerate(texts)]  # fmt: skip
-            payload = json.dumps({"object": "list", "data": data, "model": body["model"],
-                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()  # fmt: skip
+            data = [
+                {"object": "embedding", "index": i, "embedding": toy_vector(t, body["model"])}
+                for i, t in enumerate(texts)
+            ]
+            payload = json.dumps(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -33,8 +33,22 @@ def _ok(args: list[str]) -> str:
 
 def test_markup_in_user_data_is_printed_literally(url: str) -> None:
     user, friend = "[red]alice", "[/bold]bot"
-    _ok(["memory", "add", "markup-1", f"咖啡 {MARKUP} coffee", "--user", user, "--friend", friend,
-         "--summary", f"咖啡 {MARKUP}", "--url", url])  # fmt: skip
+    _ok(
+        [
+            "memory",
+            "add",
+            "markup-1",
+            f"咖啡 {MARKUP} coffee",
+            "--user",
+            user,
+            "--friend",
+            friend,
+            "--summary",
+            f"咖啡 {MARKUP}",
+            "--url",
+            url,
+        ]
+    )
     got = _ok(["memory", "get", "markup-1", "--user", user, "--url", url])
     assert f"咖啡 {MARKUP} coffee" in got and f"summary:  咖啡 {MARKUP}" in got and f"friend: {friend}" in got
     listed = _ok(["memory", "list", "--user", user, "--url", url])
@@ -49,8 +63,20 @@ def test_markup_in_user_data_is_printed_literally(url: str) -> None:
 
 
 def test_markup_in_the_recall_is_printed_literally(url: str) -> None:
-    _ok(["memory", "add", "markup-2", f"MySQL 端口 3306 {MARKUP}", "--user", "u1", "--summary",
-         f"MySQL 端口 {MARKUP}", "--url", url])  # fmt: skip
+    _ok(
+        [
+            "memory",
+            "add",
+            "markup-2",
+            f"MySQL 端口 3306 {MARKUP}",
+            "--user",
+            "u1",
+            "--summary",
+            f"MySQL 端口 {MARKUP}",
+            "--url",
+            url,
+        ]
+    )
     out = _ok(["recall", "MySQL 端口 [/red] [bold]", "--user", "u1", "--url", url])
     assert "recall started, window 5: MySQL 端口 [/red] [bold]" in out  # the question, as typed
     assert "[memory:markup-2:MySQL 端口" in out  # the block is text, never markup

@@ -42,7 +42,7 @@ async def _seed(system: MemorySystem) -> None:
         metadata={"language": "shell"},
     )
     await system.layer.memory.add(user_id="u1", memory_key="env", content="x", metadata={"env": "staging"})
-    await system.layer.memory.add(user_id="u1", memory_key="pay", content="月薪两万")  # fmt: skip
+    await system.layer.memory.add(user_id="u1", memory_key="pay", content="月薪两万")
 
 
 def test_the_tool_is_off_by_default(system: MemorySystem) -> None:
@@ -58,8 +58,14 @@ async def test_the_agent_runs_code_with_slots_and_streams_it(db_url: str) -> Non
         code = "cfg = [memory:db]\nprint('port', cfg['port'])\n_result = cfg['port'] + 1"
         client = replay([call("run_code", {"code": code}), "端口是 3306。"])
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
-                                           system_message="你是职场导师。", events=queue)  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor",
+            model_client=client,
+            user_id="u1",
+            friend_id="mentor",
+            system_message="你是职场导师。",
+            events=queue,
+        )
         result = await agent.run(task="用之前的数据库配置算一下端口")
         assert result.messages[-1].content == "端口是 3306。"
         first = client.create_calls[0]
@@ -89,8 +95,9 @@ async def test_the_agent_reruns_a_remembered_command_but_not_a_sensitive_slot(db
 
 
 async def test_without_isolation_the_tool_refuses_and_says_why(db_url: str) -> None:
-    settings = load_settings(memory_database_url=db_url, memory_tools_enable_code_execution=True,
-                             memory_exec_bwrap=ABSENT)  # fmt: skip
+    settings = load_settings(
+        memory_database_url=db_url, memory_tools_enable_code_execution=True, memory_exec_bwrap=ABSENT
+    )
     async with MemorySystem.from_settings(settings) as system:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         tool = AgentBuilder(system).code_tool(user_id="u1", friend_id="mentor", events=queue)

@@ -81,8 +81,14 @@ async def test_a_search_at_the_edge_of_time_is_no_overflow(system: MemorySystem)
 async def test_a_lone_surrogate_is_a_clear_error_in_code_and_safe_in_a_slot(
     layer: AgentFusionDataLayer, tmp_path: Path
 ) -> None:
-    executor = CommandExecutor(layer, scope=Scope.of("u1"), limits=Limits(timeout_s=20), save_runs=False,
-                               isolation=require_isolation(), workdir=work_folder(tmp_path / "w"))  # fmt: skip
+    executor = CommandExecutor(
+        layer,
+        scope=Scope.of("u1"),
+        limits=Limits(timeout_s=20),
+        save_runs=False,
+        isolation=require_isolation(),
+        workdir=work_folder(tmp_path / "w"),
+    )
     refused = await executor.execute_with_memory_env("_result = '\ud800'", {})
     assert not refused.success and "lone surrogate (U+D800) at position 11" in (refused.error or "")
     slot = SlotValue("k", "s", "a\udcffb")
@@ -145,14 +151,29 @@ async def test_the_recall_card_counts_the_memories_of_the_block(system: MemorySy
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("gist-1", "2026-01-02：用户说：“下周去北京出差”", memory_type="event", friend_id="f",
-                      metadata={"source_message_ids": [11, 12], "date": "2026-01-02"}),
-            NewMemory("turn-1", "我：下周去北京出差", memory_type="conversation", friend_id="f",
-                      metadata={"source_message_ids": [11]}),
-            NewMemory("hotel", "用户在北京出差时住在国贸附近", memory_type="event", friend_id="f",
-                      metadata={"source_message_ids": [30]}),
+            NewMemory(
+                "gist-1",
+                "2026-01-02：用户说：“下周去北京出差”",
+                memory_type="event",
+                friend_id="f",
+                metadata={"source_message_ids": [11, 12], "date": "2026-01-02"},
+            ),
+            NewMemory(
+                "turn-1",
+                "我：下周去北京出差",
+                memory_type="conversation",
+                friend_id="f",
+                metadata={"source_message_ids": [11]},
+            ),
+            NewMemory(
+                "hotel",
+                "用户在北京出差时住在国贸附近",
+                memory_type="event",
+                friend_id="f",
+                metadata={"source_message_ids": [30]},
+            ),
         ],
-    )  # fmt: skip
+    )
     context = system.context(user_id="u1", friend_id="f")
     await AssistantAgent("main", model_client=replay(["好的"]), model_context=context).run(task="北京出差的事")
     slots = [line for line in context.last_block.splitlines() if line.startswith("[memory:")]
@@ -176,10 +197,22 @@ def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         done = subprocess.run(
-            [sys.executable, "-c", "from agent_memory.cli import app; app()", "serve", "--port", str(port),
-             "--db", str(tmp_path / "web.db")],
-            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "from agent_memory.cli import app; app()",
+                "serve",
+                "--port",
+                str(port),
+                "--db",
+                str(tmp_path / "web.db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=tmp_path,
+        )
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines and f"port {port} on 127.0.0.1 is in use" in lines[0] and "--port N" in lines[0], done.stderr

@@ -33,6 +33,9 @@ from data_layer import NewMemory
 from data_layer._types import utcnow
 from scripted import call, replay
 
+#: slow: an MCP server process each
+pytestmark = pytest.mark.slow
+
 AGENT_MEMORY = str(Path(sys.executable).with_name("agent-memory"))
 TOOL_NAMES = {
     "recall_memory",
@@ -163,7 +166,7 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
     """On SQLite and PostgreSQL (the ``db_url`` fixture runs both)."""
     await _load(db_url)
     async with _stdio(db_url) as wb:
-        # seed 001: profiles are shared, events belong to one friend
+        # profiles are shared, events belong to one friend
         movies = await _call(wb, "recall_memory", {"query": "推荐一部科幻电影吧", "friend_id": FRIEND_MENTOR})
         assert set(movies) == {"profiles", "events", "evidence_ids"}
         assert any(p["topic"] == "兴趣" and "科幻" in p["content"] for p in movies["profiles"])
@@ -175,7 +178,7 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         mentor = await _call(wb, "recall_memory", {**sad, "friend_id": FRIEND_MENTOR})
         assert not any("分手" in e["content"] for e in mentor["events"])  # another friend's event stays private
 
-        # seed 000
+        # the memory tools
         found = await _call(wb, "search_memories", {"query": "数据库配置"})
         assert found["success"] and "db-config-001" in [r["memory_key"] for r in found["results"]]
         hidden = await _call(wb, "search_memories", {"query": "数据库配置", "friend_id": FRIEND_HELPER})
@@ -202,9 +205,14 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         replaced = await _call(
             wb,
             "add_memory",
-            {"content": "出差改到下周一", "memory_type": "event", "friend_id": FRIEND_MENTOR, "memory_key": "trip",
-             "replace": True},
-        )  # fmt: skip
+            {
+                "content": "出差改到下周一",
+                "memory_type": "event",
+                "friend_id": FRIEND_MENTOR,
+                "memory_key": "trip",
+                "replace": True,
+            },
+        )
         assert replaced["created"] is False
         assert (await _call(wb, "get_memory_detail", {"memory_key": "trip"}))["content"] == "出差改到下周一"
         auto = await _call(wb, "add_memory", {"content": "Likes green tea", "memory_type": "profile"})
@@ -235,7 +243,7 @@ async def test_every_tool_answers_over_stdio(db_url: str) -> None:
         assert len(keys) == len(set(keys)) == len(sample(utcnow()).memories) + 3 - len(withheld)
         assert "bob-secret" not in keys
 
-        # seed 003
+        # the evidence tools
         basic = await _call(wb, "messages_list", {"friend_id": FRIEND_MENTOR, "since": "20000101"})  # ISO basic form
         assert len(basic["messages"]) >= 2
         listed = await _call(wb, "messages_list", {"friend_id": FRIEND_MENTOR, "role": "user"})
@@ -331,9 +339,17 @@ async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on
     refuses (a lone surrogate escape, deep nesting) -> parse error with the id, and nesting too deep for
     Python's parser no longer ends the server; then a normal session."""
     proc = await asyncio.create_subprocess_exec(
-        AGENT_MEMORY, "mcp", "--db", str(sqlite_db), "--user", DEMO_USER, env=_env(),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        AGENT_MEMORY,
+        "mcp",
+        "--db",
+        str(sqlite_db),
+        "--user",
+        DEMO_USER,
+        env=_env(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     async def send(line: str) -> None:
@@ -525,8 +541,10 @@ async def test_http_on_loopback_without_a_token(sqlite_db: Path) -> None:
         async with httpx.AsyncClient(timeout=30) as http:  # a rebound DNS name is refused on loopback
             rebound = await http.post(url, json=_INIT, headers={**_HEADERS, "Host": "evil.example:80"})
             # a body that is not UTF-8, or nested deeper than Python's parser goes, was a 500 and a traceback
-            for body, said in ((json.dumps(_INIT).encode()[:-2] + b'"\xc3"}', "byte 0xc3"),
-                               (b"[" * 5000 + b"]" * 5000, "nested too deeply")):  # fmt: skip
+            for body, said in (
+                (json.dumps(_INIT).encode()[:-2] + b'"\xc3"}', "byte 0xc3"),
+                (b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+            ):
                 refused = await http.post(url, content=body, headers=_HEADERS)
                 assert refused.status_code == 400, refused.text
                 assert refused.json()["error"]["code"] == -32700 and said in refused.json()["error"]["message"]

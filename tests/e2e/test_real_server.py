@@ -38,12 +38,23 @@ async def _system(db_url: str, **settings: Any) -> MemorySystem:
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("report", "用户工作压力大，下周要向管理层做季度项目汇报", summary="下周季度项目汇报，压力大",
-                      memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=2)),
-            NewMemory("movies", "喜欢科幻电影和悬疑小说，不喜欢恐怖片", summary="喜欢科幻电影，不喜欢恐怖片",
-                      memory_type="profile", created_at=NOW - timedelta(days=9)),
+            NewMemory(
+                "report",
+                "用户工作压力大，下周要向管理层做季度项目汇报",
+                summary="下周季度项目汇报，压力大",
+                memory_type="event",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=2),
+            ),
+            NewMemory(
+                "movies",
+                "喜欢科幻电影和悬疑小说，不喜欢恐怖片",
+                summary="喜欢科幻电影，不喜欢恐怖片",
+                memory_type="profile",
+                created_at=NOW - timedelta(days=9),
+            ),
         ],
-    )  # fmt: skip
+    )
     return system
 
 
@@ -56,8 +67,9 @@ async def test_a_turn_with_recall_passes_a_strict_server(db_url: str, server: St
     system = await _system(db_url, memory_recall_injection=injection)
     client = server.client()
     try:
-        agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
-                                           system_message="你是职场导师。")  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor", model_client=client, user_id="u1", friend_id="mentor", system_message="你是职场导师。"
+        )
         server.script(Reply(text="先把结论写在第一页。"))
         result = await agent.run(task="季度项目汇报压力好大，怎么准备？")
     finally:
@@ -139,8 +151,9 @@ async def test_a_message_the_database_refuses_is_stored_as_a_copy_and_later_turn
     sent: list[list[str]] = []
     try:
         for task, reply in [("第一句话", "回复一"), ("第二句\x00话", "回复二"), ("在吗", ""), ("第三句话", "回复三")]:
-            agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1",
-                                               friend_id="chat", system_message="你是职场导师。")  # fmt: skip
+            agent = AgentBuilder(system).build(
+                name="mentor", model_client=client, user_id="u1", friend_id="chat", system_message="你是职场导师。"
+            )
             await agent.model_context.resume(limit=40)
             server.script(Reply(text=reply))
             await agent.run(task=task)
@@ -151,9 +164,14 @@ async def test_a_message_the_database_refuses_is_stored_as_a_copy_and_later_turn
         await system.close()
     assert server.errors == []
     assert [(m.role, m.content) for m in saved] == [
-        ("user", "第一句话"), ("assistant", "回复一"), ("user", "第二句\ufffd话"), ("assistant", "回复二"),
-        ("user", "在吗"), ("user", "第三句话"), ("assistant", "回复三"),
-    ]  # fmt: skip
+        ("user", "第一句话"),
+        ("assistant", "回复一"),
+        ("user", "第二句\ufffd话"),
+        ("assistant", "回复二"),
+        ("user", "在吗"),
+        ("user", "第三句话"),
+        ("assistant", "回复三"),
+    ]
     assert sent[-1] == ["system", "user", "assistant", "user", "assistant", "user"]
     contents = [m["content"] for m in server.requests[-1]["messages"]]
     assert contents[-1] == "第三句话" and "在吗" not in contents
@@ -182,8 +200,9 @@ async def test_streaming_with_merge_streams(db_url: str, server: StrictServer) -
     client = server.client()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     try:
-        agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
-                                           events=queue, model_client_stream=True)  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor", model_client=client, user_id="u1", friend_id="mentor", events=queue, model_client_stream=True
+        )
         server.script(Reply(text="先列出汇报的结论，再准备数据。"))
         items = [item async for item in merge_streams(agent.run_stream(task="季度项目汇报怎么准备"), queue)]
     finally:
@@ -206,8 +225,9 @@ async def test_the_server_drives_the_recall(db_url: str, server: StrictServer) -
     main = server.client()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     try:
-        agent = AgentBuilder(system).build(name="mentor", model_client=main, user_id="u1", friend_id="mentor",
-                                           events=queue)  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor", model_client=main, user_id="u1", friend_id="mentor", events=queue
+        )
         handoff = {
             "reason": "找到",
             "search_summary": "季度汇报",
@@ -241,8 +261,9 @@ async def test_a_slow_recall_model_is_cancelled_and_the_reply_goes_on(db_url: st
     main = server.client()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     try:
-        agent = AgentBuilder(system).build(name="mentor", model_client=main, user_id="u1", friend_id="mentor",
-                                           events=queue)  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor", model_client=main, user_id="u1", friend_id="mentor", events=queue
+        )
         server.script(Reply(text="too late", delay_s=5), Reply(text="照常回答"))
         result = await agent.run(task="季度项目汇报怎么准备？")
         assert server.wait_cancelled(1, timeout=3)  # the recall's request was abandoned, not left running

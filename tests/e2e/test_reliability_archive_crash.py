@@ -42,13 +42,27 @@ T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
 #: What the user says: changes of state across sessions (profile items superseded), likes, plain chat.
 SAID = (
-    "我住在杭州，离西湖很近", "我搬到深圳了，新家还没收拾好", "I live in London with my partner.",
-    "We finally moved! I live in Berlin now.", "我在腾讯工作，做后台开发", "我换工作了，现在在字节跳动上班",
-    "我喜欢看科幻电影", "我现在不喜欢恐怖片了", "I quit my job last week.", "I got married in June!",
-    "我最近在准备马拉松，每天跑十公里", "周末去爬了黄山，风景很好", "我不吃辣", "我又开始吃辣了",
-    "My sister moved to Boston last year.", "要是搬到上海，房租肯定翻倍", "今天加班到很晚，有点累",
-    "I usually wake up at 9am.", "New job, so I get up at 6 now.", "我戒了咖啡，改喝茶",
-)  # fmt: skip
+    "我住在杭州，离西湖很近",
+    "我搬到深圳了，新家还没收拾好",
+    "I live in London with my partner.",
+    "We finally moved! I live in Berlin now.",
+    "我在腾讯工作，做后台开发",
+    "我换工作了，现在在字节跳动上班",
+    "我喜欢看科幻电影",
+    "我现在不喜欢恐怖片了",
+    "I quit my job last week.",
+    "I got married in June!",
+    "我最近在准备马拉松，每天跑十公里",
+    "周末去爬了黄山，风景很好",
+    "我不吃辣",
+    "我又开始吃辣了",
+    "My sister moved to Boston last year.",
+    "要是搬到上海，房租肯定翻倍",
+    "今天加班到很晚，有点累",
+    "I usually wake up at 9am.",
+    "New job, so I get up at 6 now.",
+    "我戒了咖啡，改喝茶",
+)
 REPLIES = ("好的，记住了", "听起来不错！", "Got it, thanks for telling me.", "辛苦了，早点休息", "That's great news.")
 
 CHILD = r"""
@@ -141,8 +155,9 @@ def _memories(url: str) -> tuple[dict[str, Any], int]:
 def _run_child(url: str, kill_at: int | None, rng: random.Random, errors: Path) -> bool:
     """Run the archiver in a child; SIGKILL it at its ``kill_at``-th write. True when it was killed."""
     with errors.open("ab") as err:
-        child = subprocess.Popen([sys.executable, "-c", CHILD, url, USER], stdout=subprocess.PIPE, stderr=err,
-                                 text=True)  # fmt: skip
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, url, USER], stdout=subprocess.PIPE, stderr=err, text=True
+        )
     assert child.stdout is not None
     seen, killed = 0, False
     try:
@@ -181,6 +196,7 @@ def control_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) ->
         drop_pg_database(admin, url)
 
 
+@pytest.mark.slow
 def test_archiver_killed_at_random_points_forms_the_memories_of_an_uninterrupted_run(
     db_url: str, control_url: str, backend: str, tmp_path: Path
 ) -> None:

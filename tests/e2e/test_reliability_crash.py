@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, exists, func, select
 from sqlalchemy.engine import make_url
 
@@ -178,6 +179,7 @@ async def _search_finds(url: str, keys: list[str]) -> list[str]:
     return missed
 
 
+@pytest.mark.slow
 def test_sigkill_inside_transactions_leaves_a_consistent_store(db_url: str, backend: str, tmp_path: Path) -> None:
     rng = random.Random(f"crash-{backend}-{os.environ.get('AFM_RELIABILITY_SEED', '0')}")
     acked: set[str] = set()

@@ -64,16 +64,24 @@ def test_this_machine_isolates() -> None:
 
 def test_the_command_line_unshares_everything(tmp_path: Path) -> None:
     isolation = Isolation("bwrap", "test", "/usr/bin/bwrap", privileged=True)
-    argv = sandbox_argv(isolation, ["python3", "-c", "pass"], workdir=tmp_path / "w", io_dir=tmp_path / "io",
-                        env={"PATH": "/usr/bin"}, processes=12, tmp_mb=5)  # fmt: skip
+    argv = sandbox_argv(
+        isolation,
+        ["python3", "-c", "pass"],
+        workdir=tmp_path / "w",
+        io_dir=tmp_path / "io",
+        env={"PATH": "/usr/bin"},
+        processes=12,
+        tmp_mb=5,
+    )
     for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--clearenv", "--new-session"):
         assert flag in argv
     assert argv[argv.index("--proc") + 1] == "/proc" and "/usr/bin/prlimit" in argv and "--nproc=12:12" in argv
     assert f"--reuid={SANDBOX_UID}" in argv and "--no-new-privs" in argv
     assert ["--bind", str(tmp_path / "w"), str(tmp_path / "w")] == argv[argv.index(str(tmp_path / "w")) - 1 :][:3]
     assert "/etc" not in [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")]
-    user = sandbox_argv(Isolation("bwrap", "t", "bwrap"), ["true"], workdir=tmp_path, io_dir=tmp_path, env={},
-                        processes=8, tmp_mb=1)  # fmt: skip
+    user = sandbox_argv(
+        Isolation("bwrap", "t", "bwrap"), ["true"], workdir=tmp_path, io_dir=tmp_path, env={}, processes=8, tmp_mb=1
+    )
     assert "--unshare-user" in user and "--disable-userns" in user and "/usr/bin/setpriv" not in user
 
 
@@ -91,8 +99,13 @@ def test_a_workdir_the_sandbox_user_cannot_write_is_named(tmp_path: Path) -> Non
 
 
 async def test_without_isolation_remembered_code_does_not_run(layer: AgentFusionDataLayer, tmp_path: Path) -> None:
-    await layer.memory.add(user_id="u1", memory_key="cmd-001", content="echo hi > ran.txt",
-                           memory_type="command_output", metadata={"language": "shell"})  # fmt: skip
+    await layer.memory.add(
+        user_id="u1",
+        memory_key="cmd-001",
+        content="echo hi > ran.txt",
+        memory_type="command_output",
+        metadata={"language": "shell"},
+    )
     before = await layer.memory.count(user_id="u1")
     executor = CommandExecutor(layer, scope=Scope.of("u1"), workdir=tmp_path, isolation=detect_isolation(bwrap=ABSENT))
     for result in (

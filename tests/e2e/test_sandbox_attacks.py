@@ -1,4 +1,4 @@
-"""The attacks of issue 13 against ``CommandExecutor``, each on both backends, through the real executor.
+"""Hostile code against ``CommandExecutor``, each on both backends, through the real executor.
 
 Each test runs hostile code the way remembered code runs (``execute_with_memory_env``) and checks
 that it got nothing. Every one of them succeeded against the old runner (a subprocess with rlimits as
@@ -34,9 +34,14 @@ async def attack(layer: AgentFusionDataLayer, db_url: str, tmp_path: Path) -> di
     await layer.memory.add(user_id="u2", memory_key="diary", content=f"{SECRET} my bank pin", friend_id="other")
     await layer.memory.add(user_id="u1", memory_key="note", content="harmless")
     url = make_url(db_url)
-    executor = CommandExecutor(layer, scope=Scope.of("u1", "mentor"), isolation=isolation, allow_unisolated=UNISOLATED,
-                               limits=Limits(timeout_s=5, cpu_s=3, memory_mb=512, processes=16),
-                               workdir=work_folder(tmp_path / "work"))  # fmt: skip
+    executor = CommandExecutor(
+        layer,
+        scope=Scope.of("u1", "mentor"),
+        isolation=isolation,
+        allow_unisolated=UNISOLATED,
+        limits=Limits(timeout_s=5, cpu_s=3, memory_mb=512, processes=16),
+        workdir=work_folder(tmp_path / "work"),
+    )
     return {
         "executor": executor,
         "work": tmp_path / "work",

@@ -77,12 +77,23 @@ COMPANIONS = {
 #: (test_archive_model); the serving settings by the web and
 #: MCP tests (test_web_api: the chat model client replaces the offline responder, a host other than
 #: loopback needs a token, the token is required; test_mcp); the spans' text by test_telemetry.
-ELSEWHERE = {"MEMORY_DATABASE_URL", "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH", "MEMORY_LANGUAGE",
-             "MEMORY_RECALL_MODEL_CLIENT", "MEMORY_SERVER_HOST", "MEMORY_SERVER_TOKEN",
-             "MEMORY_CHAT_MODEL_CLIENT", "MEMORY_ARCHIVE_MODEL_CLIENT", "MEMORY_TELEMETRY_CONTENT",
-             # the embedding endpoint's: test_embedding_endpoint (its URL, model, dimension, key, time-out)
-             "MEMORY_SEARCH_EMBEDDING_URL", "MEMORY_SEARCH_EMBEDDING_MODEL", "MEMORY_SEARCH_EMBEDDING_DIM",
-             "MEMORY_SEARCH_EMBEDDING_API_KEY", "MEMORY_SEARCH_EMBEDDING_TIMEOUT_S"}  # fmt: skip
+ELSEWHERE = {
+    "MEMORY_DATABASE_URL",
+    "MEMORY_TOOLS_ENABLE_PROACTIVE_SEARCH",
+    "MEMORY_LANGUAGE",
+    "MEMORY_RECALL_MODEL_CLIENT",
+    "MEMORY_SERVER_HOST",
+    "MEMORY_SERVER_TOKEN",
+    "MEMORY_CHAT_MODEL_CLIENT",
+    "MEMORY_ARCHIVE_MODEL_CLIENT",
+    "MEMORY_TELEMETRY_CONTENT",
+    # the embedding endpoint's: test_embedding_endpoint (its URL, model, dimension, key, time-out)
+    "MEMORY_SEARCH_EMBEDDING_URL",
+    "MEMORY_SEARCH_EMBEDDING_MODEL",
+    "MEMORY_SEARCH_EMBEDDING_DIM",
+    "MEMORY_SEARCH_EMBEDDING_API_KEY",
+    "MEMORY_SEARCH_EMBEDDING_TIMEOUT_S",
+}
 
 
 def test_every_setting_is_checked() -> None:
@@ -108,8 +119,10 @@ async def test_rounds_beyond_three_really_run(system: MemorySystem) -> None:
     words = ["周末", "徒步", "爬山", "山顶", "日出", "露营", "背包", "溪流", "帐篷", "篝火"]
     now = datetime.now(UTC)
     spans = {"half": words[:5], "forty": words[5:9], "thirty": words[:3], "tenth": words[9:]}
-    memories = [NewMemory(key, " ".join(part), created_at=now - timedelta(days=3 * n))
-                for n, (key, part) in enumerate(spans.items())]  # fmt: skip
+    memories = [
+        NewMemory(key, " ".join(part), created_at=now - timedelta(days=3 * n))
+        for n, (key, part) in enumerate(spans.items())
+    ]
     memories.append(NewMemory("badminton", "上周 打 羽毛球 很开心", created_at=now - timedelta(days=20)))
     await system.layer.memory.add_many(user_id="u1", memories=memories)
     system.search.neighbours = None  # the words are near in meaning: with neighbours round 3 finds all and ends
@@ -121,7 +134,7 @@ async def test_rounds_beyond_three_really_run(system: MemorySystem) -> None:
     assert calls.count("search_memories") == rounds == len(result.ledger.searches)
     assert [s.arguments.min_relevance_score for s in result.ledger.searches] == [0.7, 0.6, 0.5, 0.5]
     assert "羽毛球" in result.ledger.searches[3].arguments.query  # the context round adds earlier messages
-    assert ToolLimits(rounds=5).max_consecutive_searches == 5  # five rounds are not cut at seed 000's three
+    assert ToolLimits(rounds=5).max_consecutive_searches == 5  # five rounds are not cut at the default three
 
 
 async def test_the_index_cache_cap_drops_idle_users(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,7 +159,7 @@ async def test_the_index_cache_cap_drops_idle_users(tmp_path: Any, monkeypatch: 
 
 async def test_the_recall_rounds_keep_their_caps_while_the_main_agents_tools_are_capped(db_url: str) -> None:
     """``MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH`` caps the main agent's memory tools; the recall's rounds
-    keep seed 002's caps (5, 8, 10), so the ranked list the recall and the evidence recall hand on is
+    keep the default caps (5, 8, 10), so the ranked list the recall and the evidence recall hand on is
     not cut to the first few memories."""
     from agent_memory.settings import load_settings
     from agent_memory.system import MemorySystem

@@ -108,14 +108,27 @@ async def executor(layer: AgentFusionDataLayer, tmp_path: Path) -> CommandExecut
     await layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("db-config-001", '{"host": "localhost", "port": 3306, "user": "report"}',
-                      summary="MySQL 主从配置", memory_type="command_output", friend_id="mentor",
-                      metadata={"engine": "mysql"}, created_at=NOW),
-            NewMemory("cmd-001", "python train.py --epochs 100", summary="训练命令", memory_type="command_output",
-                      friend_id="mentor", metadata={"language": "shell"}, created_at=NOW),
+            NewMemory(
+                "db-config-001",
+                '{"host": "localhost", "port": 3306, "user": "report"}',
+                summary="MySQL 主从配置",
+                memory_type="command_output",
+                friend_id="mentor",
+                metadata={"engine": "mysql"},
+                created_at=NOW,
+            ),
+            NewMemory(
+                "cmd-001",
+                "python train.py --epochs 100",
+                summary="训练命令",
+                memory_type="command_output",
+                friend_id="mentor",
+                metadata={"language": "shell"},
+                created_at=NOW,
+            ),
             NewMemory("secret", "companion only", memory_type="event", friend_id="xiaozhu", created_at=NOW),
         ],
-    )  # fmt: skip
+    )
     await layer.memory.add(user_id="u2", memory_key="other-user", content="not yours", created_at=NOW)
     limits = Limits(timeout_s=5, cpu_s=5, memory_mb=256)
     return CommandExecutor(layer, scope=Scope.of("u1", "mentor"), limits=limits, workdir=work, isolation=isolation)
@@ -238,11 +251,23 @@ def test_limits_are_checked() -> None:
 
 
 async def test_memory_text_cannot_inject_shell(executor: CommandExecutor, tmp_path: Path) -> None:
-    await executor.layer.memory.add(user_id="u1", memory_key="evil", content="x", summary="hi; touch pwned $(id)",
-                                    friend_id="mentor", created_at=NOW)  # fmt: skip
-    await executor.layer.memory.add(user_id="u1", memory_key="say", content="echo [memory:evil:summary]",
-                                    memory_type="command_output", friend_id="mentor",
-                                    metadata={"language": "shell"}, created_at=NOW)  # fmt: skip
+    await executor.layer.memory.add(
+        user_id="u1",
+        memory_key="evil",
+        content="x",
+        summary="hi; touch pwned $(id)",
+        friend_id="mentor",
+        created_at=NOW,
+    )
+    await executor.layer.memory.add(
+        user_id="u1",
+        memory_key="say",
+        content="echo [memory:evil:summary]",
+        memory_type="command_output",
+        friend_id="mentor",
+        metadata={"language": "shell"},
+        created_at=NOW,
+    )
     result = await executor.execute_command_references("[memory:say]")
     assert result.success and result.output == "hi; touch pwned $(id)\n"
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "work" / "pwned").exists()

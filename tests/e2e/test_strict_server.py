@@ -300,8 +300,14 @@ async def test_assistant_agent_tool_round_trip(server: StrictServer) -> None:
 
     server.script(Reply(tool_calls=[("add", '{"a": 2, "b": 3}')]), Reply(text="2 + 3 = 5"))
     client = server.client()
-    agent = AssistantAgent("calc", model_client=client, tools=[add], reflect_on_tool_use=True,
-                           system_message="You add numbers.", model_context=TextOnToolCallsContext())  # fmt: skip
+    agent = AssistantAgent(
+        "calc",
+        model_client=client,
+        tools=[add],
+        reflect_on_tool_use=True,
+        system_message="You add numbers.",
+        model_context=TextOnToolCallsContext(),
+    )
     result = await agent.run(task="What is 2 + 3?")
     await client.close()
 
@@ -352,8 +358,9 @@ async def test_the_legacy_function_call_field_fails_autogens_client_and_not_the_
         with pytest.raises(ValueError, match="function_call is deprecated"):
             await plain.create([UserMessage(content="sum", source="user")], tools=[ADD_SCHEMA])
         await plain.close()
-        tolerant = TolerantOpenAIChatCompletionClient(model=MODEL, base_url=server.base_url, api_key="x",
-                                                      max_retries=0, model_info=DEFAULT_MODEL_INFO)  # fmt: skip
+        tolerant = TolerantOpenAIChatCompletionClient(
+            model=MODEL, base_url=server.base_url, api_key="x", max_retries=0, model_info=DEFAULT_MODEL_INFO
+        )
         result = await tolerant.create([UserMessage(content="sum", source="user")], tools=[ADD_SCHEMA])
         history = [
             UserMessage(content="sum", source="user"),

@@ -74,6 +74,7 @@ def test_first_search_tokenisation_does_not_load_jieba_analyse() -> None:
     assert "jieba.analyse" not in out and "jieba.posseg" not in out, out
 
 
+@pytest.mark.slow
 def test_building_the_system_loads_neither_scikit_learn_nor_the_thesaurus(tmp_path: Path) -> None:
     """Every command, server and MCP start builds the system: importing scikit-learn (about 0.5 s) and
     reading the 同义词词林 (about 0.2 s) waited for it. Both now load when first needed, and a search then
@@ -122,6 +123,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_the_warm_up_loads_the_keyword_idf_table() -> None:
     """A server's warm-up reads the keyword extractor's IDF table, so the first memory written in a new
     process (an archive run) does not read it on the event loop; a process's first search, which starts

@@ -29,8 +29,10 @@ def _near(v: np.ndarray, rng: np.random.Generator, noise: float) -> np.ndarray:
 
 def test_terms_are_the_same_in_another_process() -> None:
     vector = _unit(np.random.default_rng(3))[0]
-    here = {"memory": list(memory_vector_terms(vector, embedder=EMBEDDER)),
-            "query": query_vector_terms(vector, embedder=EMBEDDER, collection_size=50_000)}  # fmt: skip
+    here = {
+        "memory": list(memory_vector_terms(vector, embedder=EMBEDDER)),
+        "query": query_vector_terms(vector, embedder=EMBEDDER, collection_size=50_000),
+    }
     script = (
         "import json, sys, numpy as np\n"
         "from agent_memory.search import memory_vector_terms, query_vector_terms\n"

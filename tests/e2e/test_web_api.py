@@ -151,8 +151,13 @@ def test_settings_round_trip_and_out_of_range(base: str) -> None:
     with signed_in(base, me) as client:
         start = client.get("/api/settings").json()
         assert start["settings"] == start["defaults"]
-        assert start["defaults"]["memory"] == {"enabled": True, "rounds": 3, "profile_top_k": 5, "event_top_k": 5,
-                                               "similarity_threshold": 0.5}  # fmt: skip
+        assert start["defaults"]["memory"] == {
+            "enabled": True,
+            "rounds": 3,
+            "profile_top_k": 5,
+            "event_top_k": 5,
+            "similarity_threshold": 0.5,
+        }
         assert start["defaults"]["chat"] == {"show_tool_calls": False, "show_thinking": False}
         for body, words in [
             ({"memory": {"rounds": 6}}, "memory.rounds"),
@@ -169,8 +174,10 @@ def test_settings_round_trip_and_out_of_range(base: str) -> None:
             assert answer.status_code == 400, (body, answer.text)
             assert words in answer.json()["error"], answer.json()["error"]
         assert client.get("/api/settings").json()["settings"] == start["settings"]  # nothing changed
-        saved = client.put("/api/settings", json={"memory": {"rounds": 5, "similarity_threshold": 0.2},
-                                                  "chat": {"show_tool_calls": True}})  # fmt: skip
+        saved = client.put(
+            "/api/settings",
+            json={"memory": {"rounds": 5, "similarity_threshold": 0.2}, "chat": {"show_tool_calls": True}},
+        )
         assert saved.status_code == 200
     with signed_in(base, me) as again:  # stored, not kept in the session
         stored = again.get("/api/settings").json()["settings"]
@@ -207,8 +214,14 @@ def test_another_users_memory_key_is_not_found(base: str, db_url: str) -> None:
         assert b.patch(f"/api/memories/{key}", json={"content": "被改了"}).status_code == 404
         assert b.delete(f"/api/memories/{key}").status_code == 404
         assert b.get(f"/api/memories/{key}/sources").status_code == 404
-        assert b.get("/api/memories").json() == {"query": "", "profiles": [], "profiles_more": False, "friends": [],
-                                                 "other": [], "other_more": False}  # fmt: skip
+        assert b.get("/api/memories").json() == {
+            "query": "",
+            "profiles": [],
+            "profiles_more": False,
+            "friends": [],
+            "other": [],
+            "other_more": False,
+        }
         assert b.get("/api/memories", params={"q": "北京"}).json()["friends"] == []
         assert a.get("/api/memories").json()["friends"][0]["events"][0]["content"] == before
         sources = a.get(f"/api/memories/{key}/sources").json()["messages"]
@@ -236,8 +249,10 @@ def test_the_memory_page_shows_every_friend_and_what_fits_no_section(base: str, 
 
         async def write() -> None:
             async with AgentFusionDataLayer(db_url) as layer:
-                memories = [NewMemory(f"busy-{i:03d}", f"第{i}次跑步打卡", memory_type="event", friend_id=busy)
-                            for i in range(205)]  # fmt: skip
+                memories = [
+                    NewMemory(f"busy-{i:03d}", f"第{i}次跑步打卡", memory_type="event", friend_id=busy)
+                    for i in range(205)
+                ]
                 memories += [
                     NewMemory("quiet-1", "上周去了苏州园林", memory_type="event", friend_id=quiet),
                     NewMemory("note-1", "护照放在书房抽屉", memory_type="general"),
@@ -291,8 +306,11 @@ def test_token_is_required_when_set(db_url: str) -> None:
         wrong = httpx.post(f"{base}/api/session", json={"name": "alice", "token": "nope"})
         assert wrong.status_code == 401
         for bad in ('"\\ud800"', '"s3cret-token\\udfff"'):  # lone surrogates: a wrong token, not a 500
-            raw = httpx.post(f"{base}/api/session", content=f'{{"name": "alice", "token": {bad}}}',
-                             headers={"content-type": "application/json"})  # fmt: skip
+            raw = httpx.post(
+                f"{base}/api/session",
+                content=f'{{"name": "alice", "token": {bad}}}',
+                headers={"content-type": "application/json"},
+            )
             assert raw.status_code == 401 and "token" in raw.json()["error"]
         assert httpx.get(f"{base}/api/me").status_code == 401
         with signed_in(base, "alice", token=token) as client:
@@ -382,10 +400,15 @@ def test_chat_model_client_setting_replaces_the_offline_responder(db_url: str) -
         "provider": "autogen_ext.models.replay.ReplayChatCompletionClient",
         "config": {
             "chat_completions": ["<think>先想一想</think>你好，这是配置的模型。"],
-            "model_info": {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
-                           "structured_output": False},
+            "model_info": {
+                "vision": False,
+                "function_calling": True,
+                "json_output": False,
+                "family": "unknown",
+                "structured_output": False,
+            },
         },
-    }  # fmt: skip
+    }
     with web_server(db_url, memory_chat_model_client=json.dumps(spec)) as base:
         assert httpx.get(f"{base}/healthz").json()["model"] == "ReplayChatCompletionClient"
         with signed_in(base, user()) as client:
@@ -407,8 +430,9 @@ def test_server_host_setting_is_checked(tmp_path: Any) -> None:
     from test_web_server import AGENT_MEMORY
 
     env = {**os.environ, "MEMORY_SERVER_HOST": "0.0.0.0", "MEMORY_SERVER_TOKEN": ""}
-    done = subprocess.run([AGENT_MEMORY, "serve", "--db", str(tmp_path / "h.db")], env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [AGENT_MEMORY, "serve", "--db", str(tmp_path / "h.db")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and "binding 0.0.0.0 needs a token" in done.stderr
 
 
@@ -461,8 +485,9 @@ def test_json_that_python_reads_but_json_is_not_is_refused_and_a_full_message_fi
         assert len(escaped) > 65_536
         turn = client.post(f"/api/friends/{friend}/chat", content=escaped, headers=headers)
         assert turn.status_code == 200 and events(turn)[-1]["type"] == "done", turn.text[:300]
-        over = client.post(f"/api/friends/{friend}/chat", content=json.dumps({"message": "😀" * (limit + 1)}),
-                           headers=headers)  # fmt: skip
+        over = client.post(
+            f"/api/friends/{friend}/chat", content=json.dumps({"message": "😀" * (limit + 1)}), headers=headers
+        )
         assert over.status_code == 400 and f"at most {limit}" in over.json()["error"]
     assert rows(db_url, "SELECT count(*) FROM chat_messages WHERE user_id = :u AND role = 'user'", u=me) == 1
 
@@ -512,9 +537,14 @@ def test_a_turn_against_a_strict_openai_compatible_server(db_url: str) -> None:
     with StrictServer(context_tokens=8192) as server:
         spec = {
             "provider": "OpenAIChatCompletionClient",
-            "config": {"model": server.model, "base_url": server.base_url, "api_key": "x", "max_retries": 0,
-                       "model_info": DEFAULT_MODEL_INFO},
-        }  # fmt: skip
+            "config": {
+                "model": server.model,
+                "base_url": server.base_url,
+                "api_key": "x",
+                "max_retries": 0,
+                "model_info": DEFAULT_MODEL_INFO,
+            },
+        }
         with web_server(db_url, memory_chat_model_client=json.dumps(spec)) as base, signed_in(base, user()) as client:
             friend = client.post("/api/friends", json={"name": "小助手"}).json()["id"]
             chat(client, friend, "我下周二要去北京出差")
@@ -555,8 +585,11 @@ def test_the_memory_page_lists_forgettings_and_undoes_one(base: str) -> None:
         with signed_in(base, user()) as other:  # another user's forgetting is neither listed nor undone
             assert other.get("/api/forgettings").json() == {"forgettings": []}
             assert other.post(f"/api/forgettings/{done['key']}/undo", json={}).status_code == 404
-        form = client.post(f"/api/forgettings/{done['key']}/undo", content=b"x=1",
-                           headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+        form = client.post(
+            f"/api/forgettings/{done['key']}/undo",
+            content=b"x=1",
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
         assert form.status_code == 415
         undone = client.post(f"/api/forgettings/{done['key']}/undo", json={})
         assert undone.status_code == 200 and undone.json()["undone_at"]
@@ -580,12 +613,25 @@ def test_the_memory_page_marks_an_event_whose_time_has_passed(base: str, db_url:
 
         async def write() -> None:
             async with AgentFusionDataLayer(db_url) as layer:
-                await layer.memory.add_many(user_id=me, memories=[
-                    NewMemory("trip", "下周去北京出差", memory_type="event", friend_id=friend,
-                              metadata=with_lapse({}, ended)),
-                    NewMemory("plan", "下个月去成都", memory_type="event", friend_id=friend,
-                              metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20))),
-                ])  # fmt: skip
+                await layer.memory.add_many(
+                    user_id=me,
+                    memories=[
+                        NewMemory(
+                            "trip",
+                            "下周去北京出差",
+                            memory_type="event",
+                            friend_id=friend,
+                            metadata=with_lapse({}, ended),
+                        ),
+                        NewMemory(
+                            "plan",
+                            "下个月去成都",
+                            memory_type="event",
+                            friend_id=friend,
+                            metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20)),
+                        ),
+                    ],
+                )
 
         asyncio.run(write())
         events = {e["key"]: e for e in client.get("/api/memories").json()["friends"][0]["events"]}

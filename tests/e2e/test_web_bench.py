@@ -11,6 +11,7 @@ import pytest
 from test_web_server import AGENT_MEMORY
 
 
+@pytest.mark.slow
 async def test_bench_serve_measures_concurrent_turns() -> None:
     from agent_memory.bench._serve import bench_serve
 
@@ -44,9 +45,15 @@ async def test_bench_turns_is_bounded(kwargs: dict[str, object]) -> None:
 
 @pytest.mark.parametrize(
     ("bench", "args"),
-    [("serve", ["--streams", "0"]), ("serve", ["--streams", "201"]), ("serve", ["--turns", "101"]),
-     ("turns", ["--users", "0"]), ("turns", ["--users", "501"]), ("turns", ["--turns", "0"])],
-)  # fmt: skip
+    [
+        ("serve", ["--streams", "0"]),
+        ("serve", ["--streams", "201"]),
+        ("serve", ["--turns", "101"]),
+        ("turns", ["--users", "0"]),
+        ("turns", ["--users", "501"]),
+        ("turns", ["--turns", "0"]),
+    ],
+)
 def test_bench_serve_is_bounded(bench: str, args: list[str]) -> None:
     done = subprocess.run([AGENT_MEMORY, "bench", bench, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Invalid value" in done.stderr
@@ -91,8 +98,12 @@ async def test_a_stream_keeps_its_connection_across_turns() -> None:
 
     from agent_memory.bench._serve import _turn
 
-    events = [b'data: {"type": "tool_call"}\n\n', b'data: {"type": "token", "text": "hi"}\n\n',
-              b'data: {"type": "done"}\n\n', b": a comment after the reply\n\n"]  # fmt: skip
+    events = [
+        b'data: {"type": "tool_call"}\n\n',
+        b'data: {"type": "token", "text": "hi"}\n\n',
+        b'data: {"type": "done"}\n\n',
+        b": a comment after the reply\n\n",
+    ]
     runner, base, ports = await _sse_server(events)
     try:
         async with aiohttp.ClientSession(base_url=base) as client:

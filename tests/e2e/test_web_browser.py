@@ -19,6 +19,9 @@ import pytest
 
 from test_web_server import web_server
 
+#: slow: a server and a browser
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("AGENT_MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 TIMEOUT_MS = 60_000
@@ -316,11 +319,21 @@ def test_a_failed_reply_and_a_too_long_message_show_as_errors_in_the_chat(browse
     from strict_server import DEFAULT_MODEL_INFO, MODEL, Reply, StrictServer
 
     with StrictServer() as model:
-        spec = {"provider": "OpenAIChatCompletionClient",
-                "config": {"model": MODEL, "base_url": model.base_url, "api_key": "x", "max_retries": 0,
-                           "model_info": DEFAULT_MODEL_INFO}}  # fmt: skip
-        with web_server(f"sqlite+aiosqlite:///{tmp_path / 'web.db'}", memory_chat_model_client=json.dumps(spec),
-                        memory_context_token_budget=1000) as base:  # fmt: skip
+        spec = {
+            "provider": "OpenAIChatCompletionClient",
+            "config": {
+                "model": MODEL,
+                "base_url": model.base_url,
+                "api_key": "x",
+                "max_retries": 0,
+                "model_info": DEFAULT_MODEL_INFO,
+            },
+        }
+        with web_server(
+            f"sqlite+aiosqlite:///{tmp_path / 'web.db'}",
+            memory_chat_model_client=json.dumps(spec),
+            memory_context_token_budget=1000,
+        ) as base:
             page = open_as(browser, base, "carol")
             add_friend(page, "小助手")
             model.script(Reply(text=""), Reply(status=500, text="model crashed"))
@@ -340,8 +353,17 @@ def test_a_failed_reply_and_a_too_long_message_show_as_errors_in_the_chat(browse
 
 
 #: Elements a person must reach on a phone-sized screen, on the chat page and the memory page.
-NARROW_CHAT = ["#nav-chat", "#nav-memory", "#open-settings", "#signout", "#new-friend-submit", "#chat-input", "#send",
-               "#archive-friend", "#delete-friend"]  # fmt: skip
+NARROW_CHAT = [
+    "#nav-chat",
+    "#nav-memory",
+    "#open-settings",
+    "#signout",
+    "#new-friend-submit",
+    "#chat-input",
+    "#send",
+    "#archive-friend",
+    "#delete-friend",
+]
 NARROW_MEMORY = ["#memory-search", "#memory-search-form button", "#nav-chat"]
 
 #: Whether anything sticks out of the screen sideways (the page scrolls horizontally) and which of the

@@ -27,11 +27,22 @@ def model() -> Iterator[StrictServer]:
 
 @pytest.fixture
 def base(db_url: str, model: StrictServer) -> Iterator[str]:
-    spec = {"provider": "OpenAIChatCompletionClient",
-            "config": {"model": MODEL, "base_url": model.base_url, "api_key": "x", "max_retries": 0,
-                       "model_info": DEFAULT_MODEL_INFO}}  # fmt: skip
-    with web_server(db_url, memory_chat_model_client=json.dumps(spec), memory_context_token_budget=1000,
-                    memory_recall_time_budget_s=30.0) as url:  # fmt: skip
+    spec = {
+        "provider": "OpenAIChatCompletionClient",
+        "config": {
+            "model": MODEL,
+            "base_url": model.base_url,
+            "api_key": "x",
+            "max_retries": 0,
+            "model_info": DEFAULT_MODEL_INFO,
+        },
+    }
+    with web_server(
+        db_url,
+        memory_chat_model_client=json.dumps(spec),
+        memory_context_token_budget=1000,
+        memory_recall_time_budget_s=30.0,
+    ) as url:
         yield url
 
 

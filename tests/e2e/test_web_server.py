@@ -123,6 +123,7 @@ print(before, serving, threads())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("own_process", [True, False])
 def test_a_server_process_runs_matrix_products_on_one_thread(own_process: bool, tmp_path: Path) -> None:
     """``agent-memory serve`` runs numpy's matrix products on one thread while it serves (its chats run
@@ -131,21 +132,36 @@ def test_a_server_process_runs_matrix_products_on_one_thread(own_process: bool, 
     machine of two cores or more."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
     run = subprocess.run(
-        [sys.executable, "-c", _BLAS, str(Path(__file__).parent), f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
-         "own" if own_process else "mounted"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            _BLAS,
+            str(Path(__file__).parent),
+            f"sqlite+aiosqlite:///{tmp_path / 'b.db'}",
+            "own" if own_process else "mounted",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     before, serving, after = (json.loads(part) for part in run.stdout.strip().replace("] [", "]|[").split("|"))
     assert before == after and before and set(before) == {2}
     assert serving == ([1] * len(before) if own_process else before)
 
 
+@pytest.mark.slow
 def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1"}
-    proc = subprocess.Popen([AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         health = None
@@ -172,8 +188,13 @@ def test_cli_serve_answers_on_loopback_and_stops(tmp_path: Path) -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
 def test_cli_serve_refuses_non_loopback_without_token(host: str, tmp_path: Path) -> None:
     env = {**os.environ, "MEMORY_SERVER_TOKEN": ""}
-    done = subprocess.run([AGENT_MEMORY, "serve", "--host", host, "--db", str(tmp_path / "x.db"), "--port", "1"],
-                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [AGENT_MEMORY, "serve", "--host", host, "--db", str(tmp_path / "x.db"), "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "MEMORY_SERVER_TOKEN" in done.stderr and host in done.stderr
     assert not (tmp_path / "x.db").exists()  # refused before anything was opened
@@ -190,6 +211,10 @@ async def test_serve_function_checks_the_bind_before_opening(tmp_path: Path, mon
 
 @pytest.mark.postgres
 def test_cli_serve_refuses_an_unmigrated_postgresql_database(fresh_pg_url: str) -> None:
-    done = subprocess.run([AGENT_MEMORY, "serve", "--db", fresh_pg_url, "--port", str(free_port())],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [AGENT_MEMORY, "serve", "--db", fresh_pg_url, "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "agent-memory db upgrade" in done.stderr

@@ -17,6 +17,9 @@ import pytest
 
 from test_web_server import AGENT_MEMORY, free_port, idle_connection_is_kept
 
+#: slow: several server processes each
+pytestmark = pytest.mark.slow
+
 #: When a run that waits for a condition is taken as hung (not a measure of speed: a loaded machine
 #: takes minutes to start two workers).
 HUNG_S = 600
@@ -24,8 +27,13 @@ HUNG_S = 600
 
 def _start(db: Path, port: int) -> subprocess.Popen[str]:
     env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1", "MEMORY_CHAT_MODEL_CLIENT": ""}
-    proc = subprocess.Popen([AGENT_MEMORY, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [AGENT_MEMORY, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -279,8 +287,14 @@ def test_stopping_while_a_worker_still_starts_is_no_error(tmp_path: Path) -> Non
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_SECOND_WORKER, encoding="utf-8")
     port = free_port()
-    env = {**os.environ, "MEMORY_SERVER_TOKEN": "", "MEMORY_SERVER_HOST": "127.0.0.1", "MEMORY_CHAT_MODEL_CLIENT": "",
-           "PYTHONPATH": str(tmp_path / "site"), "TEST_SLOW_DIR": str(tmp_path)}  # fmt: skip
+    env = {
+        **os.environ,
+        "MEMORY_SERVER_TOKEN": "",
+        "MEMORY_SERVER_HOST": "127.0.0.1",
+        "MEMORY_CHAT_MODEL_CLIENT": "",
+        "PYTHONPATH": str(tmp_path / "site"),
+        "TEST_SLOW_DIR": str(tmp_path),
+    }
     command = [AGENT_MEMORY, "serve", "--db", str(tmp_path / "web.db"), "--port", str(port), "--workers", "2"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -138,9 +138,13 @@ async def test_a_write_waits_for_another_process_holding_the_gate(tmp_path: Path
         async with db.connection() as conn:
             await conn.execute(text("CREATE TABLE t (x INTEGER)"))
         other = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _HOLDER, f"{path}{LOCK_SUFFIX}",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "-c",
+            _HOLDER,
+            f"{path}{LOCK_SUFFIX}",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
         try:
             assert other.stdout is not None and other.stdin is not None
             assert (await asyncio.wait_for(other.stdout.readline(), timeout=30)).strip() == b"held"
@@ -283,11 +287,16 @@ def _lock_file_free(path: str) -> bool:
 def _hold_in_subprocess(lock_path: str, seconds: float) -> subprocess.Popen[bytes]:
     """Another process that holds the lock file for ``seconds``."""
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX);"
-         "print('held', flush=True); time.sleep(float(sys.argv[2]))", lock_path, str(seconds)],
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX);"
+            "print('held', flush=True); time.sleep(float(sys.argv[2]))",
+            lock_path,
+            str(seconds),
+        ],
         stdout=subprocess.PIPE,
-    )  # fmt: skip
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
     return holder
 

@@ -29,12 +29,19 @@ async def builder(system: MemorySystem) -> AgentBuilder:
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("db", '{"host": "localhost", "port": 3306}', summary="MySQL 主从配置: port 3306",
-                      memory_type="command_output", friend_id="mentor", created_at=NOW - timedelta(days=1)),
-            NewMemory("movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile",
-                      created_at=NOW - timedelta(days=9)),
+            NewMemory(
+                "db",
+                '{"host": "localhost", "port": 3306}',
+                summary="MySQL 主从配置: port 3306",
+                memory_type="command_output",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=1),
+            ),
+            NewMemory(
+                "movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile", created_at=NOW - timedelta(days=9)
+            ),
         ],
-    )  # fmt: skip
+    )
     return b
 
 
@@ -52,8 +59,9 @@ async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) 
     client = replay(script)
     seen: list[dict[str, Any]] = []
     builder.register_hook(lambda kwargs: seen.append(kwargs) or None)
-    agent = builder.build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
-                          system_message="你是职场导师。")  # fmt: skip
+    agent = builder.build(
+        name="mentor", model_client=client, user_id="u1", friend_id="mentor", system_message="你是职场导师。"
+    )
     result = await agent.run(task="按之前的 MySQL 配置，端口是多少？")
     assert result.messages[-1].content == "端口是 3306。"
     first = client.create_calls[0]
@@ -142,14 +150,16 @@ async def test_instructions_follow_the_application_language(builder: AgentBuilde
 
 
 async def test_tool_settings_take_effect(db_url: str) -> None:
-    settings = load_settings(memory_database_url=db_url, memory_tools_enable_proactive_search=False,
-                             memory_language="en")  # fmt: skip
+    settings = load_settings(
+        memory_database_url=db_url, memory_tools_enable_proactive_search=False, memory_language="en"
+    )
     async with MemorySystem.from_settings(settings) as system:
         kwargs = AgentBuilder(system).with_memory({"system_message": "你是助手"}, user_id="u1")
         assert [t.name for t in kwargs["tools"]] == ["load_tool_history"]  # no memory tools
         assert "Memory tools" not in kwargs["system_message"] and "Archived tool results" in kwargs["system_message"]
-    settings = load_settings(memory_database_url=db_url, memory_tools_max_results_per_search=2,
-                             memory_tools_proactive_search_threshold=0.0)  # fmt: skip
+    settings = load_settings(
+        memory_database_url=db_url, memory_tools_max_results_per_search=2, memory_tools_proactive_search_threshold=0.0
+    )
     async with MemorySystem.from_settings(settings) as system:
         for n in range(4):
             await system.layer.memory.add(user_id="u1", memory_key=f"m{n}", content=f"数据库配置 第{n}版")
@@ -162,8 +172,9 @@ async def test_a_client_without_function_calling_gets_a_clear_error(builder: Age
     from autogen_core.models import ModelFamily, ModelInfo
     from autogen_ext.models.replay import ReplayChatCompletionClient
 
-    info = ModelInfo(vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN,
-                     structured_output=False)  # fmt: skip
+    info = ModelInfo(
+        vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
+    )
     plain = ReplayChatCompletionClient(["hi"], model_info=info)
     with pytest.raises(ValueError, match="function_calling"):
         builder.build(name="a", model_client=plain, user_id="u1")

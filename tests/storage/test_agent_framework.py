@@ -66,13 +66,16 @@ async def test_each_run_recalls_anew_and_the_next_turn_reads_the_stored_chat(mem
 
 async def test_another_users_provider_recalls_none_of_these_memories(memory: MemorySystem) -> None:
     client = ScriptedChatClient(["好的。"])
-    agent = Agent(client, "你是职场导师。", context_providers=[MemoryContextProvider(memory, user_id="u2",
-                                                                                   friend_id="mentor")])  # fmt: skip
+    agent = Agent(
+        client, "你是职场导师。", context_providers=[MemoryContextProvider(memory, user_id="u2", friend_id="mentor")]
+    )
     await agent.run("汇报越来越近了，该怎么准备？")
     assert _instructions(client.requests[0]) == "你是职场导师。"
     assert await memory.layer.messages.latest(user_id="u1", friend_id="mentor", limit=10) == []
     assert [m.role for m in await memory.layer.messages.latest(user_id="u2", friend_id="mentor", limit=10)] == [
-        "user", "assistant"]  # fmt: skip
+        "user",
+        "assistant",
+    ]
 
 
 def test_bad_arguments_are_refused_with_what_to_pass(memory: MemorySystem) -> None:

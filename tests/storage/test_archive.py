@@ -1,4 +1,4 @@
-"""The tool-result archive (seed 004) in a real AssistantAgent turn, and its manager on its own."""
+"""The tool-result archive in a real AssistantAgent turn, and its manager on its own."""
 
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ from agent_memory.tool_archive import ToolResultManager, extract_sources, summar
 from data_layer import AgentFusionDataLayer, Scope
 from scripted import MODEL_INFO, USAGE, call
 
-BIG = ("永策Pro 权限管理配置步骤：第一步创建角色。第二步分配权限。第三步绑定用户组。来源: docs/yongce/permissions.md\n"
-       + "细节说明。" * 10_000)  # fmt: skip
+BIG = (
+    "永策Pro 权限管理配置步骤：第一步创建角色。第二步分配权限。第三步绑定用户组。来源: docs/yongce/permissions.md\n"
+    + "细节说明。" * 10_000
+)
 
 
 def search_docs(query: str) -> str:
@@ -105,8 +107,14 @@ async def test_agent_sees_placeholder_loads_full_text_then_placeholder_again(
         assert sum(len(t) for t in texts) < 4_000
         return "不客气。"
 
-    client = _Scripted([lambda m: call("search_docs", {"query": "权限管理"}, 1), load_from_placeholder,
-                        answer_with_full_text, next_round])  # fmt: skip
+    client = _Scripted(
+        [
+            lambda m: call("search_docs", {"query": "权限管理"}, 1),
+            load_from_placeholder,
+            answer_with_full_text,
+            next_round,
+        ]
+    )
     tools = [FunctionTool(search_docs, description="search docs"), manager.load_tool()]
     agent = AssistantAgent("main", model_client=client, model_context=context, max_tool_iterations=3, tools=tools)
     first = await agent.run(task="永策Pro 的权限管理怎么配置？第三步是什么？")
@@ -124,8 +132,10 @@ async def test_short_results_stay_and_scope_is_enforced(layer: AgentFusionDataLa
     placeholder = await mine.process_tool_result("t", {"q": 1}, BIG)
     uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
     assert (await mine.load_tool_result(uuid)).endswith(BIG)
-    for other in (ToolResultManager(layer, user_id="u2", conversation_id="c1"),
-                  ToolResultManager(layer, user_id="u1", conversation_id="c2")):  # fmt: skip
+    for other in (
+        ToolResultManager(layer, user_id="u2", conversation_id="c1"),
+        ToolResultManager(layer, user_id="u1", conversation_id="c2"),
+    ):
         with pytest.raises(LookupError, match="no archived tool result"):
             await other.load_tool_result(uuid)
         result = await other.load_tool().run_json({"uuid": uuid}, cancellation_token=None)  # type: ignore[arg-type]
@@ -157,8 +167,11 @@ async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionD
 
     await context.add_message(UserMessage(content="第一轮", source="user"))
     await context.add_message(AssistantMessage(content=[call], source="main"))
-    await context.add_message(FunctionExecutionResultMessage(
-        content=[FunctionExecutionResult(content=loaded, name="load_tool_history", call_id="l1")]))  # fmt: skip
+    await context.add_message(
+        FunctionExecutionResultMessage(
+            content=[FunctionExecutionResult(content=loaded, name="load_tool_history", call_id="l1")]
+        )
+    )
     await context.add_message(AssistantMessage(content="第一轮的回答", source="main"))  # an answered turn's tool round
     await context.add_message(UserMessage(content="第二轮", source="user"))
     texts = _tool_texts(await context.get_messages())

@@ -28,9 +28,11 @@ async def _store_chat(db_url: str) -> list[int]:
         await plain.ensure_schema()
         stored = await plain.layer.messages.append_many(
             user_id="u1",
-            messages=[NewMessage(role=r, content=c, friend_id="xiaozhu", created_at=T0 + timedelta(minutes=i))  # type: ignore[arg-type]
-                      for i, (r, c) in enumerate(CHAT)],
-        )  # fmt: skip
+            messages=[
+                NewMessage(role=r, content=c, friend_id="xiaozhu", created_at=T0 + timedelta(minutes=i))  # type: ignore[arg-type]
+                for i, (r, c) in enumerate(CHAT)
+            ],
+        )
     return [m.id for m in stored]
 
 
@@ -46,8 +48,9 @@ async def test_a_model_from_the_settings_archives_the_session(db_url: str) -> No
         ],
         "events": [{"content": "模型记下：下周去北京出差", "source_message_ids": [ids[0]]}],
     }
-    settings = load_settings(memory_database_url=db_url,
-                             memory_archive_model_client=_spec(json.dumps(answer, ensure_ascii=False)))  # fmt: skip
+    settings = load_settings(
+        memory_database_url=db_url, memory_archive_model_client=_spec(json.dumps(answer, ensure_ascii=False))
+    )
     async with MemorySystem.from_settings(settings) as system:
         assert isinstance(system.session_archiver.extractor, ModelExtractor)
         report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
@@ -79,16 +82,22 @@ def test_the_cli_archives_with_the_model_of_the_settings(
     db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     chat = tmp_path / "chat.jsonl"
-    lines = [json.dumps({"role": r, "content": c, "created_at": (T0 + timedelta(minutes=i)).isoformat()},
-                        ensure_ascii=False) for i, (r, c) in enumerate(CHAT)]  # fmt: skip
+    lines = [
+        json.dumps({"role": r, "content": c, "created_at": (T0 + timedelta(minutes=i)).isoformat()}, ensure_ascii=False)
+        for i, (r, c) in enumerate(CHAT)
+    ]
     chat.write_text("\n".join(lines), encoding="utf-8")
     runner = CliRunner()
-    imported = runner.invoke(app, ["messages", "import", str(chat), "--user", "u1", "--friend", "xiaozhu",
-                                   "--url", db_url])  # fmt: skip
+    imported = runner.invoke(
+        app, ["messages", "import", str(chat), "--user", "u1", "--friend", "xiaozhu", "--url", db_url]
+    )
     assert imported.exit_code == 0, imported.output
     with caplog.at_level(logging.WARNING, logger="agent_memory.formation"):
-        archived = runner.invoke(app, ["archive", "run", "--user", "u1", "--json", "--url", db_url],
-                                 env={"MEMORY_ARCHIVE_MODEL_CLIENT": _spec("not json")})  # fmt: skip
+        archived = runner.invoke(
+            app,
+            ["archive", "run", "--user", "u1", "--json", "--url", db_url],
+            env={"MEMORY_ARCHIVE_MODEL_CLIENT": _spec("not json")},
+        )
     assert archived.exit_code == 0, archived.output
     assert json.loads(archived.output)["gists"] == 2  # the work trip and the films: two episodes
     assert any("archiving model" in r.getMessage() for r in caplog.records)  # the CLI asked the model

@@ -49,10 +49,17 @@ def test_an_english_gist_quotes_the_user() -> None:
 
 def records_of(*turns: tuple[str, str]) -> list[MessageRecord]:
     return [
-        MessageRecord(id=i, user_id="u", friend_id="f", thread_id=None, role=role, content=text,
-                      created_at=T0 + timedelta(minutes=i))
+        MessageRecord(
+            id=i,
+            user_id="u",
+            friend_id="f",
+            thread_id=None,
+            role=role,
+            content=text,
+            created_at=T0 + timedelta(minutes=i),
+        )
         for i, (role, text) in enumerate(turns, 1)
-    ]  # fmt: skip
+    ]
 
 
 def test_a_gist_holds_one_episode() -> None:
@@ -170,13 +177,17 @@ async def test_a_newer_statement_supersedes_and_the_old_one_stays_as_history(sys
 @pytest.mark.parametrize(
     ("said", "key", "old", "new"),
     [
-        (("I live in London with my partner.", "Work relocated me: I moved to Berlin in May."),
-         "profile-residence", "London", "Berlin"),
+        (
+            ("I live in London with my partner.", "Work relocated me: I moved to Berlin in May."),
+            "profile-residence",
+            "London",
+            "Berlin",
+        ),
         (("I work at Shopify.", "I quit my job last week."), "profile-employer", "Shopify", "left their job"),
         (("我是单身", "我上个月结婚了"), "profile-marital", "单身", "已婚"),
         (("我在华为上班", "我换工作了，现在在小米上班"), "profile-employer", "华为", "小米"),
     ],
-)  # fmt: skip
+)
 async def test_a_change_of_state_supersedes_with_the_evidence_of_both(
     system: MemorySystem, said: tuple[str, str], key: str, old: str, new: str
 ) -> None:
@@ -193,9 +204,15 @@ async def test_a_change_of_state_supersedes_with_the_evidence_of_both(
 
 @pytest.mark.parametrize(
     "later",
-    ["If I moved to Berlin, I'd miss my friends.", "Should I move to Berlin?", "My sister moved to Berlin.",
-     "要是搬到柏林，我会想家的", "我要不要搬到柏林？", "我妹妹搬到柏林了"],
-)  # fmt: skip
+    [
+        "If I moved to Berlin, I'd miss my friends.",
+        "Should I move to Berlin?",
+        "My sister moved to Berlin.",
+        "要是搬到柏林，我会想家的",
+        "我要不要搬到柏林？",
+        "我妹妹搬到柏林了",
+    ],
+)
 async def test_a_supposition_a_question_or_someone_elses_move_changes_no_home(system: MemorySystem, later: str) -> None:
     await store(system, msg("I have always lived in London.", at=T0), msg(later, at=T0 + timedelta(days=40)))
     report = await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
@@ -279,8 +296,11 @@ async def test_a_gist_of_one_friend_is_never_recalled_for_another(system: Memory
 async def test_the_evidence_recall_reads_the_time_a_question_names(system: MemorySystem) -> None:
     """The skill's "a named date = that date": 上周 (T0 is a Friday) reads the week before this one; a
     time still to come names no window; a time word ("最近") keeps its own window back from now."""
-    await store(system, msg("在杭州吃了一碗片儿川，汤头很鲜", at=T0 - timedelta(days=10)),
-                msg("杭州又下雨了，没出门吃饭", at=T0 - timedelta(days=2)))  # fmt: skip
+    await store(
+        system,
+        msg("在杭州吃了一碗片儿川，汤头很鲜", at=T0 - timedelta(days=10)),
+        msg("杭州又下雨了，没出门吃饭", at=T0 - timedelta(days=2)),
+    )
     run = await system.evidence_agent(system.scope("u1", "xiaozhu")).recall("我上周在杭州吃了什么？", now=T0)
     window = run.output.limits.time_range
     assert (window.since, window.until) == ("2025-12-22T00:00:00+00:00", "2025-12-29T00:00:00+00:00")

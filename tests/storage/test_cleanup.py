@@ -198,8 +198,9 @@ async def test_a_quick_read_runs_on_the_loop_and_gives_its_connection_back(tmp_p
             await conn.execute(text("INSERT INTO t VALUES (1), (2)"))
         async with db.engine.connect() as conn:  # the pool's one connection: trace its statements
             driver = (await conn.get_raw_connection()).driver_connection
-            await driver.set_trace_callback(lambda sql: ran_here.append(sql.startswith("SELECT") and
-                                                                        threading.get_ident() == here))  # fmt: skip
+            await driver.set_trace_callback(
+                lambda sql: ran_here.append(sql.startswith("SELECT") and threading.get_ident() == here)
+            )
         ran_here.clear()
         passed = _loop_passed()
         rows = await db.quick_read(lambda c: c.execute(text("SELECT x FROM t ORDER BY x")).all())

@@ -163,8 +163,11 @@ def test_bench_ingest_prints_one_json_object() -> None:
 def test_demo_searches_within_each_friend(tmp_path: Path) -> None:
     out = runner.invoke(app, ["demo", "--db", str(tmp_path / "demo.db")])
     assert out.exit_code == 0, out.output
-    lines = {line.split(" searches ")[0].strip() + line.split(" searches ")[1].split(":")[0]: line
-             for line in out.output.replace("\n   ", "\n").splitlines() if " searches " in line}  # fmt: skip
+    lines = {
+        line.split(" searches ")[0].strip() + line.split(" searches ")[1].split(":")[0]: line
+        for line in out.output.replace("\n   ", "\n").splitlines()
+        if " searches " in line
+    }
     assert "event-report-pressure" in lines["mentor'汇报压力'"]
     assert "event-report-pressure" not in lines["xiaozhu'汇报压力'"]  # the mentor's event stays with it
     assert "db-config-001" in lines["mentor'MySQL 数据库配置'"]
@@ -272,10 +275,18 @@ def test_bench_conflicts_reports_by_language_and_kind(tmp_path: Path) -> None:
     packaged = json.loads(runner.invoke(app, ["bench", "conflicts"]).output)
     assert packaged["cases"] == 120 and packaged["by_lang_kind"]["zh/move"]["cases"] == 3
     own = tmp_path / "mine.jsonl"
-    case = {"id": "x-move", "lang": "en", "kind": "move", "topic": "residence", "subject": "",
-            "messages": [{"role": "user", "content": "I live in Oslo.", "at": "2024-01-01T10:00:00+00:00"},
-                         {"role": "user", "content": "I moved to Bergen.", "at": "2024-05-01T10:00:00+00:00"}],
-            "expected": {"value": "lives in Bergen", "uncertain": False, "reason": "time_change"}}  # fmt: skip
+    case = {
+        "id": "x-move",
+        "lang": "en",
+        "kind": "move",
+        "topic": "residence",
+        "subject": "",
+        "messages": [
+            {"role": "user", "content": "I live in Oslo.", "at": "2024-01-01T10:00:00+00:00"},
+            {"role": "user", "content": "I moved to Bergen.", "at": "2024-05-01T10:00:00+00:00"},
+        ],
+        "expected": {"value": "lives in Bergen", "uncertain": False, "reason": "time_change"},
+    }
     own.write_text(json.dumps(case) + "\n", encoding="utf-8")
     out = runner.invoke(app, ["bench", "conflicts", "--data", str(own)])
     assert out.exit_code == 0, out.output
@@ -298,8 +309,9 @@ def test_recall_command_json(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
     assert runner.invoke(app, ["demo", "--db", str(db)]).exit_code == 0
     url = f"sqlite+aiosqlite:///{db}"
-    out = runner.invoke(app, ["recall", "MySQL 配置的端口", "--user", "demo-user", "--friend", "mentor", "--json",
-                              "--url", url])  # fmt: skip
+    out = runner.invoke(
+        app, ["recall", "MySQL 配置的端口", "--user", "demo-user", "--friend", "mentor", "--json", "--url", url]
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["handoff"]["relevant_memory_keys"][0] == "db-config-001"

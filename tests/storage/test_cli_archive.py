@@ -27,8 +27,9 @@ def test_import_archive_recall_and_list(db_url: str, tmp_path: Path) -> None:
         "\n".join(json.dumps({"role": r, "content": c, "created_at": t}, ensure_ascii=False) for r, c, t in CHAT),
         encoding="utf-8",
     )
-    imported = runner.invoke(app, ["messages", "import", str(chat), "--user", "u1", "--friend", "xiaozhu",
-                                   "--url", db_url])  # fmt: skip
+    imported = runner.invoke(
+        app, ["messages", "import", str(chat), "--user", "u1", "--friend", "xiaozhu", "--url", db_url]
+    )
     assert imported.exit_code == 0, imported.output
     archived = runner.invoke(app, ["archive", "run", "--user", "u1", "--json", "--url", db_url])
     assert archived.exit_code == 0, archived.output

@@ -212,8 +212,12 @@ def test_a_misspelt_setting_is_named_not_ignored(
     service named "memory" (MEMORY_SERVICE_HOST, close to MEMORY_SERVER_HOST) are left alone."""
     url = _sqlite(tmp_path / "m.db")
     monkeypatch.chdir(tmp_path)
-    for name, value in (("MEMORY_LIMIT", "4g"), ("MEMORY_SERVICE_HOST", "10.0.0.7"), ("MEMORY_SERVER_PORT", "8080"),
-                        ("MEMORY_PORT_8080_TCP_ADDR", "10.0.0.7")):  # fmt: skip
+    for name, value in (
+        ("MEMORY_LIMIT", "4g"),
+        ("MEMORY_SERVICE_HOST", "10.0.0.7"),
+        ("MEMORY_SERVER_PORT", "8080"),
+        ("MEMORY_PORT_8080_TCP_ADDR", "10.0.0.7"),
+    ):
         monkeypatch.setenv(name, value)
     with caplog.at_level(logging.WARNING, logger="agent_memory.settings._settings"):
         assert runner.invoke(app, ["memory", "list", "--user", "u1", "--url", url]).exit_code == 0
@@ -258,8 +262,9 @@ def test_empty_memory_content_is_refused(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_error_output_has_no_markup_applied(tmp_path: Path) -> None:
     # a message carrying rich markup is printed as it is
-    out = runner.invoke(app, ["memory", "add", "k", "x", "--user", "u1", "--type", "[red]x[/red]", "--url",
-                              _sqlite(tmp_path / "m.db")])  # fmt: skip
+    out = runner.invoke(
+        app, ["memory", "add", "k", "x", "--user", "u1", "--type", "[red]x[/red]", "--url", _sqlite(tmp_path / "m.db")]
+    )
     _short_error(out, "[red]x[/red]")
 
 

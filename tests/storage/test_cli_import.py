@@ -29,10 +29,14 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def _chat(n: int, **extra: Any) -> list[dict[str, Any]]:
     return [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"消息 {i}",
-         "created_at": (T0 + timedelta(minutes=i)).isoformat(), **extra}
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"消息 {i}",
+            "created_at": (T0 + timedelta(minutes=i)).isoformat(),
+            **extra,
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def _messages(url: str, user: str = "u1") -> list[tuple[str | None, str | None, str, str]]:
@@ -173,8 +177,12 @@ async def test_external_ids(layer: AgentFusionDataLayer) -> None:
     assert len(await layer.messages.append_many(user_id="u1", messages=first)) == 2
     with pytest.raises(InvalidInputError, match="'x-1' is already stored"):
         await layer.messages.append_many(user_id="u1", messages=[_msg("changed", external_id="x-1")])
-    assert await layer.messages.append_many(user_id="u1", messages=[_msg("changed", external_id="x-1")],
-                                            skip_existing=True) == []  # fmt: skip
+    assert (
+        await layer.messages.append_many(
+            user_id="u1", messages=[_msg("changed", external_id="x-1")], skip_existing=True
+        )
+        == []
+    )
     assert len(await layer.messages.append_many(user_id="u2", messages=first)) == 2  # ids are per user
     with pytest.raises(InvalidInputError, match="two different messages"):
         await layer.messages.append_many(
@@ -230,8 +238,9 @@ async def test_a_many_chunk_import_numbers_messages_in_order(layer: AgentFusionD
     """Every stored message gets its own id, ascending in the order given, across chunks and users of one
     transaction and after messages written one at a time; each id reads back its own message."""
     await layer.messages.append(user_id="u0", role="user", content="before")
-    chats = {user: [_msg(f"{user} {i}", created_at=T0 + timedelta(seconds=i)) for i in range(1_203)]
-             for user in ("u1", "u2")}  # fmt: skip
+    chats = {
+        user: [_msg(f"{user} {i}", created_at=T0 + timedelta(seconds=i)) for i in range(1_203)] for user in ("u1", "u2")
+    }
     stored = await layer.messages.append_for_users(chats, skip_existing=True)
     after = await layer.messages.append(user_id="u1", role="user", content="after")
     ids = [m.id for user in ("u1", "u2") for m in stored[user]]
@@ -268,10 +277,12 @@ async def test_upgrade_hashes_the_stored_messages(tmp_path: Path) -> None:
         async with engine.begin() as conn:
             for i, content in enumerate(["旧消息", "old message"]):
                 await conn.execute(
-                    text("INSERT INTO chat_messages (user_id, friend_id, role, content, created_at) "
-                         "VALUES ('u1', 'A', 'user', :c, :t)"),
+                    text(
+                        "INSERT INTO chat_messages (user_id, friend_id, role, content, created_at) "
+                        "VALUES ('u1', 'A', 'user', :c, :t)"
+                    ),
                     {"c": content, "t": (T0 + timedelta(minutes=i)).replace(tzinfo=None)},
-                )  # fmt: skip
+                )
         await upgrade(url)
         async with engine.connect() as conn:
             rows = (await conn.execute(text("SELECT content, content_hash FROM chat_messages"))).all()

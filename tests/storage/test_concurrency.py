@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from data_layer import AgentFusionDataLayer
 
 WRITERS, PER_WRITER = 8, 500
@@ -24,6 +26,7 @@ async def _writer(url: str, n: int) -> int:
     return n
 
 
+@pytest.mark.slow
 async def test_eight_concurrent_writers(db_url: str) -> None:
     done = await asyncio.gather(*(_writer(db_url, n) for n in range(WRITERS)))
     assert sorted(done) == list(range(WRITERS))

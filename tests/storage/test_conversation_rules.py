@@ -107,9 +107,11 @@ async def test_a_person_named_who_said_nothing_in_the_scope_does_not_count(layer
     """Tim speaks only in friend f2's chat: a search in f1's scope naming Tim weighs nobody in f1."""
     engine = HybridMemorySearch(layer.memory)
     layer.memory.set_analyzer(engine.analyzer)
-    said = [("f1-nate", "f1", "Nate", "turtles eat lettuce in winter"),
-            ("f1-joanna", "f1", "Joanna", "turtles eat lettuce in winter"),
-            ("f2-tim", "f2", "Tim", "I have no turtles")]  # fmt: skip
+    said = [
+        ("f1-nate", "f1", "Nate", "turtles eat lettuce in winter"),
+        ("f1-joanna", "f1", "Joanna", "turtles eat lettuce in winter"),
+        ("f2-tim", "f2", "Tim", "I have no turtles"),
+    ]
     await layer.memory.add_many(
         user_id="u1",
         memories=[NewMemory(k, t, friend_id=f, created_at=T0, metadata={"speaker": s}) for k, f, s, t in said],

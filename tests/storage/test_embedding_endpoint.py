@@ -21,10 +21,15 @@ def endpoint() -> Iterator[EmbeddingServer]:
 def _settings(
     db_url: str, server: EmbeddingServer, *, model: str = "toy-a", timeout_s: float = 10.0, key: str = "sk-test"
 ) -> object:
-    return load_settings(memory_database_url=db_url, memory_search_embedder="openai",
-                         memory_search_embedding_url=server.url, memory_search_embedding_model=model,
-                         memory_search_embedding_dim=DIM, memory_search_embedding_timeout_s=timeout_s,
-                         memory_search_embedding_api_key=key)  # fmt: skip
+    return load_settings(
+        memory_database_url=db_url,
+        memory_search_embedder="openai",
+        memory_search_embedding_url=server.url,
+        memory_search_embedding_model=model,
+        memory_search_embedding_dim=DIM,
+        memory_search_embedding_timeout_s=timeout_s,
+        memory_search_embedding_api_key=key,
+    )
 
 
 async def test_an_endpoint_down_at_the_write_leaves_the_words_and_the_vectors_come_later(

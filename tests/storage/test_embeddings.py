@@ -71,8 +71,11 @@ async def test_wrong_dimension_is_a_clear_error(endpoint: str) -> None:
 def test_a_change_of_embedder_does_not_reanalyse_the_words() -> None:
     # the vector is stored with its embedder's name; the analysis name is the words' alone, so a new
     # embedder re-embeds memories (in the background) without re-tokenising them
-    long = SearchAnalyzer(embedder=OpenAIEmbedder(model="a-very-long-embedding-model-name-" * 3, dim=DIM,
-                                                  base_url="http://127.0.0.1:9/v1"))  # fmt: skip
+    long = SearchAnalyzer(
+        embedder=OpenAIEmbedder(
+            model="a-very-long-embedding-model-name-" * 3, dim=DIM, base_url="http://127.0.0.1:9/v1"
+        )
+    )
     assert (
         len(long.name) <= 64 and long.name == SearchAnalyzer().name == SearchAnalyzer(embedder=HashingEmbedder()).name
     )

@@ -100,8 +100,9 @@ def test_every_table_of_the_schema_has_an_erasure_rule(db_url: str) -> None:
 async def _fill(layer: AgentFusionDataLayer, user: str) -> None:
     """One row of ``user`` in every table that can hold one."""
     await layer.friends.create(user_id=user, friend_id="mentor", name="导师", system_prompt="你是导师。")
-    await layer.memory.add(user_id=user, memory_key="p1", content="我住在杭州", memory_type="profile",
-                           keywords=["杭州"])  # fmt: skip
+    await layer.memory.add(
+        user_id=user, memory_key="p1", content="我住在杭州", memory_type="profile", keywords=["杭州"]
+    )
     await layer.memory.add(user_id=user, memory_key="e1", content="周五汇报", memory_type="event", friend_id="mentor")
     messages = await layer.messages.append_many(
         user_id=user,
@@ -111,8 +112,13 @@ async def _fill(layer: AgentFusionDataLayer, user: str) -> None:
         ],
     )
     await layer.archive_state.mark_archived(user_id=user, friend_id="mentor", message_ids=[messages[0].id])
-    await layer.archive.save(user_id=user, tool_name="search_docs", result_full="x" * 100,
-                             conversation_id=f"{user}/mentor", created_at=datetime(2024, 5, 1, tzinfo=UTC))  # fmt: skip
+    await layer.archive.save(
+        user_id=user,
+        tool_name="search_docs",
+        result_full="x" * 100,
+        conversation_id=f"{user}/mentor",
+        created_at=datetime(2024, 5, 1, tzinfo=UTC),
+    )
     await layer.settings.update(user_id=user, patch={"memory": {"rounds": 2}})
     await layer.memory.add_synonyms([("杭州", "临安", 0.7)])
 

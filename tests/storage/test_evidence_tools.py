@@ -1,4 +1,4 @@
-"""Seed 003's evidence tools on a real database (SQLite and PostgreSQL): a small Chinese + English chat
+"""The evidence tools on a real database (SQLite and PostgreSQL): a small Chinese + English chat
 of one user with two AI friends, shared messages, and another user's messages that must never show."""
 
 from __future__ import annotations
@@ -382,9 +382,11 @@ async def test_the_chat_statistics_follow_every_write(layer: AgentFusionDataLaye
         for friend in ("mentor", "xiaozhu", None):
             await layer.messages.append_many(
                 user_id=user,
-                messages=[NewMessage(role="user", content=f"{friend} 火锅 number {i}", friend_id=friend,
-                                     created_at=at(i)) for i in range(4)],
-            )  # fmt: skip
+                messages=[
+                    NewMessage(role="user", content=f"{friend} 火锅 number {i}", friend_id=friend, created_at=at(i))
+                    for i in range(4)
+                ],
+            )
     layer.messages.set_analyzer(None)
     await layer.messages.append(user_id="u1", friend_id="mentor", role="user", content="written without terms")
     kept, counted = await _statistics(layer)

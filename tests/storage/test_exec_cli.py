@@ -37,7 +37,7 @@ def url(db_url: str) -> str:
             )
             await layer.memory.add(user_id="u1", memory_key="health", content="用户确诊了糖尿病")
 
-    asyncio.run(seed())  # fmt: skip
+    asyncio.run(seed())
     return db_url
 
 

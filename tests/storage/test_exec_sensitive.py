@@ -1,4 +1,4 @@
-"""Seed 000 section 7.4: sensitive memories need an explicit permission before they reach another
+"""Sensitive memories need an explicit permission before they reach another
 friend's slot (the rule: ``agent_memory.domain.reach``)."""
 
 from __future__ import annotations
@@ -44,12 +44,18 @@ def test_marks_on_write_win_over_the_words() -> None:
 @pytest.fixture
 async def executor(layer: AgentFusionDataLayer, tmp_path: Path) -> CommandExecutor:
     await layer.memory.add(user_id="u1", memory_key="diagnosis", content="用户确诊了糖尿病", memory_type="profile")
-    await layer.memory.add(user_id="u1", memory_key="mentor-salary", content="月薪两万", friend_id="mentor",
-                           memory_type="event")  # fmt: skip
+    await layer.memory.add(
+        user_id="u1", memory_key="mentor-salary", content="月薪两万", friend_id="mentor", memory_type="event"
+    )
     await layer.memory.add(user_id="u1", memory_key="marked", content='{"v": 1}', metadata={"sensitive": "finances"})
     await layer.memory.add(user_id="u1", memory_key="plain", content='{"port": 3306}', metadata={"port": 3306})
-    return CommandExecutor(layer, scope=Scope.of("u1", "mentor"), limits=Limits(timeout_s=5),
-                           isolation=require_isolation(), workdir=work_folder(tmp_path / "work"))  # fmt: skip
+    return CommandExecutor(
+        layer,
+        scope=Scope.of("u1", "mentor"),
+        limits=Limits(timeout_s=5),
+        isolation=require_isolation(),
+        workdir=work_folder(tmp_path / "work"),
+    )
 
 
 async def test_a_sensitive_profile_item_is_refused_in_a_friends_slot(executor: CommandExecutor) -> None:
@@ -65,9 +71,14 @@ async def test_a_sensitive_profile_item_is_refused_in_a_friends_slot(executor: C
 async def test_a_remembered_command_cannot_pull_a_sensitive_memory(
     executor: CommandExecutor, layer: AgentFusionDataLayer
 ) -> None:
-    await layer.memory.add(user_id="u1", memory_key="leak", content="echo [memory:diagnosis:full]",
-                           memory_type="command_output", friend_id="mentor",
-                           metadata={"language": "shell"})  # fmt: skip
+    await layer.memory.add(
+        user_id="u1",
+        memory_key="leak",
+        content="echo [memory:diagnosis:full]",
+        memory_type="command_output",
+        friend_id="mentor",
+        metadata={"language": "shell"},
+    )
     before = await layer.memory.count(user_id="u1")
     refused = await executor.execute_command_references("[memory:leak]")
     assert not refused.success and "sensitive (health)" in (refused.error or "") and "糖尿病" not in refused.output

@@ -42,10 +42,12 @@ async def _fill(system: MemorySystem) -> None:
         ],
     )
     await system.session_archiver.run(user_id="alice", all_friends=True, end_open=True)
-    await layer.messages.append(user_id="alice", role="user", content="今天好累", friend_id="mentor",
-                                created_at=T0 + timedelta(days=1))  # fmt: skip
-    await layer.memory.add(user_id="alice", memory_key="tagged", content="我的猫叫团子", memory_type="profile",
-                           keywords=["宠物"])  # fmt: skip
+    await layer.messages.append(
+        user_id="alice", role="user", content="今天好累", friend_id="mentor", created_at=T0 + timedelta(days=1)
+    )
+    await layer.memory.add(
+        user_id="alice", memory_key="tagged", content="我的猫叫团子", memory_type="profile", keywords=["宠物"]
+    )
     await layer.memory.add(user_id="alice", memory_key="gone", content="我住在北京", memory_type="profile")
     await layer.memory.delete(user_id="alice", memory_key="gone")
     await layer.settings.update(user_id="alice", patch={"memory": {"rounds": 2}})
@@ -55,10 +57,16 @@ async def _view(system: MemorySystem, user: str) -> dict[str, Any]:
     rows = await system.layer.user_rows(user)
     by_id = {m["id"]: m["content"] for m in rows["chat_messages"]}
     memories = {
-        r["memory_key"]: (r["content"], r["is_active"], r["friend_id"], r["memory_type"], r["created_at"],
-                          [by_id[i] for i in r["content_metadata"].get("source_message_ids", [])])
+        r["memory_key"]: (
+            r["content"],
+            r["is_active"],
+            r["friend_id"],
+            r["memory_type"],
+            r["created_at"],
+            [by_id[i] for i in r["content_metadata"].get("source_message_ids", [])],
+        )
         for r in rows["agent_memories"]
-    }  # fmt: skip
+    }
     return {
         "search": {q: [h.memory_key for h in await system.search.search(q, user_id=user)] for q in QUERIES},
         "messages": sorted(
@@ -136,12 +144,17 @@ async def _rows(system: MemorySystem, user: str) -> dict[str, list[str]]:
         for row in rows[table]:
             line = {k: v for k, v in row.items() if k not in _DROP or k == "memory_id"}
             if table == "agent_memory_keywords":
-                line = {"memory": keys[row["memory_id"]], "keyword": row["keyword"], "weight": row["weight"],
-                        "source": row["extraction_source"]}  # fmt: skip
+                line = {
+                    "memory": keys[row["memory_id"]],
+                    "keyword": row["keyword"],
+                    "weight": row["weight"],
+                    "source": row["extraction_source"],
+                }
             if table == "agent_memories" and "source_message_ids" in row["content_metadata"]:
-                line["content_metadata"] = {**row["content_metadata"],
-                                            "source_message_ids": [said[i] for i in row["content_metadata"]
-                                                                   ["source_message_ids"]]}  # fmt: skip
+                line["content_metadata"] = {
+                    **row["content_metadata"],
+                    "source_message_ids": [said[i] for i in row["content_metadata"]["source_message_ids"]],
+                }
             if table == "session_archive_state":
                 line["last_message_id"] = said[row["last_message_id"]]
             shown.append(json.dumps(line, default=str, ensure_ascii=False, sort_keys=True))
@@ -164,12 +177,14 @@ async def test_a_round_trip_keeps_every_column_the_export_writes(
     async with _system(first) as source:
         await _fill(source)
         layer = source.layer
-        await layer.memory.upsert(user_id="alice", memory_key="tagged", content="我的猫叫团子，三岁了",
-                                  memory_type="profile")  # fmt: skip
+        await layer.memory.upsert(
+            user_id="alice", memory_key="tagged", content="我的猫叫团子，三岁了", memory_type="profile"
+        )
         for _ in range(3):
             await layer.memory.retrieve_memory(user_id="alice", memory_key="tagged")  # used: counted
-        await layer.archive.save(user_id="alice", tool_name="search", result_full="x" * 20_000,
-                                 conversation_id="alice/mentor", created_at=T0)  # fmt: skip
+        await layer.archive.save(
+            user_id="alice", tool_name="search", result_full="x" * 20_000, conversation_id="alice/mentor", created_at=T0
+        )
         await layer.friends.update(user_id="alice", friend_id="mentor", name="导师", system_prompt="你是严格的导师。")
         expected = await _rows(source, "alice")
         lines = await _export(source, "alice")

@@ -107,25 +107,35 @@ async def _found(system: MemorySystem, user: str, friend: str, query: str) -> li
 async def test_forget_in_the_chat_then_undo(system: MemorySystem) -> None:
     earlier = datetime.now(UTC) - timedelta(days=3)
     layer = system.layer
-    told = await layer.messages.append_many(user_id="u1", messages=[
-        NewMessage(role="user", content=EX, friend_id="xiaozhu", created_at=earlier),
-        NewMessage(role="user", content=FILM, friend_id="xiaozhu", created_at=earlier + timedelta(seconds=5)),
-    ])  # fmt: skip
+    told = await layer.messages.append_many(
+        user_id="u1",
+        messages=[
+            NewMessage(role="user", content=EX, friend_id="xiaozhu", created_at=earlier),
+            NewMessage(role="user", content=FILM, friend_id="xiaozhu", created_at=earlier + timedelta(seconds=5)),
+        ],
+    )
     ex_id = told[0].id
     await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
     # another friend's event and another user's memory about an ex
-    await layer.memory.add(user_id="u1", memory_key="mentor-ex", memory_type="event", friend_id="mentor",
-                           content="用户提到前任林小美也在腾讯工作")  # fmt: skip
+    await layer.memory.add(
+        user_id="u1",
+        memory_key="mentor-ex",
+        memory_type="event",
+        friend_id="mentor",
+        content="用户提到前任林小美也在腾讯工作",
+    )
     other = await layer.messages.append(user_id="u2", role="user", content=EX, friend_id="xiaozhu")
-    await layer.memory.add(user_id="u2", memory_key="u2-ex", memory_type="event", friend_id="xiaozhu",
-                           content="用户的前任叫林小美")  # fmt: skip
+    await layer.memory.add(
+        user_id="u2", memory_key="u2-ex", memory_type="event", friend_id="xiaozhu", content="用户的前任叫林小美"
+    )
     assert any("林小美" in c for c in await _found(system, "u1", "xiaozhu", "前任林小美"))
     assert ex_id in await _cited(system, "u1", "xiaozhu", "我前任叫什么名字？")
 
     queue: asyncio.Queue[Any] = asyncio.Queue()
     client = replay(["记得，你说过她。", "好的，我不会再提起了。", "你叫我别提的那件事，我已经不记得了。"])
-    agent = AssistantAgent("main", model_client=client,
-                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    agent = AssistantAgent(
+        "main", model_client=client, model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue)
+    )
     await agent.run(task="你还记得我前任林小美吗？")
     assert "林小美" in _recalled(client.create_calls[-1]["messages"])  # what the next turn must no longer see
     await agent.run(task="别再记着我前任的事了")
@@ -170,8 +180,13 @@ async def test_forget_in_english_keeps_other_friends_events(system: MemorySystem
     layer = system.layer
     await layer.memory.add(user_id="u1", memory_key="smoke", memory_type="profile", content="I smoke a pack a day")
     await layer.memory.add(user_id="u1", memory_key="run", memory_type="profile", content="I run every morning")
-    await layer.memory.add(user_id="u1", memory_key="mentor-smoke", memory_type="event", friend_id="mentor",
-                           content="User said smoking helps with stress at work")  # fmt: skip
+    await layer.memory.add(
+        user_id="u1",
+        memory_key="mentor-smoke",
+        memory_type="event",
+        friend_id="mentor",
+        content="User said smoking helps with stress at work",
+    )
     done = await system.forget(system.scope("u1", "buddy"), "I smoke")
     assert "smoke" in done.memory_keys and "run" not in done.memory_keys
     assert "mentor-smoke" not in done.memory_keys  # another friend's event: not in this friend's scope
@@ -187,8 +202,9 @@ async def test_forget_in_english_keeps_other_friends_events(system: MemorySystem
 def test_cli_forget_forgotten_unforget(tmp_path: Any) -> None:
     db = str(tmp_path / "cli.db")
     runner = CliRunner()
-    added = runner.invoke(app, ["memory", "add", "ex", "我前任叫林小美", "--user", "u1", "--type", "profile",
-                                "--db", db])  # fmt: skip
+    added = runner.invoke(
+        app, ["memory", "add", "ex", "我前任叫林小美", "--user", "u1", "--type", "profile", "--db", db]
+    )
     assert added.exit_code == 0, added.output
     forgot = runner.invoke(app, ["memory", "forget", "前任", "--user", "u1", "--db", db, "--json"])
     assert forgot.exit_code == 0, forgot.output
@@ -254,15 +270,23 @@ def test_a_request_in_the_chat_drops_control_characters_from_its_subject() -> No
 
 # -- a subject that matches most memories ------------------------------------------------------------
 
-BROAD_EVENTS = ["用户说周末去爬了香山", "用户提到最近在学吉他", "用户说下周要去上海出差", "用户抱怨公司食堂太难吃",
-                "用户养了一只叫团子的猫", "用户说前任叫林小美"]  # fmt: skip
+BROAD_EVENTS = [
+    "用户说周末去爬了香山",
+    "用户提到最近在学吉他",
+    "用户说下周要去上海出差",
+    "用户抱怨公司食堂太难吃",
+    "用户养了一只叫团子的猫",
+    "用户说前任叫林小美",
+]
 
 
 async def _broad_memories(system: MemorySystem) -> list[str]:
     from data_layer import NewMemory
 
-    items = [NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="xiaozhu", content=text)
-             for i, text in enumerate(BROAD_EVENTS)]  # fmt: skip
+    items = [
+        NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="xiaozhu", content=text)
+        for i, text in enumerate(BROAD_EVENTS)
+    ]
     items.append(NewMemory(memory_key="p-job", memory_type="profile", content="职业: 程序员"))
     await system.layer.memory.add_many(user_id="u1", memories=items)
     return [m.memory_key for m in items]
@@ -290,8 +314,9 @@ async def test_a_broad_request_in_the_chat_forgets_nothing_and_says_so(system: M
     keys = await _broad_memories(system)
     queue: asyncio.Queue[Any] = asyncio.Queue()
     client = replay(["好的。"])
-    agent = AssistantAgent("main", model_client=client,
-                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    agent = AssistantAgent(
+        "main", model_client=client, model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue)
+    )
     await agent.run(task="忘掉关于用户的事")
     events = _drain(queue)
     assert not [e for e in events if isinstance(e, MemoryForgottenEvent)]
@@ -339,8 +364,9 @@ async def test_a_forgetting_waits_for_an_archiving_run_that_checked_before_it(db
     checked, searched = asyncio.Event(), asyncio.Event()
     async with MemorySystem.from_settings(load_settings(memory_database_url=db_url), locks=Observed()) as system:
         system.background_archiving = False
-        told = await system.layer.messages.append(user_id="u1", role="user", content=EX, friend_id="xiaozhu",
-                                                  created_at=datetime.now(UTC) - timedelta(days=1))  # fmt: skip
+        told = await system.layer.messages.append(
+            user_id="u1", role="user", content=EX, friend_id="xiaozhu", created_at=datetime.now(UTC) - timedelta(days=1)
+        )
         check = system.session_archiver.set_aside
         assert check is not None
 

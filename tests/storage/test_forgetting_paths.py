@@ -28,8 +28,9 @@ def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
 
 
 async def _general(system: MemorySystem, user: str) -> list[Any]:
-    page = await system.layer.memory.list_memories(user_id=user, memory_types=["general"], include_inactive=True,
-                                                   limit=100)  # fmt: skip
+    page = await system.layer.memory.list_memories(
+        user_id=user, memory_types=["general"], include_inactive=True, limit=100
+    )
     return page.items
 
 
@@ -98,30 +99,43 @@ FILM = "我喜欢看科幻电影"
 def _expand_then_handoff(n: int) -> list[Any]:
     """A recall model's answers for one turn: a larger window, then the handoff."""
     handoff = {"reason": "够了", "search_summary": "无", "relevant_memory_keys": [], "confidence": 0.2}
-    return [call("expand_context_window", {"reason": "需要更早的对话", "current_size": 5, "requested_size": 20}, n),
-            call("handoff", handoff, n + 1)]  # fmt: skip
+    return [
+        call("expand_context_window", {"reason": "需要更早的对话", "current_size": 5, "requested_size": 20}, n),
+        call("handoff", handoff, n + 1),
+    ]
 
 
 def _windows(client: Any, start: int) -> list[str]:
     """The tasks (the window over the conversation) the recall model was given from call ``start`` on."""
-    return [str(m.content) for c in client.create_calls[start:] for m in c["messages"]
-            if getattr(m, "source", "") == "user"]  # fmt: skip
+    return [
+        str(m.content) for c in client.create_calls[start:] for m in c["messages"] if getattr(m, "source", "") == "user"
+    ]
 
 
 async def test_the_recall_window_and_its_expansion_leave_out_what_was_forgotten(system: MemorySystem) -> None:
     system.background_archiving = False  # the stored chat stays chat: only the window is under test
     earlier = datetime.now(UTC) - timedelta(days=3)
     said = [EX, "听起来你们经历了很多", "我今天去爬山了", "真不错", FILM, "推荐你看星际穿越", "周末想去海边", "好主意"]
-    await system.layer.messages.append_many(user_id="u1", messages=[
-        NewMessage(role="user" if i % 2 == 0 else "assistant", content=text, friend_id="xiaozhu",
-                   created_at=earlier + timedelta(seconds=i))
-        for i, text in enumerate(said)
-    ])  # fmt: skip
+    await system.layer.messages.append_many(
+        user_id="u1",
+        messages=[
+            NewMessage(
+                role="user" if i % 2 == 0 else "assistant",
+                content=text,
+                friend_id="xiaozhu",
+                created_at=earlier + timedelta(seconds=i),
+            )
+            for i, text in enumerate(said)
+        ],
+    )
     recall = replay([*_expand_then_handoff(1), *_expand_then_handoff(3), *_expand_then_handoff(5), "unused"])
     system.recall_client = recall
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    agent = AssistantAgent("main", model_client=replay(["记得。", "好的。", "好呀。"]),
-                           model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue))  # fmt: skip
+    agent = AssistantAgent(
+        "main",
+        model_client=replay(["记得。", "好的。", "好呀。"]),
+        model_context=system.context(user_id="u1", friend_id="xiaozhu", events=queue),
+    )
     await agent.run(task="你还记得我之前说的事吗？")
     first = _windows(recall, 0)
     assert len(first) == 2 and "林小美" in first[1] and "林小美" not in first[0]  # only the larger window holds it
@@ -157,11 +171,25 @@ async def test_the_recall_window_and_its_expansion_leave_out_what_was_forgotten(
 # -- undo in the chat -------------------------------------------------------------------------------
 
 NAMING = ["撤销刚才的遗忘", "取消遗忘", "恢复刚才忘掉的", "undo the forgetting", "Please unforget it."]
-POINTING = ["别忘了刚才那个", "还是记着吧", "等等，别删", "undo that", "actually, remember it",
-            "Wait, don't forget that!"]  # fmt: skip
-NO_UNDO = ["别忘了提醒我明天开会", "别忘了带伞", "remember that I am vegetarian", "undo that commit",
-           "do you remember it?", "撤销刚才的遗忘？", "I can't undo that", "记住了",
-           "don't forget my birthday"]  # fmt: skip
+POINTING = [
+    "别忘了刚才那个",
+    "还是记着吧",
+    "等等，别删",
+    "undo that",
+    "actually, remember it",
+    "Wait, don't forget that!",
+]
+NO_UNDO = [
+    "别忘了提醒我明天开会",
+    "别忘了带伞",
+    "remember that I am vegetarian",
+    "undo that commit",
+    "do you remember it?",
+    "撤销刚才的遗忘？",
+    "I can't undo that",
+    "记住了",
+    "don't forget my birthday",
+]
 
 
 @pytest.mark.parametrize("text", NAMING + POINTING)
@@ -237,8 +265,13 @@ async def _refused(tools: MemoryMcpTools, name: str, args: dict[str, Any]) -> st
 async def test_mcp_forget_list_and_unforget_with_the_scope_rules(system: MemorySystem) -> None:
     memory = system.layer.memory
     await memory.add(user_id="alice", memory_key="ex", memory_type="profile", content=EX)
-    await memory.add(user_id="alice", memory_key="mentor-ex", memory_type="event", friend_id="mentor",
-                     content="用户说前任林小美也在腾讯工作")  # fmt: skip
+    await memory.add(
+        user_id="alice",
+        memory_key="mentor-ex",
+        memory_type="event",
+        friend_id="mentor",
+        content="用户说前任林小美也在腾讯工作",
+    )
     await memory.add(user_id="bob", memory_key="bob-ex", memory_type="profile", content=EX)
     tools = MemoryMcpTools(system, user_id="alice")
     done = await tools.call("forget_memories", {"subject": "前任", "friend_id": "buddy"})
@@ -273,11 +306,20 @@ async def test_mcp_forget_list_and_unforget_with_the_scope_rules(system: MemoryS
 async def test_mcp_forget_refuses_a_broad_subject_unless_all_matching(system: MemorySystem) -> None:
     from data_layer import NewMemory
 
-    texts = ["用户说周末去爬了香山", "用户提到最近在学吉他", "用户说下周要去上海出差", "用户抱怨公司食堂太难吃",
-             "用户养了一只叫团子的猫"]  # fmt: skip
-    await system.layer.memory.add_many(user_id="alice", memories=[
-        NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="buddy", content=t) for i, t in enumerate(texts)
-    ])  # fmt: skip
+    texts = [
+        "用户说周末去爬了香山",
+        "用户提到最近在学吉他",
+        "用户说下周要去上海出差",
+        "用户抱怨公司食堂太难吃",
+        "用户养了一只叫团子的猫",
+    ]
+    await system.layer.memory.add_many(
+        user_id="alice",
+        memories=[
+            NewMemory(memory_key=f"e{i}", memory_type="event", friend_id="buddy", content=t)
+            for i, t in enumerate(texts)
+        ],
+    )
     tools = MemoryMcpTools(system, user_id="alice")
     message = await _refused(tools, "forget_memories", {"subject": "用户", "friend_id": "buddy"})
     assert "matches 5 of the 5 active memories" in message and "all_matching" in message

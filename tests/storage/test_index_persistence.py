@@ -29,8 +29,19 @@ TEXTS = [
     ("Python 脚本里的 pandas 读取 CSV 太慢了", ["python", "pandas"]),
     ("my sister's birthday is on June 3rd, she wants a camera", ["birthday"]),
 ]
-QUERIES = ["MySQL 配置", "科幻 电影", "kubernetes upgrade", "cat salmon", "咖啡 绿茶", "Kyoto trip May",
-           "pandas CSV", "birthday camera", "数据库", "电影", "what did Ann say about the cat?"]  # fmt: skip
+QUERIES = [
+    "MySQL 配置",
+    "科幻 电影",
+    "kubernetes upgrade",
+    "cat salmon",
+    "咖啡 绿茶",
+    "Kyoto trip May",
+    "pandas CSV",
+    "birthday camera",
+    "数据库",
+    "电影",
+    "what did Ann say about the cat?",
+]
 
 
 async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: str, copies: int = 4) -> None:
@@ -41,12 +52,16 @@ async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: s
             kind = ("general", "user_preference")[i % 2]
             friend = None if kind == "user_preference" else (None, "f1", "f2")[(i + c) % 3]  # a profile is shared
             await layer.memory.add(
-                user_id=user, memory_key=f"{user}-m{n}", content=f"{text} ({c}){'?' if i % 3 == 0 else ''}",
-                keywords=keywords, friend_id=friend, created_at=T0 + timedelta(days=c, minutes=7 * i),
+                user_id=user,
+                memory_key=f"{user}-m{n}",
+                content=f"{text} ({c}){'?' if i % 3 == 0 else ''}",
+                keywords=keywords,
+                friend_id=friend,
+                created_at=T0 + timedelta(days=c, minutes=7 * i),
                 metadata={SESSION_FIELD: f"s{c}", "speaker": ("Ann", "Bob")[n % 2]},  # conversations of two
                 # speakers, with questions whose replies are lifted
                 memory_type=kind,
-            )  # fmt: skip
+            )
             n += 1
 
 
@@ -248,6 +263,7 @@ def _meta(engine: HybridMemorySearch, user: str, **changes: Any) -> SnapshotMeta
     return SnapshotMeta(**fields)
 
 
+@pytest.mark.slow
 def test_bench_latency_reports_the_cold_first_search_and_users() -> None:
     import json
 
@@ -256,8 +272,9 @@ def test_bench_latency_reports_the_cold_first_search_and_users() -> None:
     from agent_memory.cli import app
 
     runner = CliRunner()
-    out = runner.invoke(app, ["bench", "latency", "-n", "300", "--queries", "10", "--backend", "sqlite",
-                              "--cold-runs", "3"])  # fmt: skip
+    out = runner.invoke(
+        app, ["bench", "latency", "-n", "300", "--queries", "10", "--backend", "sqlite", "--cold-runs", "3"]
+    )
     assert out.exit_code == 0, out.output
     result = json.loads(out.output)["results"][0]
     cold = result["cold_first_search_ms"]
@@ -309,5 +326,6 @@ async def test_reused_term_parts_give_the_same_scores(layer: AgentFusionDataLaye
     await layer.memory.add(user_id="u1", memory_key="new", content="咖啡 绿茶 every morning", created_at=T0)
     after = [(h.memory_key, h.score) for h in await warm.search("咖啡 绿茶", user_id="u1", limit=5, now=T0)]
     assert "new" in [k for k, _ in after]  # the write dropped the kept parts of 咖啡 and 绿茶
-    assert after == [(h.memory_key, h.score) for h in await _engine(layer, None).search("咖啡 绿茶", user_id="u1",
-                                                                                         limit=5, now=T0)]  # fmt: skip
+    assert after == [
+        (h.memory_key, h.score) for h in await _engine(layer, None).search("咖啡 绿茶", user_id="u1", limit=5, now=T0)
+    ]

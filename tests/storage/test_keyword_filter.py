@@ -1,4 +1,4 @@
-"""Seed 000's ``keywords`` parameter filters, on both backends; ``search_query_expanded`` is the engine's.
+"""The search's ``keywords`` parameter filters, on both backends; ``search_query_expanded`` is the engine's.
 
 The rule (``SearchQuery``): a memory is returned only when it holds at least one of the keywords; it
 holds a keyword when every search term of the folded keyword is one of its terms or a term of one of
@@ -59,7 +59,7 @@ async def test_without_keywords_the_broad_query_finds_all(system: Any) -> None:
         (["kyoto"], {"tagged"}),  # held through a stored tag only (not in the text)
         (["项目管理"], {"tagged"}),  # the tag's traditional spelling was folded when stored
         (["东京", "数据库"], {"tokyo", "db"}),  # any one of the keywords is enough (seed 4.1's alternatives)
-        (["数据库", "配置", "database"], {"db"}),  # seed 000's own example
+        (["数据库", "配置", "database"], {"db"}),  # a database, in both languages
         (["Machine Learning"], {"ml"}),  # every term of a keyword must be held
     ],
 )

@@ -209,16 +209,23 @@ async def test_a_past_event_ranks_below_a_current_one_of_equal_relevance(system:
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory(lapsed_key, text, memory_type="event", friend_id="mentor",
-                      created_at=MONDAY, metadata=with_lapse({}, NEXT_FRIDAY)),
+            NewMemory(
+                lapsed_key,
+                text,
+                memory_type="event",
+                friend_id="mentor",
+                created_at=MONDAY,
+                metadata=with_lapse({}, NEXT_FRIDAY),
+            ),
             NewMemory(current_key, text, memory_type="event", friend_id="mentor", created_at=MONDAY),
         ],
-    )  # fmt: skip
+    )
     hits = await system.search.search("杭州项目评审会", user_id="u1", now=NEXT_FRIDAY + timedelta(days=2))
     assert [h.memory_key for h in hits] == [current_key, lapsed_key]
     assert hits[0].score == hits[1].score and [h.past for h in hits] == [False, True]
-    then = await system.search.search("杭州项目评审会", user_id="u1", as_of=NEXT_FRIDAY - timedelta(days=1),
-                                      now=NEXT_FRIDAY + timedelta(days=2))  # fmt: skip
+    then = await system.search.search(
+        "杭州项目评审会", user_id="u1", as_of=NEXT_FRIDAY - timedelta(days=1), now=NEXT_FRIDAY + timedelta(days=2)
+    )
     assert [h.memory_key for h in then] == ["a-plan", "b-plan"] and not any(h.past for h in then)
 
 
@@ -238,12 +245,25 @@ def test_the_cli_and_mcp_listings_show_the_past_mark(db_url: str) -> None:
 
     async def write_and_list() -> list[dict[str, object]]:
         async with MemorySystem.from_settings(load_settings(memory_database_url=db_url)) as system:
-            await system.layer.memory.add_many(user_id="u1", memories=[
-                NewMemory("trip", "下周去北京出差", memory_type="event", friend_id="mentor",
-                          metadata=with_lapse({}, ended)),
-                NewMemory("plan", "下个月去成都出差", memory_type="event", friend_id="mentor",
-                          metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20))),
-            ])  # fmt: skip
+            await system.layer.memory.add_many(
+                user_id="u1",
+                memories=[
+                    NewMemory(
+                        "trip",
+                        "下周去北京出差",
+                        memory_type="event",
+                        friend_id="mentor",
+                        metadata=with_lapse({}, ended),
+                    ),
+                    NewMemory(
+                        "plan",
+                        "下个月去成都出差",
+                        memory_type="event",
+                        friend_id="mentor",
+                        metadata=with_lapse({}, datetime.now(UTC) + timedelta(days=20)),
+                    ),
+                ],
+            )
             listed = await MemoryMcpTools(system, user_id="u1").call("list_memories", {"friend_id": "mentor"})
             return listed["items"]  # type: ignore[no-any-return]
 
@@ -272,9 +292,16 @@ def test_said_at_none_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["2月30日要考试", "我13月要去旅行", "下周要在32号开会", "明天" * 5000, "9999年12月31日要去", "\x00\x01明天要去",
-     "我要在" + "，".join(f"{m}月{d}日" for m in range(1, 13) for d in range(1, 29)) + "出差"],
-)  # fmt: skip
+    [
+        "2月30日要考试",
+        "我13月要去旅行",
+        "下周要在32号开会",
+        "明天" * 5000,
+        "9999年12月31日要去",
+        "\x00\x01明天要去",
+        "我要在" + "，".join(f"{m}月{d}日" for m in range(1, 13) for d in range(1, 29)) + "出差",
+    ],
+)
 @pytest.mark.parametrize("hours", [-12, 0, 14])
 def test_odd_text_in_any_zone_gives_a_time_or_none(text: str, hours: int) -> None:
     said = datetime(2026, 3, 9, 10, tzinfo=UTC).astimezone(timezone(timedelta(hours=hours)))

@@ -12,10 +12,10 @@ from agent_memory.mcp import McpToolError, MemoryMcpTools
 
 async def _seed(system: Any) -> None:
     memory = system.layer.memory
-    await memory.add(user_id="alice", memory_key="home", content="我住在杭州", memory_type="profile",
-                     keywords=["城市"])  # fmt: skip
-    await memory.add(user_id="alice", memory_key="talk", content="周五要向导师汇报项目", memory_type="event",
-                     friend_id="mentor")  # fmt: skip
+    await memory.add(user_id="alice", memory_key="home", content="我住在杭州", memory_type="profile", keywords=["城市"])
+    await memory.add(
+        user_id="alice", memory_key="talk", content="周五要向导师汇报项目", memory_type="event", friend_id="mentor"
+    )
     await memory.add(user_id="bob", memory_key="bob-only", content="Bob 的秘密", memory_type="profile")
 
 

@@ -196,9 +196,16 @@ async def test_candidates_are_what_a_scan_of_the_rows_finds(layer: AgentFusionDa
         types = rng.choice([None, ["event"], ["general", "profile"]])
         start, end = rng.choice([(None, None), (T0 + timedelta(hours=20), T0 + timedelta(hours=60))])
         got = await layer.memory.memory_candidates(
-            user_id="u1", terms=terms, keyword_terms=kterms, prefixes=prefixes, scope=scope,
-            memory_types=types, start=start, end=end, limit=1000,
-        )  # fmt: skip
+            user_id="u1",
+            terms=terms,
+            keyword_terms=kterms,
+            prefixes=prefixes,
+            scope=scope,
+            memory_types=types,
+            start=start,
+            end=end,
+            limit=1000,
+        )
         expected = {
             r.id
             for r in active.values()
@@ -214,9 +221,16 @@ async def test_candidates_are_what_a_scan_of_the_rows_finds(layer: AgentFusionDa
         assert len(got) == len(set(got))
         assert set(got) == expected
         limited = await layer.memory.memory_candidates(
-            user_id="u1", terms=terms, keyword_terms=kterms, prefixes=prefixes, scope=scope,
-            memory_types=types, start=start, end=end, limit=3,
-        )  # fmt: skip
+            user_id="u1",
+            terms=terms,
+            keyword_terms=kterms,
+            prefixes=prefixes,
+            scope=scope,
+            memory_types=types,
+            start=start,
+            end=end,
+            limit=3,
+        )
         assert limited == got[:3]
     # vector candidates: by how many bucket terms they hold
     wanted = ["b1", "b2"]

@@ -85,8 +85,9 @@ async def test_the_cli_mcp_and_web_page_show_the_history(system: MemorySystem, d
     tools = MemoryMcpTools(system, user_id="u1")
     shown = await tools.call("memory_history", {"memory_key": "profile-residence"})
     assert [(v["value"], v["current"], v["evidence_ids"]) for v in shown["versions"]] == [
-        ("住在杭州", False, [first.id]), ("住在深圳", True, [second.id, first.id])
-    ]  # fmt: skip
+        ("住在杭州", False, [first.id]),
+        ("住在深圳", True, [second.id, first.id]),
+    ]
     assert shown["versions"][0]["valid_to"] == MOVED.isoformat()
     asked = {"query": "住在哪里 杭州 深圳", "friend_id": "xiaozhu", "similarity_threshold": 0.1}
     recalled = await tools.call("recall_memory", {**asked, "as_of": "2026-01-05T00:00:00Z"})
@@ -110,8 +111,14 @@ async def test_a_memory_past_its_expires_at_is_not_returned_as_current(system: M
     from agent_memory.mcp import MemoryMcpTools
 
     memory = system.layer.memory
-    await memory.add(user_id="u1", memory_key="trip", content="下周去成都出差", memory_type="general",
-                     metadata=with_expiry({"topic": "出行"}, T0 + timedelta(days=7)), created_at=T0)  # fmt: skip
+    await memory.add(
+        user_id="u1",
+        memory_key="trip",
+        content="下周去成都出差",
+        memory_type="general",
+        metadata=with_expiry({"topic": "出行"}, T0 + timedelta(days=7)),
+        created_at=T0,
+    )
     await MemoryMcpTools(system, user_id="u1").call(
         "add_memory", {"memory_key": "trip-mcp", "content": "周末去成都看熊猫", "expires_at": "2026-01-04T00:00:00Z"}
     )
@@ -128,8 +135,11 @@ async def test_a_memory_past_its_expires_at_is_not_returned_as_current(system: M
     # as of a time before its end, an expired memory is what held then (the others were stored later)
     then = await system.search.search("成都", user_id="u1", as_of=T0 + timedelta(days=1), now=T0 + timedelta(days=8))
     assert {h.memory_key for h in then} == {"trip"}
-    naive = await asyncio.to_thread(CliRunner().invoke, app, ["memory", "add", "x", "成都", "-u", "u1",
-                                    "--expires-at", "2026-01-05T00:00:00", "--url", db_url])  # fmt: skip
+    naive = await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        ["memory", "add", "x", "成都", "-u", "u1", "--expires-at", "2026-01-05T00:00:00", "--url", db_url],
+    )
     assert naive.exit_code == 2 and "--expires-at needs a time zone" in naive.output
 
 
@@ -147,19 +157,22 @@ async def test_every_edit_of_a_profile_item_keeps_the_earlier_value(system: Memo
     memory = system.layer.memory
     await memory.add(user_id="u1", memory_key="profile-diet", content="饮食: 不吃辣", memory_type="profile")
     before_edits = datetime.now(UTC)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(system)),
-                                 base_url="http://127.0.0.1") as client:  # fmt: skip
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(system)), base_url="http://127.0.0.1"
+    ) as client:
         assert (await client.post("/api/session", json={"name": "u1"})).status_code == 200
         edited = await client.patch("/api/memories/profile-diet", json={"content": "饮食: 爱吃辣"})
         assert edited.status_code == 200, edited.text
     replaced = await asyncio.to_thread(
-        CliRunner().invoke, app,
+        CliRunner().invoke,
+        app,
         ["memory", "add", "profile-diet", "饮食: 少吃辣", "-t", "profile", "--replace", "-u", "u1", "--url", db_url],
-    )  # fmt: skip
+    )
     assert replaced.exit_code == 0 and "replaced" in replaced.output, replaced.output
     memory._changed("u1")  # the CLI wrote from another system
-    await MemoryMcpTools(system, user_id="u1").call("update_memory", {"memory_key": "profile-diet",
-                                                                      "content": "饮食: 不吃香菜"})  # fmt: skip
+    await MemoryMcpTools(system, user_id="u1").call(
+        "update_memory", {"memory_key": "profile-diet", "content": "饮食: 不吃香菜"}
+    )
     out = await asyncio.to_thread(
         CliRunner().invoke, app, ["memory", "history", "profile-diet", "-u", "u1", "--json", "--url", db_url]
     )
@@ -236,16 +249,18 @@ async def test_an_item_with_a_key_near_the_length_limit_keeps_every_version(syst
     await memory.add(user_id="u1", memory_key=key, content="饮食: 不吃辣", memory_type="profile")
     await memory.add(user_id="u1", memory_key=twin, content="宠物: 一只猫", memory_type="profile")
     before_edits = datetime.now(UTC)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(system)),
-                                 base_url="http://127.0.0.1") as client:  # fmt: skip
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(system)), base_url="http://127.0.0.1"
+    ) as client:
         assert (await client.post("/api/session", json={"name": "u1"})).status_code == 200
         edited = await client.patch(f"/api/memories/{key}", json={"content": "饮食: 爱吃辣"})
         assert edited.status_code == 200, edited.text
         assert (await client.patch(f"/api/memories/{twin}", json={"content": "宠物: 两只猫"})).status_code == 200
     replaced = await asyncio.to_thread(
-        CliRunner().invoke, app,
+        CliRunner().invoke,
+        app,
         ["memory", "add", key, "饮食: 少吃辣", "-t", "profile", "--replace", "-u", "u1", "--url", db_url],
-    )  # fmt: skip
+    )
     assert replaced.exit_code == 0 and "replaced" in replaced.output, replaced.output
     memory._changed("u1")  # the CLI wrote from another system
     await MemoryMcpTools(system, user_id="u1").call("update_memory", {"memory_key": key, "content": "饮食: 不吃香菜"})
@@ -313,9 +328,13 @@ async def test_an_edit_expecting_content_another_edit_changed_writes_nothing(sys
     await memory.add(user_id="u1", memory_key="city", memory_type="profile", content="居住地: 杭州")
     with pytest.raises(StaleMemoryError, match="read it again"):
         await memory.upsert(
-            user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile",
-            expect=ExpectedContent("居住地: 北京"), keep=NewMemory(memory_key="city--1", content="居住地: 北京"),
-        )  # fmt: skip
+            user_id="u1",
+            memory_key="city",
+            content="居住地: 深圳",
+            memory_type="profile",
+            expect=ExpectedContent("居住地: 北京"),
+            keep=NewMemory(memory_key="city--1", content="居住地: 北京"),
+        )
     with pytest.raises(StaleMemoryError):  # expecting no item where there is one
         await memory.upsert(user_id="u1", memory_key="city", content="居住地: 深圳", expect=ExpectedContent(None))
     current = await memory.retrieve_memory(user_id="u1", memory_key="city", touch=False)
@@ -323,9 +342,13 @@ async def test_an_edit_expecting_content_another_edit_changed_writes_nothing(sys
     assert await memory.retrieve_memory(user_id="u1", memory_key="city--1", include_inactive=True) is None
     # what was read still holds: the edit and its kept version commit together, the version inactive
     await memory.upsert(
-        user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile",
-        expect=ExpectedContent("居住地: 杭州"), keep=NewMemory(memory_key="city--1", content="居住地: 杭州"),
-    )  # fmt: skip
+        user_id="u1",
+        memory_key="city",
+        content="居住地: 深圳",
+        memory_type="profile",
+        expect=ExpectedContent("居住地: 杭州"),
+        keep=NewMemory(memory_key="city--1", content="居住地: 杭州"),
+    )
     kept = await memory.retrieve_memory(user_id="u1", memory_key="city--1", include_inactive=True)
     assert kept is not None and not kept.is_active and kept.content == "居住地: 杭州"
 
@@ -352,8 +375,9 @@ async def test_an_edit_between_the_archivers_read_and_its_write_is_kept(system: 
         if kwargs.get("memory_key") == "profile-residence" and not edited:
             edited = True  # the web page's edit commits after the archiver read the item
             monkeypatch.setattr(memory, "retrieve_memory", read)
-            await revise(memory, user_id="u1", memory_key="profile-residence", content="居住地: 宁波",
-                         memory_type="profile")  # fmt: skip
+            await revise(
+                memory, user_id="u1", memory_key="profile-residence", content="居住地: 宁波", memory_type="profile"
+            )
             monkeypatch.setattr(memory, "retrieve_memory", edit_after_the_read)
         return record
 

@@ -330,6 +330,7 @@ async def test_content_truncated_over_100kb_and_flagged(layer: AgentFusionDataLa
     assert stored is not None and stored.content == rec.content and stored.truncated
 
 
+@pytest.mark.slow
 async def test_set_active_changes_more_keys_than_one_read_takes_in_one_call(layer: AgentFusionDataLayer) -> None:
     """A forgetting sets aside however many memories match: 1,001 keys (more than get_many reads at once)
     are switched off and back on, with their metadata, in one call each."""

@@ -89,15 +89,17 @@ async def test_list_range_pages_newest_first_through_equal_times(layer: AgentFus
     """Two messages share each time stamp: the id breaks the tie, so no page repeats or skips one, in
     either direction, and another user's message at the same times never shows."""
     for i in range(11):
-        await layer.messages.append(user_id="u1", role="user", content=f"m{i}", friend_id="A",
-                                    created_at=T0 + timedelta(minutes=i // 2))  # fmt: skip
+        await layer.messages.append(
+            user_id="u1", role="user", content=f"m{i}", friend_id="A", created_at=T0 + timedelta(minutes=i // 2)
+        )
     await layer.messages.append(user_id="u2", role="user", content="other user", friend_id="A", created_at=T0)
     for newest_first in (False, True):
         seen: list[str] = []
         cursor = None
         while True:
-            page = await layer.messages.list_range(user_id="u1", friend_id="A", page_size=3, cursor=cursor,
-                                                   newest_first=newest_first)  # fmt: skip
+            page = await layer.messages.list_range(
+                user_id="u1", friend_id="A", page_size=3, cursor=cursor, newest_first=newest_first
+            )
             seen.extend(m.content for m in page.items)
             if page.next_cursor is None:
                 break

@@ -319,9 +319,15 @@ async def _write_at_0008(url: str) -> None:
                         "INSERT INTO chat_messages (id, user_id, friend_id, role, content, created_at)"
                         " VALUES (:id, :user, :friend, :role, :content, :at)"
                     ),
-                    {"id": i, "user": user, "friend": friend, "role": role, "content": content,
-                     "at": _T0 + timedelta(hours=i)},
-                )  # fmt: skip
+                    {
+                        "id": i,
+                        "user": user,
+                        "friend": friend,
+                        "role": role,
+                        "content": content,
+                        "at": _T0 + timedelta(hours=i),
+                    },
+                )
     finally:
         await engine.dispose()
 

@@ -41,11 +41,15 @@ async def test_turns_of_one_session_find_each_other_and_other_sessions_do_not(wo
     ]
     await system.layer.memory.add_many(
         user_id="u1",
-        memories=[NewMemory(k, text, created_at=t + timedelta(minutes=m), metadata={SESSION_FIELD: s})
-                  for k, text, s, m in turns if k != "a1"]
-                 + [NewMemory("a1", "B2 层 117 号，靠近电梯", created_at=t + timedelta(minutes=1),
-                              metadata={SESSION_FIELD: 1})],  # a number names the same session as "1"
-    )  # fmt: skip
+        memories=[
+            NewMemory(k, text, created_at=t + timedelta(minutes=m), metadata={SESSION_FIELD: s})
+            for k, text, s, m in turns
+            if k != "a1"
+        ]
+        + [
+            NewMemory("a1", "B2 层 117 号，靠近电梯", created_at=t + timedelta(minutes=1), metadata={SESSION_FIELD: 1})
+        ],  # a number names the same session as "1"
+    )
     system.search.neighbours = None  # 停车场 and 门口 are near in meaning (0.61); this is about lifting
     found = await _keys(system, "停车场车位")
     assert found[:1] == ["q1"]
@@ -62,16 +66,21 @@ async def test_the_reply_to_a_matching_question_is_lifted_and_nothing_else(words
     t = NOW - timedelta(days=1)
     opening = {"u1": "Awww! How long have you had the turtles?", "u2": "Awww! You have had the turtles a long time."}
     for user, first in opening.items():
-        turns = [("before", "I went to the pet shop on Sunday.", "conversation"), ("ask", first, "conversation"),
-                 ("gist", "Talked about pets: turtles, a pet shop", "general"),  # another kind (a gist): passed over
-                 ("reply", "Three years now, they bring me so much joy.", "conversation"),
-                 ("after", "My sister started a painting class.", "conversation")]  # fmt: skip
+        turns = [
+            ("before", "I went to the pet shop on Sunday.", "conversation"),
+            ("ask", first, "conversation"),
+            ("gist", "Talked about pets: turtles, a pet shop", "general"),  # another kind (a gist): passed over
+            ("reply", "Three years now, they bring me so much joy.", "conversation"),
+            ("after", "My sister started a painting class.", "conversation"),
+        ]
         await system.layer.memory.add_many(
             user_id=user,
-            memories=[NewMemory(k, text, memory_type=kind, created_at=t + timedelta(minutes=i),
-                                metadata={SESSION_FIELD: "s"}) for i, (k, text, kind) in enumerate(turns)]
-                     + [NewMemory("tank", "Nate cleaned the turtle tank", created_at=t)],
-        )  # fmt: skip
+            memories=[
+                NewMemory(k, text, memory_type=kind, created_at=t + timedelta(minutes=i), metadata={SESSION_FIELD: "s"})
+                for i, (k, text, kind) in enumerate(turns)
+            ]
+            + [NewMemory("tank", "Nate cleaned the turtle tank", created_at=t)],
+        )
     question = "How long has Nate had his turtles?"
 
     def raw(score: float) -> float:  # the relevance under the reported scale (``calibrate``)
@@ -98,15 +107,19 @@ async def test_a_question_naming_one_speaker_weighs_the_others_words_less(words_
     speakers, are left alone. u2 holds the same memories without speakers."""
     system = words_system
     t = NOW - timedelta(days=1)
-    said = [("nate", "Nate", "I write every night with the stuffed dog beside me"),
-            ("joanna", "Joanna", "I write every night with the stuffed dog beside me"),
-            ("plain", None, "a stuffed dog sits beside the desk")]  # fmt: skip
+    said = [
+        ("nate", "Nate", "I write every night with the stuffed dog beside me"),
+        ("joanna", "Joanna", "I write every night with the stuffed dog beside me"),
+        ("plain", None, "a stuffed dog sits beside the desk"),
+    ]
     for user in ("u1", "u2"):
         await system.layer.memory.add_many(
             user_id=user,
-            memories=[NewMemory(k, text, created_at=t, metadata={"speaker": who} if who and user == "u1" else {})
-                      for k, who, text in said],
-        )  # fmt: skip
+            memories=[
+                NewMemory(k, text, created_at=t, metadata={"speaker": who} if who and user == "u1" else {})
+                for k, who, text in said
+            ],
+        )
 
     def raw(score: float) -> float:  # the relevance under the reported scale (``calibrate``)
         return 1 - (1 - score) ** (1 / 3)
@@ -215,8 +228,14 @@ async def test_a_memory_holding_the_compound_or_its_head_still_matches_it(system
     message, the one holding 天气 (the head) part of it, the one saying only 今天 less and under the recall
     threshold (0.70 when 今天 also matched the compound, and 一直 the 天天 across 今天 | 天气), and a prefix
     not in the message still counts."""
-    await _store(system, {"weather": "今天天气不错，适合去公园跑步", "forecast": "天气预报说周末有大雨",
-                          "video": "今天和爸妈视频，他们一直问我吃得好不好"})  # fmt: skip
+    await _store(
+        system,
+        {
+            "weather": "今天天气不错，适合去公园跑步",
+            "forecast": "天气预报说周末有大雨",
+            "video": "今天和爸妈视频，他们一直问我吃得好不好",
+        },
+    )
     hits = await system.search.search("今天天气怎么样", user_id="u1", now=NOW)
     scores = {h.memory_key: h.score for h in hits}
     assert [h.memory_key for h in hits][:2] == ["weather", "forecast"]
@@ -231,14 +250,20 @@ async def test_a_time_counted_from_now_is_no_word_a_memory_shares(system: Any, m
     """A memory's 今天, 最近 or 刚才 is the time it was said, the message's is now: "今天和爸妈视频……" is not
     about today's weather (it scored 0.72), nor "……最近不爱吃饭" about work (0.68). The time a message
     names is read apart and weighs by date (see test_search)."""
-    await _store(system, {"video": "今天和爸妈视频，他们一直问我吃得好不好",
-                          "cat": "我家猫叫主子，三岁了，最近不爱吃饭", "late": "刚才开会又拖堂了"})  # fmt: skip
+    await _store(
+        system,
+        {
+            "video": "今天和爸妈视频，他们一直问我吃得好不好",
+            "cat": "我家猫叫主子，三岁了，最近不爱吃饭",
+            "late": "刚才开会又拖堂了",
+        },
+    )
     hits = await system.search.search(message, user_id="u1", now=NOW)
     assert all(h.score < 0.3 for h in hits)
 
 
 async def test_the_recall_brings_nothing_for_a_message_about_something_else(system: Any) -> None:
-    """Seed 001's recall_memory at the default threshold: no profile or event for the cat's appetite."""
+    """The recall_memory output at the default threshold: no profile or event for the cat's appetite."""
     await system.layer.memory.add_many(
         user_id="u1",
         memories=[
@@ -307,13 +332,21 @@ async def test_a_turn_admitted_only_by_its_neighbours_words_is_found_but_not_sup
     question's (the answer holds other words than the question by nature)."""
     system = words_system  # the words alone: the likeness in meaning would be a support of its own
     t = NOW - timedelta(days=1)
-    turns = [("sneeze", "换季了一直打喷嚏，可能是着凉了。"), ("advice", "多穿点，喝点热水。"),
-             ("ask", "你的猫掉毛严重吗？"), ("answer", "还行，每天梳两次。")]  # fmt: skip
+    turns = [
+        ("sneeze", "换季了一直打喷嚏，可能是着凉了。"),
+        ("advice", "多穿点，喝点热水。"),
+        ("ask", "你的猫掉毛严重吗？"),
+        ("answer", "还行，每天梳两次。"),
+    ]
     await system.layer.memory.add_many(
         user_id="u1",
-        memories=[NewMemory(k, text, memory_type="conversation", created_at=t + timedelta(minutes=i),
-                            metadata={SESSION_FIELD: "s"}) for i, (k, text) in enumerate(turns)],
-    )  # fmt: skip
+        memories=[
+            NewMemory(
+                k, text, memory_type="conversation", created_at=t + timedelta(minutes=i), metadata={SESSION_FIELD: "s"}
+            )
+            for i, (k, text) in enumerate(turns)
+        ],
+    )
     hits = await system.search.search("想去她屋里玩，又怕一直打喷嚏", user_id="u1", now=NOW)
     scores = {h.memory_key: h.score for h in hits}
     assert [h.memory_key for h in hits][:2] == ["sneeze", "advice"]

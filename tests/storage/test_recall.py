@@ -33,20 +33,45 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
     await layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("report", "用户工作压力大，下周要向管理层做季度项目汇报", memory_type="event",
-                      friend_id="mentor", created_at=NOW - timedelta(days=2)),
-            NewMemory("breakup", "用户上个月和女朋友分手了，这几周心情低落，晚上睡不好", memory_type="event",
-                      friend_id="xiaozhu", created_at=NOW - timedelta(days=5)),
-            NewMemory("job", "用户是产品经理，负责数据平台产品，工作压力不小", memory_type="profile",
-                      created_at=NOW - timedelta(days=60)),
-            NewMemory("db", "MySQL 端口 3306", summary="端口", memory_type="command_output",
-                      friend_id="mentor", created_at=NOW - timedelta(days=1)),
+            NewMemory(
+                "report",
+                "用户工作压力大，下周要向管理层做季度项目汇报",
+                memory_type="event",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=2),
+            ),
+            NewMemory(
+                "breakup",
+                "用户上个月和女朋友分手了，这几周心情低落，晚上睡不好",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=5),
+            ),
+            NewMemory(
+                "job",
+                "用户是产品经理，负责数据平台产品，工作压力不小",
+                memory_type="profile",
+                created_at=NOW - timedelta(days=60),
+            ),
+            NewMemory(
+                "db",
+                "MySQL 端口 3306",
+                summary="端口",
+                memory_type="command_output",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=1),
+            ),
             # a thin summary over a long output: the search result's preview is cut
-            NewMemory("redis", "Redis 配置 " + "maxmemory-policy allkeys-lru; " * 10 + "监听端口 6379",
-                      summary="配置", memory_type="command_output", friend_id="mentor",
-                      created_at=NOW - timedelta(days=1)),
+            NewMemory(
+                "redis",
+                "Redis 配置 " + "maxmemory-policy allkeys-lru; " * 10 + "监听端口 6379",
+                summary="配置",
+                memory_type="command_output",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=1),
+            ),
         ],
-    )  # fmt: skip
+    )
     return engine
 
 
@@ -243,11 +268,16 @@ async def test_the_expanded_round_follows_what_the_user_said_not_the_assistant(
     await layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("estate", "你住的小区叫金色家园吧", memory_type="conversation", keywords=["金色家园", "小区"],
-                      metadata={"role": role}),
+            NewMemory(
+                "estate",
+                "你住的小区叫金色家园吧",
+                memory_type="conversation",
+                keywords=["金色家园", "小区"],
+                metadata={"role": role},
+            ),
             NewMemory("green", "金色家园的绿化特别好，傍晚适合散步", memory_type="profile"),
         ],
-    )  # fmt: skip
+    )
     result = await MemRecallAgent(engine, scope=Scope.of("u1")).recall([("user", "说说我住的小区")])
     first = result.ledger.searches[0].output.results[0]
     assert first.memory_key == "estate" and first.relevance_score >= 0.7
@@ -310,18 +340,39 @@ async def test_a_message_about_the_last_days_reads_those_days(layer: AgentFusion
     await layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("move", "周二搬家，搬了一整天", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=1)),
-            NewMemory("exam", "周一考完试，复习到半夜", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=2)),
-            NewMemory("tired", "用户说一累就什么都不想做，只想躺着", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=30)),
-            NewMemory("other", "加班到凌晨", memory_type="event", friend_id="mentor",
-                      created_at=NOW - timedelta(days=1)),
-            NewMemory("long-ago", "去年夏天去海边", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=200)),
+            NewMemory(
+                "move",
+                "周二搬家，搬了一整天",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=1),
+            ),
+            NewMemory(
+                "exam",
+                "周一考完试，复习到半夜",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=2),
+            ),
+            NewMemory(
+                "tired",
+                "用户说一累就什么都不想做，只想躺着",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=30),
+            ),
+            NewMemory(
+                "other", "加班到凌晨", memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=1)
+            ),
+            NewMemory(
+                "long-ago",
+                "去年夏天去海边",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=200),
+            ),
         ],
-    )  # fmt: skip
+    )
     recall = MemRecallAgent(engine, scope=Scope.of("u1", "xiaozhu"))
     result = await recall.recall([("user", "这几天好累，什么都不想做")])
     searches = result.ledger.searches

@@ -43,9 +43,22 @@ KEYS = 12
 TOPICS = ("咖啡 coffee latte", "旅行 travel 北京", "数据库 database postgres", "跑步 running marathon")
 QUERIES = ("咖啡", "travel", "数据库 postgres", "running 跑步", "coffee 旅行")
 KINDS = (
-    "add", "add", "add", "upsert", "upsert", "delete", "search", "search", "retrieve", "get_many", "list",
-    "detail", "detail", "message", "lexical",
-)  # fmt: skip
+    "add",
+    "add",
+    "add",
+    "upsert",
+    "upsert",
+    "delete",
+    "search",
+    "search",
+    "retrieve",
+    "get_many",
+    "list",
+    "detail",
+    "detail",
+    "message",
+    "lexical",
+)
 
 OPS = operation_count()
 EXAMPLES = max(1, math.ceil(OPS / STEPS))
@@ -224,6 +237,7 @@ async def _run_example(url: str, ops: list[tuple[str, int, int, int, int, int]],
         return runner.problems
 
 
+@pytest.mark.slow
 def test_isolation_against_model(backend: str, db_url: str, request: pytest.FixtureRequest) -> None:
     """``OPS`` random operations per backend: no read leaks outside its scope, no acknowledged write is lost."""
     template: Path | None = request.getfixturevalue("sqlite_template") if backend == "sqlite" else None

@@ -80,8 +80,9 @@ async def test_an_event_names_its_friend_unless_shared_on_purpose(layer: AgentFu
     assert await layer.memory.retrieve_memory(memory_key="ev", user_id="u1") is None
     shared = await layer.memory.add(user_id="u1", memory_key="ev", content="周五汇报", memory_type="event", shared=True)
     assert shared.friend_id is None
-    owned = await layer.memory.add(user_id="u1", memory_key="ev2", content="周五汇报", memory_type="event",
-                                   friend_id="mentor")  # fmt: skip
+    owned = await layer.memory.add(
+        user_id="u1", memory_key="ev2", content="周五汇报", memory_type="event", friend_id="mentor"
+    )
     assert owned.friend_id == "mentor"
 
 

@@ -18,17 +18,43 @@ from scripted import engine as make_engine
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 MEMORIES = [
-    NewMemory("db-config", "用户的 MySQL 数据库配置: host=10.0.0.5 port=3306", summary="MySQL 数据库配置",
-              memory_type="command_output", friend_id="xiaozhu", created_at=NOW - timedelta(days=2)),
-    NewMemory("likes-scifi", "The user loves science fiction movies, especially Interstellar.",
-              memory_type="user_preference", friend_id=None, created_at=NOW - timedelta(days=40)),
-    NewMemory("trip-hangzhou", "上周和朋友去杭州西湖徒步，天气很好", memory_type="event", friend_id="xiaozhu",
-              created_at=NOW - timedelta(days=8)),
-    NewMemory("mentor-career", "Discussed moving from backend work to a data engineering role.",
-              memory_type="event", friend_id="mentor", created_at=NOW - timedelta(days=10)),
-    NewMemory("coffee", "每天早上喝一杯手冲咖啡", memory_type="user_preference", friend_id=None,
-              created_at=NOW - timedelta(days=100)),
-]  # fmt: skip
+    NewMemory(
+        "db-config",
+        "用户的 MySQL 数据库配置: host=10.0.0.5 port=3306",
+        summary="MySQL 数据库配置",
+        memory_type="command_output",
+        friend_id="xiaozhu",
+        created_at=NOW - timedelta(days=2),
+    ),
+    NewMemory(
+        "likes-scifi",
+        "The user loves science fiction movies, especially Interstellar.",
+        memory_type="user_preference",
+        friend_id=None,
+        created_at=NOW - timedelta(days=40),
+    ),
+    NewMemory(
+        "trip-hangzhou",
+        "上周和朋友去杭州西湖徒步，天气很好",
+        memory_type="event",
+        friend_id="xiaozhu",
+        created_at=NOW - timedelta(days=8),
+    ),
+    NewMemory(
+        "mentor-career",
+        "Discussed moving from backend work to a data engineering role.",
+        memory_type="event",
+        friend_id="mentor",
+        created_at=NOW - timedelta(days=10),
+    ),
+    NewMemory(
+        "coffee",
+        "每天早上喝一杯手冲咖啡",
+        memory_type="user_preference",
+        friend_id=None,
+        created_at=NOW - timedelta(days=100),
+    ),
+]
 
 
 @pytest.fixture
@@ -197,8 +223,9 @@ async def test_a_time_the_query_names_replaces_recency(layer: AgentFusionDataLay
     engine = make_engine(layer.memory)
     memories = [("jan", NOW - timedelta(days=50)), ("last-week", NOW - timedelta(days=9)), ("new", NOW)]
     for key, when in memories:
-        await layer.memory.add(user_id="gus", memory_key=key, content="和朋友去餐厅吃饭 dinner with friends",
-                               created_at=when)  # fmt: skip
+        await layer.memory.add(
+            user_id="gus", memory_key=key, content="和朋友去餐厅吃饭 dinner with friends", created_at=when
+        )
     assert await keys(engine, "去餐厅吃饭", user_id="gus") == ["new", "last-week", "jan"]
     assert (await keys(engine, "上周去餐厅吃饭", user_id="gus"))[0] == "last-week"
     assert (await keys(engine, "dinner with friends in January", user_id="gus"))[0] == "jan"
@@ -214,10 +241,15 @@ async def test_a_date_written_out_outweighs_a_closer_word_match_of_another_time(
     memory of another day that matches the words better. A span counted from now ("three weeks ago", the
     same week) only re-orders equal matches, so there the better match stays first."""
     engine = make_engine(layer.memory)
-    await layer.memory.add(user_id="ivy", memory_key="that-day", content="went out for dinner with friends, then home",
-                           created_at=datetime(2026, 2, 9, 18, tzinfo=UTC))  # fmt: skip
-    await layer.memory.add(user_id="ivy", memory_key="other-day", content="dinner with friends",
-                           created_at=NOW - timedelta(days=1))  # fmt: skip
+    await layer.memory.add(
+        user_id="ivy",
+        memory_key="that-day",
+        content="went out for dinner with friends, then home",
+        created_at=datetime(2026, 2, 9, 18, tzinfo=UTC),
+    )
+    await layer.memory.add(
+        user_id="ivy", memory_key="other-day", content="dinner with friends", created_at=NOW - timedelta(days=1)
+    )
     assert await keys(engine, "dinner with friends", user_id="ivy") == ["other-day", "that-day"]
     assert await keys(engine, "dinner with friends on 9 February, 2026", user_id="ivy") == ["that-day", "other-day"]
     assert await keys(engine, "2026年2月9日和朋友 dinner with friends", user_id="ivy") == ["that-day", "other-day"]
@@ -231,10 +263,18 @@ async def test_a_date_no_memory_is_from_is_what_they_are_about(layer: AgentFusio
     day the date weighs nothing; once one is, the others are weighed by their distance to it."""
     engine = make_engine(layer.memory)
     for user in ("kim", "lou"):
-        await layer.memory.add(user_id=user, memory_key="birthday", content="王静雅的生日是1月5日，她是医生",
-                               created_at=NOW - timedelta(days=5))  # fmt: skip
-    await layer.memory.add(user_id="lou", memory_key="that-day", content="1月5日和王静雅吃饭",
-                           created_at=datetime(2026, 1, 5, 19, tzinfo=UTC))  # fmt: skip
+        await layer.memory.add(
+            user_id=user,
+            memory_key="birthday",
+            content="王静雅的生日是1月5日，她是医生",
+            created_at=NOW - timedelta(days=5),
+        )
+    await layer.memory.add(
+        user_id="lou",
+        memory_key="that-day",
+        content="1月5日和王静雅吃饭",
+        created_at=datetime(2026, 1, 5, 19, tzinfo=UTC),
+    )
     query = "1月5日生日的人是谁"
     alone = {h.memory_key: h.score for h in await engine.search(query, user_id="kim", now=NOW)}
     beside = {h.memory_key: h.score for h in await engine.search(query, user_id="lou", now=NOW)}
@@ -246,8 +286,13 @@ async def test_a_query_of_nothing_but_a_time_lists_the_memories_of_that_time(lay
     time is found (newest first, whatever its words), none from another time; a word beside the time
     ("最近的吉他课") makes it an ordinary search again."""
     engine = make_engine(layer.memory)
-    for key, text, days in (("flu", "感冒了，在家休息", 1), ("hike", "周六去爬山了", 3), ("guitar", "开始学吉他", 5),
-                            ("trip", "去北京出差", 10), ("old", "搬到了上海", 40)):  # fmt: skip
+    for key, text, days in (
+        ("flu", "感冒了，在家休息", 1),
+        ("hike", "周六去爬山了", 3),
+        ("guitar", "开始学吉他", 5),
+        ("trip", "去北京出差", 10),
+        ("old", "搬到了上海", 40),
+    ):
         await layer.memory.add(user_id="joy", memory_key=key, content=text, created_at=NOW - timedelta(days=days))
     assert await keys(engine, "最近", user_id="joy") == ["flu", "hike", "guitar"]  # the last 7 days
     assert await keys(engine, "recently", user_id="joy") == ["flu", "hike", "guitar"]
@@ -454,8 +499,9 @@ async def test_concurrent_writes_never_leak_another_friends_memory(layer: AgentF
     async def churn() -> None:
         await asyncio.sleep(0.05)
         await layer.memory.delete(user_id="f", memory_key="a1")
-        await layer.memory.add(user_id="f", memory_key="b_secret", content="项目 预算 会议 机密", friend_id="B",
-                               created_at=NOW)  # fmt: skip
+        await layer.memory.add(
+            user_id="f", memory_key="b_secret", content="项目 预算 会议 机密", friend_id="B", created_at=NOW
+        )
         await engine.search("项目", user_id="f", friend_id="B", now=NOW)
 
     hits, _ = await asyncio.gather(
@@ -541,10 +587,13 @@ async def test_the_order_by_meaning_weighs_a_written_date_as_the_words_do(layer:
     await layer.memory.add(
         user_id="mia", memory_key="pottery", content="Signed up for a pottery class", created_at=then
     )
-    await layer.memory.add_many(user_id="mia", memories=[
-        NewMemory(f"before-{i:02d}", f"Walked the dog along route {i}", created_at=then - timedelta(days=365 + i))
-        for i in range(35)
-    ])  # fmt: skip
+    await layer.memory.add_many(
+        user_id="mia",
+        memories=[
+            NewMemory(f"before-{i:02d}", f"Walked the dog along route {i}", created_at=then - timedelta(days=365 + i))
+            for i in range(35)
+        ],
+    )
     await engine.settle(user_id="mia")
     hits = await engine.search("What happened on 3 June, 2023?", user_id="mia", now=datetime(2023, 7, 1, tzinfo=UTC))
     assert hits[0].score < 0.5  # no word supports a memory: the meaning takes part in the order

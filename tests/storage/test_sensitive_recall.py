@@ -1,8 +1,9 @@
-"""Seed 000 section 7.4 ("敏感记忆内容需要额外权限验证") on every path by which memories reach an AI
-friend: the memory tools (``search_memories``, ``get_memory_detail``), the ``MemoryContext`` recall
-block, and seed 001's ``recall_memory`` output. The rule is ``agent_memory.domain.reach``: a
-sensitive memory reaches a friend only when it is that friend's, the user shared it with that friend
-(``metadata["share_with"]``) or the runtime passes ``allow_sensitive=True``."""
+"""Sensitive memories need an extra permission ("敏感记忆内容需要额外权限验证") on every path by
+which memories reach an AI friend: the memory tools (``search_memories``, ``get_memory_detail``), the
+``MemoryContext`` recall block, and the ``recall_memory`` output. The rule is
+``agent_memory.domain.reach``: a sensitive memory reaches a friend only when it is that friend's, the
+user shared it with that friend (``metadata["share_with"]``) or the runtime passes
+``allow_sensitive=True``."""
 
 from __future__ import annotations
 
@@ -54,11 +55,17 @@ async def _store(layer: AgentFusionDataLayer) -> None:
 def _items(keys: list[str]) -> list[MemorySearchResultItem]:
     """Recall results as a ledger holds them (as if a search had returned every key)."""
     return [
-        MemorySearchResultItem(memory_key=k, summary=k, content_preview=k, memory_type=kind, relevance_score=0.9,
-                               created_at="2026-01-01T00:00:00+00:00")
+        MemorySearchResultItem(
+            memory_key=k,
+            summary=k,
+            content_preview=k,
+            memory_type=kind,
+            relevance_score=0.9,
+            created_at="2026-01-01T00:00:00+00:00",
+        )
         for k, _, kind, _, _ in MEMORIES
         if k in keys
-    ]  # fmt: skip
+    ]
 
 
 def test_the_memories_are_as_sensitive_as_the_table_says() -> None:
@@ -117,7 +124,7 @@ async def test_the_runtime_may_allow_sensitive_memories_a_model_cannot(system: M
     assert "allow_sensitive" not in json.dumps(GetMemoryDetailInput.model_json_schema())
 
 
-# -- recall_memory (seed 001) -------------------------------------------------------------------------
+# -- recall_memory --------------------------------------------------------------------------------
 
 
 async def test_recall_memory_withholds_a_sensitive_profile_from_a_friend(system: MemorySystem) -> None:
@@ -138,8 +145,9 @@ async def test_recall_memory_output_checks_each_memory_again(layer: AgentFusionD
     out = await recall_memory_output(layer, scope, _items(KEYS), profile_topk=10, event_topk=10)
     given = {p.content for p in out.profiles} | {e.content for e in out.events}
     assert given == {content for key, content, *_ in MEMORIES if key in EXPECTED[friend]}
-    allowed = await recall_memory_output(layer, scope, _items(KEYS), profile_topk=10, event_topk=10,
-                                         allow_sensitive=True)  # fmt: skip
+    allowed = await recall_memory_output(
+        layer, scope, _items(KEYS), profile_topk=10, event_topk=10, allow_sensitive=True
+    )
     visible = {content for _, content, _, owner, _ in MEMORIES if scope.sees_record(Row(user_id="u1", friend_id=owner))}
     assert {p.content for p in allowed.profiles} | {e.content for e in allowed.events} == visible
 

@@ -48,8 +48,9 @@ async def test_a_tool_round_a_failed_turn_and_the_next_turn_pass_the_strict_serv
     with StrictServer(context_tokens=4096) as server:
         client = server.client()
         try:
-            agent = AgentBuilder(system).build(name="mentor", model_client=client, user_id="u1", friend_id="mentor",
-                                               system_message="你是职场导师。")  # fmt: skip
+            agent = AgentBuilder(system).build(
+                name="mentor", model_client=client, user_id="u1", friend_id="mentor", system_message="你是职场导师。"
+            )
             server.script(
                 Reply(tool_calls=[("get_memory_detail", '{"memory_key": "report"}')]),
                 Reply(text="先把结论写在第一页。"),
@@ -92,8 +93,9 @@ async def _run_with_recall_model(
     main = server.client()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     try:
-        agent = AgentBuilder(system).build(name="mentor", model_client=main, user_id="u1", friend_id="mentor",
-                                           events=queue)  # fmt: skip
+        agent = AgentBuilder(system).build(
+            name="mentor", model_client=main, user_id="u1", friend_id="mentor", events=queue
+        )
         server.script(*recall, Reply(text="按结论先行准备。"))
         result = await agent.run(task=QUESTION)
     finally:
@@ -153,16 +155,27 @@ async def test_a_recall_model_from_settings_takes_answers_with_the_legacy_functi
     ``function_call`` beside ``tool_calls`` (llama-cpp-python's function-calling format): the recall
     model's own search and handoff are used (a plain OpenAIChatCompletionClient raises on the first)."""
     with StrictServer(context_tokens=4096, legacy_function_call=True) as server:
-        spec = {"provider": "OpenAIChatCompletionClient",
-                "config": {"model": MODEL, "base_url": server.base_url, "api_key": "x", "max_retries": 0,
-                           "model_info": DEFAULT_MODEL_INFO}}  # fmt: skip
+        spec = {
+            "provider": "OpenAIChatCompletionClient",
+            "config": {
+                "model": MODEL,
+                "base_url": server.base_url,
+                "api_key": "x",
+                "max_retries": 0,
+                "model_info": DEFAULT_MODEL_INFO,
+            },
+        }
         client = load_settings(memory_recall_model_client=json.dumps(spec)).recall_model_client()
         assert isinstance(client, TolerantOpenAIChatCompletionClient)
         system = await _system(db_url, memory_recall_time_budget_s=30.0)
         system.recall_client = client
         main = server.client()
-        handoff = {"reason": "找到", "search_summary": "模型找到了季度汇报", "relevant_memory_keys": ["report"],
-                   "confidence": 0.8}  # fmt: skip
+        handoff = {
+            "reason": "找到",
+            "search_summary": "模型找到了季度汇报",
+            "relevant_memory_keys": ["report"],
+            "confidence": 0.8,
+        }
         search = json.dumps({"query": "季度项目汇报", "min_relevance_score": 0.3}, ensure_ascii=False)
         server.script(
             Reply(tool_calls=[("search_memories", search)]),
@@ -185,11 +198,18 @@ async def test_a_recall_model_from_settings_takes_answers_with_the_legacy_functi
 
 
 async def test_memory_system_loads_the_recall_client_as_the_tolerant_one(tmp_path: Any) -> None:
-    spec = {"provider": "autogen_ext.models.openai.OpenAIChatCompletionClient",
-            "config": {"model": MODEL, "base_url": "http://127.0.0.1:9/v1", "api_key": "x",
-                       "model_info": DEFAULT_MODEL_INFO}}  # fmt: skip
-    settings = load_settings(memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}",
-                             memory_recall_model_client=json.dumps(spec))  # fmt: skip
+    spec = {
+        "provider": "autogen_ext.models.openai.OpenAIChatCompletionClient",
+        "config": {
+            "model": MODEL,
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "x",
+            "model_info": DEFAULT_MODEL_INFO,
+        },
+    }
+    settings = load_settings(
+        memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}", memory_recall_model_client=json.dumps(spec)
+    )
     async with MemorySystem.from_settings(settings) as system:
         assert isinstance(system.recall_client, TolerantOpenAIChatCompletionClient)
         agent = system.recall_agent(system.scope("u1"))
@@ -201,9 +221,18 @@ async def test_memory_system_loads_the_recall_client_as_the_tolerant_one(tmp_pat
 def test_a_legacy_function_call_alone_becomes_the_tool_call() -> None:
     from agent_memory.clients import without_legacy_function_call
 
-    alone = {"choices": [{"message": {"role": "assistant", "content": None,
-                                      "function_call": {"name": "add", "arguments": '{"a": 1}'}},
-                          "finish_reason": "function_call"}]}  # fmt: skip
+    alone = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "add", "arguments": '{"a": 1}'},
+                },
+                "finish_reason": "function_call",
+            }
+        ]
+    }
     assert without_legacy_function_call(alone)
     choice = alone["choices"][0]
     assert choice["finish_reason"] == "tool_calls" and "function_call" not in choice["message"]

@@ -57,9 +57,17 @@ def spans(exporter: InMemorySpanExporter) -> Iterator[InMemorySpanExporter]:
 async def _with_memory(system: MemorySystem) -> MemorySystem:
     await system.layer.memory.add_many(
         user_id=USER,
-        memories=[NewMemory("report", MEMORY, summary="下周季度项目汇报，压力大", memory_type="event",
-                            friend_id="mentor", created_at=NOW - timedelta(days=2))],
-    )  # fmt: skip
+        memories=[
+            NewMemory(
+                "report",
+                MEMORY,
+                summary="下周季度项目汇报，压力大",
+                memory_type="event",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=2),
+            )
+        ],
+    )
     return system
 
 
@@ -165,8 +173,11 @@ async def test_with_content_recorded_the_text_is_there(
     assert (recall.attributes or {})["agent_memory.recall.message"] == MESSAGE
     searches = [s.attributes or {} for s in named(finished, "agent_memory.search")]
     assert all("汇报" in str(s["agent_memory.search.query"]) for s in searches)
-    assert any(f"report: {MEMORY}"[:8] in m and "季度项目汇报" in m for s in searches
-               for m in s["agent_memory.search.memories"])  # fmt: skip
+    assert any(
+        f"report: {MEMORY}"[:8] in m and "季度项目汇报" in m
+        for s in searches
+        for m in s["agent_memory.search.memories"]
+    )
     assert USER not in texts(finished)  # ids are no content: never
 
 
@@ -206,8 +217,11 @@ async def test_an_archiving_run_counts_its_sessions_and_memories(
     for role, text in [("user", "我下周六要搬家到杭州了"), ("assistant", "搬家辛苦了，需要帮忙列清单吗？")]:
         await memory.layer.messages.append(user_id=USER, friend_id="mentor", role=role, content=text)
     report = await memory.session_archiver.run(user_id=USER, friend_id="mentor", end_open=True)
-    (run,) = [s for s in named(spans.get_finished_spans(), "agent_memory.formation")
-              if (s.attributes or {})["agent_memory.formation.end_open"]]  # fmt: skip
+    (run,) = [
+        s
+        for s in named(spans.get_finished_spans(), "agent_memory.formation")
+        if (s.attributes or {})["agent_memory.formation.end_open"]
+    ]
     attrs = run.attributes or {}
     assert attrs["agent_memory.formation.sessions"] == report.sessions == 1
     assert attrs["agent_memory.formation.memories"] == len(report.memory_keys) >= 1
@@ -252,8 +266,9 @@ async def test_a_web_chat_turn_is_one_request_span_with_the_turn_inside(
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         assert (await client.post("/api/session", json={"name": USER})).status_code == 200
         friend = (await client.post("/api/friends", json={"name": "导师"})).json()["id"]
-        await memory.layer.memory.upsert(user_id=USER, memory_key="report-web", memory_type="event",
-                                         friend_id=friend, content=MEMORY)  # fmt: skip
+        await memory.layer.memory.upsert(
+            user_id=USER, memory_key="report-web", memory_type="event", friend_id=friend, content=MEMORY
+        )
         spans.clear()
         response = await client.post(f"/api/friends/{friend}/chat", json={"message": MESSAGE})
         assert response.status_code == 200

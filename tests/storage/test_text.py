@@ -217,12 +217,25 @@ def test_a_named_time_is_a_precise_one() -> None:
 @pytest.mark.parametrize(
     ("text", "calendar"),
     [
-        ("on 7 July, 2023", True), ("in May", True), ("May 2023", True), ("2023-07-07", True), ("in 2023", True),
-        ("2024年3月", True), ("3月4日", True), ("2023年", True), ("五月份", True),
-        ("上周", False), ("yesterday", False), ("三天前", False), ("last month", False), ("today", False),
-        ("during 2023", True), ("since May", False), ("since 2023", False),
+        ("on 7 July, 2023", True),
+        ("in May", True),
+        ("May 2023", True),
+        ("2023-07-07", True),
+        ("in 2023", True),
+        ("2024年3月", True),
+        ("3月4日", True),
+        ("2023年", True),
+        ("五月份", True),
+        ("上周", False),
+        ("yesterday", False),
+        ("三天前", False),
+        ("last month", False),
+        ("today", False),
+        ("during 2023", True),
+        ("since May", False),
+        ("since 2023", False),
     ],
-)  # fmt: skip
+)
 def test_a_date_written_out_is_told_from_a_span_counted_from_now(text: str, calendar: bool) -> None:
     """The search weighs relevance by a date the question writes out, not by "上周" or "today" (words as
     often said in passing): the range says which it is."""
@@ -257,8 +270,13 @@ def test_a_span_next_to_a_written_date_is_counted_from_that_date(text: str, star
 
 def test_a_written_date_that_cannot_be_read_is_not_taken_for_a_span_before_now() -> None:
     """ "the week before 31 February 2023" must not become the week before now (it named another time)."""
-    for text in ("the week before 31 February 2023", "the week before November 16", "the week before the 3rd",
-                 "2月30日前一天", "13月4日前一天"):  # fmt: skip
+    for text in (
+        "the week before 31 February 2023",
+        "the week before November 16",
+        "the week before the 3rd",
+        "2月30日前一天",
+        "13月4日前一天",
+    ):
         found = named_time_range(text, now=NOW)
         assert found is None or found.start.year != NOW.year, (text, found)
 

@@ -34,14 +34,26 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
     await layer.memory.add_many(
         user_id="u1",
         memories=[
-            NewMemory("db-config", "MySQL 数据库配置: port 3306, user report", summary="MySQL 数据库配置",
-                      memory_type="command_output", friend_id="mentor", created_at=NOW - timedelta(days=1)),
-            NewMemory("breakup", "上个月和女朋友分手了，心情低落", memory_type="event", friend_id="xiaozhu",
-                      created_at=NOW - timedelta(days=3)),
-            NewMemory("movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile",
-                      created_at=NOW - timedelta(days=30)),
+            NewMemory(
+                "db-config",
+                "MySQL 数据库配置: port 3306, user report",
+                summary="MySQL 数据库配置",
+                memory_type="command_output",
+                friend_id="mentor",
+                created_at=NOW - timedelta(days=1),
+            ),
+            NewMemory(
+                "breakup",
+                "上个月和女朋友分手了，心情低落",
+                memory_type="event",
+                friend_id="xiaozhu",
+                created_at=NOW - timedelta(days=3),
+            ),
+            NewMemory(
+                "movies", "喜欢科幻电影，不喜欢恐怖片", memory_type="profile", created_at=NOW - timedelta(days=30)
+            ),
         ],
-    )  # fmt: skip
+    )
     await layer.memory.add(user_id="u2", memory_key="other", content="MySQL 别人的配置", created_at=NOW)
     return engine
 
@@ -168,14 +180,21 @@ async def test_the_recall_keeps_the_engines_order_of_a_search(layer: AgentFusion
     await layer.memory.add_many(
         user_id="u9",
         memories=[
-            NewMemory("tea", "每天下午喝一杯乌龙茶，茶叶是朋友从福建寄来的乌龙茶", memory_type="event", friend_id="f",
-                      created_at=when),
+            NewMemory(
+                "tea",
+                "每天下午喝一杯乌龙茶，茶叶是朋友从福建寄来的乌龙茶",
+                memory_type="event",
+                friend_id="f",
+                created_at=when,
+            ),
             NewMemory("tea-sleep", "乌龙茶喝多了晚上睡不着", memory_type="event", friend_id="f", created_at=when),
             NewMemory("run", "周末去公园跑步", memory_type="event", friend_id="f", created_at=when),
-            *(NewMemory(f"run-{i}", f"跑步第{i}天 膝盖有点酸", memory_type="event", friend_id="g", created_at=when)
-              for i in range(6)),
+            *(
+                NewMemory(f"run-{i}", f"跑步第{i}天 膝盖有点酸", memory_type="event", friend_id="g", created_at=when)
+                for i in range(6)
+            ),
         ],
-    )  # fmt: skip
+    )
     ledger = RecallLedger()
     box = MemoryToolbox(engine, scope=Scope.of("u9", "f"), ledger=ledger)
     out = await box.search_memories(SearchMemoriesInput(query="乌龙茶 跑步", min_relevance_score=0.0))
@@ -196,8 +215,13 @@ def test_a_content_preview_is_the_whole_content_or_its_head_marked_as_cut() -> N
     assert content_preview("字" * PREVIEW_CHARS) == "字" * PREVIEW_CHARS  # exactly the limit: whole
 
     def item(preview: str) -> MemorySearchResultItem:
-        return MemorySearchResultItem(memory_key="k", summary="s", content_preview=preview,
-                                      relevance_score=0.9, created_at="2026-01-01T00:00:00+00:00")  # fmt: skip
+        return MemorySearchResultItem(
+            memory_key="k",
+            summary="s",
+            content_preview=preview,
+            relevance_score=0.9,
+            created_at="2026-01-01T00:00:00+00:00",
+        )
 
     assert item(whole).preview_is_whole and not item(cut).preview_is_whole
     with pytest.raises(TypeError, match="must be a str"):

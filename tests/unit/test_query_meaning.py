@@ -181,6 +181,7 @@ def test_tfidf_cosine_has_a_dimension_for_a_term_no_memory_holds() -> None:
     expected = (2 * idf * idf) / (math.sqrt(2) * idf * math.sqrt(2 * idf * idf + idf * idf))
     assert cos["a"] == pytest.approx(expected)  # sqrt(2/3), not 1
     assert cos["b"] == 0.0
-    less = at(index, c.tfidf_cosine(index, c.query_terms(TOK.tokens("mysql port kafka")), smooth=False,
-                                    unheld=lambda t: 0.0))  # fmt: skip
+    less = at(
+        index, c.tfidf_cosine(index, c.query_terms(TOK.tokens("mysql port kafka")), smooth=False, unheld=lambda t: 0.0)
+    )
     assert less["a"] == pytest.approx(1.0)

@@ -236,11 +236,18 @@ def test_only_turns_of_one_session_are_neighbours() -> None:
     """Two memories of their own written a minute apart do not lift each other; turns of one session
     do, and turns of two sessions do not."""
     index = UserIndex()
-    for key, text, session, minute in [("cafe", "喜欢在 café 看书", None, 0), ("trip", "旅行 改成 去 成都", None, 1),
-                                       ("q", "postgres 连接 失败", "s1", 10), ("a", "它 在 哪", "s1", 11),
-                                       ("other", "它 在 这", "s2", 12)]:  # fmt: skip
-        index.put(IndexedMemory(key, key, None, "general", T0 + timedelta(minutes=minute), tuple(TOK.tokens(text)),
-                                session=session))  # fmt: skip
+    for key, text, session, minute in [
+        ("cafe", "喜欢在 café 看书", None, 0),
+        ("trip", "旅行 改成 去 成都", None, 1),
+        ("q", "postgres 连接 失败", "s1", 10),
+        ("a", "它 在 哪", "s1", 11),
+        ("other", "它 在 这", "s2", 12),
+    ]:
+        index.put(
+            IndexedMemory(
+                key, key, None, "general", T0 + timedelta(minutes=minute), tuple(TOK.tokens(text)), session=session
+            )
+        )
     cafe = at(index, c.keyword_tiers(index, {TOK.tokens("café")[0]: 1.0}))
     assert cafe["cafe"] == pytest.approx(1.0) and cafe["trip"] == 0.0
     pg = at(index, c.keyword_tiers(index, {"postgr": 1.0}))

@@ -184,3 +184,11 @@ def fmt_time(value: Any) -> str:
 def esc(value: object) -> str:
     """User data (ids, keys, content) for a rich markup string: brackets are shown, never applied."""
     return escape(str(value))
+
+
+def progress_bar(console: Any, description: str) -> Any:
+    """A transient progress bar with a count and the time remaining, for a command's long loop."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(description), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    return Progress(*columns, console=console, transient=True)

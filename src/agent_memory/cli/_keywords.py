@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ._common import URL_HELP, console, emit_json, open_system, run
+from ._common import URL_HELP, console, emit_json, open_system, progress_bar, run
 
 app = typer.Typer(help="Keywords of memories: backfill and inspect.", no_args_is_help=True)
 
@@ -18,20 +18,12 @@ async def backfill_cmd(
 ) -> None:
     """Extract keywords (and search terms) for memories still marked ``needs_keyword_extraction``
     or analysed by an older analyzer; prints what it did as JSON."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     async with open_system(url) as system:
         layer = system.layer
         users = [user] if user else await layer.memory.users_with_memories()
         done: dict[str, int] = {}
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
+        with progress_bar(console, "{task.description}") as progress:
             task = progress.add_task("backfilling keywords", total=len(users))
             for uid in users:
                 done[uid] = await system.search.reanalyze(user_id=uid, batch=batch)

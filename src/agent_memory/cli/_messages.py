@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.text import Text
 
-from ._common import URL_HELP, console, open_system, run
+from ._common import URL_HELP, console, open_system, progress_bar, run
 
 if TYPE_CHECKING:
     from data_layer import NewMessage
@@ -102,7 +102,6 @@ async def import_cmd(
     skipped. A line's "id" is its identity; otherwise user, friend, thread, role, created_at and
     content are (a line without created_at matches a stored message with its role and content).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     parsed = read_file(file, default_user=user, default_friend=friend)
     async with open_system(url) as system:
@@ -122,14 +121,7 @@ async def import_cmd(
                         f"(first on line {first.lineno})"
                     )
             by_user.setdefault(line.user_id, []).append(line.message)
-        with Progress(
-            TextColumn("importing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
+        with progress_bar(console, "importing") as progress:
             task = progress.add_task("import", total=len(parsed))
             stored = await messages.append_for_users(
                 by_user, skip_existing=True, on_progress=lambda n: progress.advance(task, n)

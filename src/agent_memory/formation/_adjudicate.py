@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._statements import Statement, extract_statements
 from ._topics import is_single_valued, subject_key
@@ -49,16 +49,7 @@ Reason = Literal[
     "agreement",
     "insufficient_evidence",
 ]
-REASONS: tuple[Reason, ...] = (
-    "time_change",
-    "quoted_speech",
-    "hypothetical",
-    "reported_speech",
-    "assistant_paraphrase",
-    "question",
-    "agreement",
-    "insufficient_evidence",
-)
+REASONS: tuple[Reason, ...] = get_args(Reason)
 _CLOCK = re.compile(r"[0-9一二两三四五六七八九十半:]+|midnight|noon|[ap]m")
 
 

@@ -1,4 +1,4 @@
-"""Issue 13, many writers: acknowledged writes are stored, failures stay with their own call, and a
+"""Many writers: acknowledged writes are stored, failures stay with their own call, and a
 batch that fails as a whole acknowledges nothing. Behaviour only; the latency figures come from
 ``agent-memory bench writers`` (never asserted here)."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, F6, F10-F12 and storage errors in tools: the recall tools and the tool-result archive
+"""Bad input and storage errors in tools: the recall tools and the tool-result archive
 answer bad input and database failures with their output model (or ``InvalidInputError`` for a
 wrong argument type in code), on both backends, and check sizes before any expensive step."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, driver errors: an unreachable server, a terminated backend, a full disk and a missing schema
+"""Driver errors: an unreachable server, a terminated backend, a full disk and a missing schema
 reach callers as ``StorageError`` (a reason, a message that says what to do, the driver error as
 ``__cause__``), never as raw SQLAlchemy exceptions, and a failed write stores nothing."""
 

@@ -1,4 +1,4 @@
-"""Seed 001's user stories, end to end from chat messages, offline, on SQLite and PostgreSQL.
+"""The product's user stories, end to end from chat messages, offline, on SQLite and PostgreSQL.
 
 Earlier chats are stored with their times through the saving path, the archiver forms the memories,
 and the new message goes through a real AssistantAgent with a MemoryContext (tool-call injection:
@@ -96,11 +96,13 @@ async def test_a_profile_written_by_hand_is_found_by_the_topic_of_a_request(syst
     names none of its words ("周末想放松一下，有什么推荐？") still brings it, since the write path files it
     under the topic it states (兴趣), as the archiver does for the items it forms from a chat."""
     memory = system.layer.memory
-    await memory.upsert(user_id="u1", memory_key="profile-movies", memory_type="profile",
-                        content="喜欢科幻电影，不喜欢恐怖片")  # fmt: skip
+    await memory.upsert(
+        user_id="u1", memory_key="profile-movies", memory_type="profile", content="喜欢科幻电影，不喜欢恐怖片"
+    )
     await memory.upsert(user_id="u1", memory_key="profile-code", memory_type="profile", content="用 Python 写后端")
-    await memory.upsert(user_id="u1", memory_key="ev-hike", memory_type="event", friend_id="mentor",
-                        content="我喜欢周末去爬山")  # fmt: skip
+    await memory.upsert(
+        user_id="u1", memory_key="ev-hike", memory_type="event", friend_id="mentor", content="我喜欢周末去爬山"
+    )
 
     async def keywords(key: str) -> dict[str, str]:
         return {k.keyword: k.extraction_source for k in await memory.get_keywords(user_id="u1", memory_key=key)}
@@ -133,10 +135,12 @@ async def test_greetings_need_no_memory(chats: MemorySystem) -> None:
 async def test_recall_memory_refuses_bad_requests_clearly(chats: MemorySystem) -> None:
     from data_layer import InvalidInputError
 
-    for bad, word in (({"query": "", "friend_id": "mentor"}, "query"),
-                      ({"query": "电影", "friend_id": "mentor", "profile_topk": 99}, "profile_topk"),
-                      ({"query": "电影"}, "friend_id"),
-                      ({"query": "电影", "friend_id": "mentor", "user_id": "u2"}, "user_id")):  # fmt: skip
+    for bad, word in (
+        ({"query": "", "friend_id": "mentor"}, "query"),
+        ({"query": "电影", "friend_id": "mentor", "profile_topk": 99}, "profile_topk"),
+        ({"query": "电影"}, "friend_id"),
+        ({"query": "电影", "friend_id": "mentor", "user_id": "u2"}, "user_id"),
+    ):
         with pytest.raises(InvalidInputError, match=word):
             await chats.recall_memory(user_id="u1", request=bad)
     out = await chats.recall_memory(user_id="u1", request={"query": "推荐个电影吧", "friend_id": "mentor"})

@@ -1,4 +1,4 @@
-"""Issue 13, F1 and F2: a word longer than a keyword never breaks a write, and the work done per input
+"""Hostile text: a word longer than a keyword never breaks a write, and the work done per input
 is bounded (linear regular expressions, sampled keyword extraction). No test here measures time: the
 checks are structural (what the patterns are, how much text each step is given) and behavioural."""
 

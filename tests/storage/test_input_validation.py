@@ -1,4 +1,4 @@
-"""Issue 13, F4-F9 and types: every stored text and structure is accepted or refused the same way on
+"""Bad input, texts and types: every stored text and structure is accepted or refused the same way on
 SQLite and PostgreSQL, with an ``InvalidInputError`` that names the argument, and nothing is written."""
 
 from __future__ import annotations
