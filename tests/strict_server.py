@@ -542,7 +542,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def owner(self) -> StrictServer:
-        return self.server.owner  # type: ignore[attr-defined,no-any-return]
+        return self.server.owner
 
     def setup(self) -> None:
         super().setup()

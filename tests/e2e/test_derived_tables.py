@@ -70,7 +70,7 @@ def test_a_table_is_built_once_and_read_back(files: tuple[Path, Path, Path]) -> 
     source, code, folder = files
     build = Builder(source)
     assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"])) and build.builds == 1
-    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))  # type: ignore[arg-type]
+    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))
     (saved,) = _saved(folder)
     if os.name == "posix":
         assert folder.stat().st_mode & 0o777 == 0o700 and saved.stat().st_mode & 0o077 == 0
@@ -106,7 +106,7 @@ def test_reading_a_table_keeps_it_from_other_installs_cleanup(files: tuple[Path,
     (saved,) = _saved(folder)
     month_ago = time.time() - 31 * 86400
     os.utime(saved, (month_ago, month_ago))
-    _table(source, code, folder, _never)  # type: ignore[arg-type]
+    _table(source, code, folder, _never)
     assert time.time() - saved.stat().st_mtime < 3600
 
 
@@ -131,7 +131,7 @@ def test_a_damaged_file_is_derived_again_and_replaced(files: tuple[Path, Path, P
     saved.write_bytes(damage)
     assert _table(source, code, folder, build) == tuple(sorted(["猫", "狗", "鱼"]))
     assert build.builds == 2
-    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))  # type: ignore[arg-type]
+    assert _table(source, code, folder, _never) == tuple(sorted(["猫", "狗", "鱼"]))
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX owners and modes")

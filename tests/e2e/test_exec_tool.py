@@ -88,9 +88,9 @@ async def test_the_agent_reruns_a_remembered_command_but_not_a_sensitive_slot(db
     async with MemorySystem.from_settings(settings) as system:
         await _seed(system)
         tool = AgentBuilder(system).code_tool(user_id="u1", friend_id="mentor")
-        rerun = await tool.run_json({"code": "[memory:cmd-1]", "mode": "command"}, None)  # type: ignore[arg-type]
+        rerun = await tool.run_json({"code": "[memory:cmd-1]", "mode": "command"}, None)
         assert rerun.success and rerun.output == "deployed staging\n"
-        leak = await tool.run_json({"code": "print([memory:pay])"}, None)  # type: ignore[arg-type]
+        leak = await tool.run_json({"code": "print([memory:pay])"}, None)
         assert not leak.success and "sensitive (finances)" in (leak.error or "") and "两万" not in leak.output
 
 
@@ -101,7 +101,7 @@ async def test_without_isolation_the_tool_refuses_and_says_why(db_url: str) -> N
     async with MemorySystem.from_settings(settings) as system:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         tool = AgentBuilder(system).code_tool(user_id="u1", friend_id="mentor", events=queue)
-        out = await tool.run_json({"code": "_result = 1"}, None)  # type: ignore[arg-type]
+        out = await tool.run_json({"code": "_result = 1"}, None)
         assert not out.success and "MEMORY_EXEC_ALLOW_UNISOLATED=true" in (out.error or "")
         events = _drain(queue)
         assert not events[0].isolated and isinstance(events[-1], CodeRunFinishedEvent) and not events[-1].success

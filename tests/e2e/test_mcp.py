@@ -353,11 +353,11 @@ async def test_a_line_that_is_not_json_rpc_gets_its_error_and_the_server_goes_on
     assert proc.stdin is not None and proc.stdout is not None
 
     async def send(line: str) -> None:
-        proc.stdin.write((line + "\n").encode())  # type: ignore[union-attr]
-        await proc.stdin.drain()  # type: ignore[union-attr]
+        proc.stdin.write((line + "\n").encode())
+        await proc.stdin.drain()
 
     async def answer() -> dict[str, Any]:
-        return json.loads(await asyncio.wait_for(proc.stdout.readline(), timeout=30))  # type: ignore[union-attr]
+        return json.loads(await asyncio.wait_for(proc.stdout.readline(), timeout=30))
 
     try:
         await send("this is not json {")

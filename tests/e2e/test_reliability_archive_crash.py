@@ -108,7 +108,7 @@ async def _import(url: str, chat: list[tuple[str, str, str, datetime]]) -> None:
     from data_layer import AgentFusionDataLayer, NewMessage
 
     async with AgentFusionDataLayer(url) as layer:
-        messages = [NewMessage(role=r, content=t, friend_id=f, created_at=at) for f, r, t, at in chat]  # type: ignore[arg-type]
+        messages = [NewMessage(role=r, content=t, friend_id=f, created_at=at) for f, r, t, at in chat]
         await layer.messages.append_many(user_id=USER, messages=messages)
 
 

@@ -298,5 +298,5 @@ async def test_slots_take_a_list_of_keys_not_a_string(executor: CommandExecutor)
     """A string was read as its characters: "no memory ['c', 'f', 'g']"."""
     for bad in ("db-config-001", 7, None):
         with pytest.raises(InvalidInputError, match="list of memory keys"):
-            await executor.slots(bad)  # type: ignore[arg-type]
+            await executor.slots(bad)
     assert set(await executor.slots(("db-config-001",))) == {"db-config-001"}

@@ -364,7 +364,7 @@ async def test_the_legacy_function_call_field_fails_autogens_client_and_not_the_
         result = await tolerant.create([UserMessage(content="sum", source="user")], tools=[ADD_SCHEMA])
         history = [
             UserMessage(content="sum", source="user"),
-            AssistantMessage(content=result.content, source="calc"),  # type: ignore[arg-type]
+            AssistantMessage(content=result.content, source="calc"),
             FunctionExecutionResultMessage(
                 content=[FunctionExecutionResult(call_id="call_3", name="add", content="3", is_error=False)]
             ),

@@ -48,7 +48,7 @@ def _accepted_per_look(loop: asyncio.AbstractEventLoop, waiting: int) -> list[in
     try:
         while len(accepted) < waiting:
             before = len(accepted)
-            loop._accept_connection(Kept, Counting(), backlog=64)  # type: ignore[attr-defined]
+            loop._accept_connection(Kept, Counting(), backlog=64)
             looks.append(len(accepted) - before)
         loop.run_until_complete(asyncio.sleep(0.05))  # the accepted connections are set up
         assert len(transports) == waiting
@@ -127,7 +127,7 @@ def test_the_load_board_gives_each_worker_a_slot_and_counts_the_live_others(tmp_
             board.close()
     for bad in (0, 1025, True, 2.0):
         with pytest.raises(ValueError, match="slots must be a whole number"):
-            LoadBoard(path, slots=bad)  # type: ignore[arg-type]
+            LoadBoard(path, slots=bad)
 
 
 def test_a_worker_that_dies_frees_its_slot_at_once(tmp_path: Path) -> None:

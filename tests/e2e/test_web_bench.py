@@ -40,7 +40,7 @@ async def test_bench_turns_is_bounded(kwargs: dict[str, object]) -> None:
     from agent_memory.bench._turns import bench_turns
 
     with pytest.raises(ValueError, match="must be a whole number"):
-        await bench_turns(**kwargs)  # type: ignore[arg-type]
+        await bench_turns(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ async def _sse_server(events: list[bytes]) -> tuple[object, str, list[int]]:
     ports: list[int] = []
 
     async def chat(request: web.Request) -> web.StreamResponse:
-        ports.append(request.transport.get_extra_info("peername")[1])  # type: ignore[union-attr]
+        ports.append(request.transport.get_extra_info("peername")[1])
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for i, event in enumerate(events):
@@ -87,7 +87,7 @@ async def _sse_server(events: list[bytes]) -> tuple[object, str, list[int]]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = site._server.sockets[0].getsockname()[1]
     return runner, f"http://127.0.0.1:{port}", ports
 
 
@@ -109,7 +109,7 @@ async def test_a_stream_keeps_its_connection_across_turns() -> None:
         async with aiohttp.ClientSession(base_url=base) as client:
             turns = [await _turn(client, "f1", "你好") for _ in range(3)]
     finally:
-        await runner.cleanup()  # type: ignore[attr-defined]
+        await runner.cleanup()
     assert all(total > 0 and ordered for total, _, ordered in turns)
     assert len(ports) == 3 and len(set(ports)) == 1, ports
 
@@ -125,4 +125,4 @@ async def test_a_stream_without_its_done_event_is_an_error() -> None:
             with pytest.raises(RuntimeError, match="without its done event"):
                 await _turn(client, "f1", "你好")
     finally:
-        await runner.cleanup()  # type: ignore[attr-defined]
+        await runner.cleanup()

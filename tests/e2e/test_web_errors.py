@@ -47,7 +47,7 @@ def base(db_url: str, model: StrictServer) -> Iterator[str]:
 
 
 def _friend(client: object) -> str:
-    response = client.post("/api/friends", json={"name": "导师"})  # type: ignore[attr-defined]
+    response = client.post("/api/friends", json={"name": "导师"})
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 

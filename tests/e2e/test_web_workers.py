@@ -164,7 +164,7 @@ def test_browsers_come_back_to_a_restarted_worker(tmp_path: Path) -> None:
             seen = health()
         while time.monotonic() < deadline:
             seen = health()
-            held = sorted(seen["connections"])  # type: ignore[call-overload]
+            held = sorted(seen["connections"])
             if seen["serving"] == 2 and sum(held) >= 12 and held[-1] - held[0] <= 2:
                 break
             time.sleep(0.3)

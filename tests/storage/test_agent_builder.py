@@ -80,7 +80,7 @@ async def test_built_agent_recalls_and_uses_memory_tools(builder: AgentBuilder) 
 async def test_memory_tools_are_bound_to_the_friend(builder: AgentBuilder) -> None:
     tools = builder.memory_tools(user_id="u1", friend_id="xiaozhu")
     detail = next(t for t in tools if t.name == "get_memory_detail")
-    out = await detail.run_json({"memory_key": "db"}, cancellation_token=None)  # type: ignore[arg-type]
+    out = await detail.run_json({"memory_key": "db"}, cancellation_token=None)
     assert out.success is False  # the mentor's memory is not the companion's
 
 
@@ -164,7 +164,7 @@ async def test_tool_settings_take_effect(db_url: str) -> None:
         for n in range(4):
             await system.layer.memory.add(user_id="u1", memory_key=f"m{n}", content=f"数据库配置 第{n}版")
         search = next(t for t in AgentBuilder(system).memory_tools(user_id="u1") if t.name == "search_memories")
-        out = await search.run_json({"query": "数据库配置", "limit": 10}, None)  # type: ignore[arg-type]
+        out = await search.run_json({"query": "数据库配置", "limit": 10}, None)
         assert out.success and out.total_found == 2  # capped by MEMORY_TOOLS_MAX_RESULTS_PER_SEARCH
 
 

@@ -80,8 +80,8 @@ async def test_another_users_provider_recalls_none_of_these_memories(memory: Mem
 
 def test_bad_arguments_are_refused_with_what_to_pass(memory: MemorySystem) -> None:
     with pytest.raises(TypeError, match="options must be a RecallOptions"):
-        MemoryContextProvider(memory, user_id="u1", options={"window_size": 3})  # type: ignore[arg-type]
+        MemoryContextProvider(memory, user_id="u1", options={"window_size": 3})
     with pytest.raises(TypeError, match=r"system must be a MemorySystem \(MemorySystem.open"):
-        MemoryContextProvider("sqlite+aiosqlite:///memory.db", user_id="u1")  # type: ignore[arg-type]
+        MemoryContextProvider("sqlite+aiosqlite:///memory.db", user_id="u1")
     with pytest.raises(InvalidInputError, match="user_id"):
         MemoryContextProvider(memory, user_id="")

@@ -70,7 +70,7 @@ class _Scripted(ChatCompletionClient):
         return 10**9
 
     @property
-    def capabilities(self) -> Any:  # type: ignore[override]
+    def capabilities(self) -> Any:
         return MODEL_INFO
 
     @property
@@ -130,7 +130,7 @@ async def test_short_results_stay_and_scope_is_enforced(layer: AgentFusionDataLa
     mine = ToolResultManager(layer, user_id="u1", conversation_id="c1")
     assert await mine.process_tool_result("t", {}, "short") == "short"
     placeholder = await mine.process_tool_result("t", {"q": 1}, BIG)
-    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
+    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)
     assert (await mine.load_tool_result(uuid)).endswith(BIG)
     for other in (
         ToolResultManager(layer, user_id="u2", conversation_id="c1"),
@@ -138,9 +138,9 @@ async def test_short_results_stay_and_scope_is_enforced(layer: AgentFusionDataLa
     ):
         with pytest.raises(LookupError, match="no archived tool result"):
             await other.load_tool_result(uuid)
-        result = await other.load_tool().run_json({"uuid": uuid}, cancellation_token=None)  # type: ignore[arg-type]
+        result = await other.load_tool().run_json({"uuid": uuid}, cancellation_token=None)
         assert result.success is False
-    bad = await mine.load_tool().run_json({"uuid": "not-a-uuid"}, cancellation_token=None)  # type: ignore[arg-type]
+    bad = await mine.load_tool().run_json({"uuid": "not-a-uuid"}, cancellation_token=None)
     assert bad.success is False
 
 
@@ -157,7 +157,7 @@ def test_summary_and_sources() -> None:
 async def test_a_purged_archive_does_not_break_the_next_turn(layer: AgentFusionDataLayer, system: MemorySystem) -> None:
     manager = ToolResultManager(layer, user_id="u1", conversation_id="c1")
     placeholder = await manager.process_tool_result("t", {}, BIG)
-    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)  # type: ignore[union-attr]
+    uuid = re.search(r"存档: ([0-9a-f-]+)\]", placeholder).group(1)
     loaded = await manager.load_tool_result(uuid)
     await layer.archive.delete(user_id="u1", archive_uuid=uuid)
     fresh = ToolResultManager(layer, user_id="u1", conversation_id="c1")  # e.g. after a restart

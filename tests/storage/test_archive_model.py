@@ -29,7 +29,7 @@ async def _store_chat(db_url: str) -> list[int]:
         stored = await plain.layer.messages.append_many(
             user_id="u1",
             messages=[
-                NewMessage(role=r, content=c, friend_id="xiaozhu", created_at=T0 + timedelta(minutes=i))  # type: ignore[arg-type]
+                NewMessage(role=r, content=c, friend_id="xiaozhu", created_at=T0 + timedelta(minutes=i))
                 for i, (r, c) in enumerate(CHAT)
             ],
         )

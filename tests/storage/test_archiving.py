@@ -18,7 +18,7 @@ T0 = datetime(2026, 1, 2, 20, 0, tzinfo=UTC)
 
 
 def msg(text: str, *, at: datetime, role: str = "user", friend: str = "xiaozhu") -> NewMessage:
-    return NewMessage(role=role, content=text, friend_id=friend, created_at=at)  # type: ignore[arg-type]
+    return NewMessage(role=role, content=text, friend_id=friend, created_at=at)
 
 
 async def store(system: MemorySystem, *messages: NewMessage, user: str = "u1") -> list[MessageRecord]:
@@ -315,7 +315,7 @@ async def test_the_evidence_recall_reads_the_time_a_question_names(system: Memor
     with pytest.raises(InvalidInputError, match="timezone-aware"):  # 上周 in which time zone?
         await agent.recall("我上周吃了什么？", now=T0.replace(tzinfo=None))
     with pytest.raises(InvalidInputError, match="question must be a string, not int"):
-        await agent.recall(123, now=T0)  # type: ignore[arg-type]
+        await agent.recall(123, now=T0)
 
 
 async def test_a_question_about_what_happened_in_a_time_cites_that_times_messages(system: MemorySystem) -> None:
@@ -534,7 +534,7 @@ async def test_background_runs_take_turns(system: MemorySystem, slots: int) -> N
     from data_layer import Scope
 
     extractor = _CountingExtractor(together=slots)  # the first runs wait for each other: at once, if allowed
-    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=slots)  # type: ignore[arg-type]
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=slots)
     friends = [f"friend{i}" for i in range(5)]
     for i, friend in enumerate(friends):
         await store(system, msg(f"我上周去了第{i}个城市旅行，玩得很开心", at=T0, friend=friend))
@@ -559,7 +559,7 @@ async def test_a_waiting_caller_does_not_queue_behind_background_runs(system: Me
 
     extractor = _CountingExtractor()
     gate = extractor.release = asyncio.Event()  # the first background run holds the slot until set
-    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)  # type: ignore[arg-type]
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)
     for friend in ("busy", "queued", "asked"):
         await store(system, msg(f"我在{friend}公司工作了三年", at=T0, friend=friend))
     later = T0 + timedelta(hours=3)
@@ -587,7 +587,7 @@ def test_background_runs_must_be_a_positive_whole_number(system: MemorySystem) -
 
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="background_runs must be a whole number"):
-            SessionArchiver(system.layer, background_runs=bad)  # type: ignore[arg-type]
+            SessionArchiver(system.layer, background_runs=bad)
 
 
 async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySystem) -> None:
@@ -600,7 +600,7 @@ async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySyst
 
     extractor = _CountingExtractor()
     gate = extractor.release = asyncio.Event()
-    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)  # type: ignore[arg-type]
+    archiver = SessionArchiver(system.layer, extractor=extractor, background_runs=1)
     for friend in ("busy", "queued"):
         await store(system, msg(f"我在{friend}公司工作了三年", at=T0, friend=friend))
     later = T0 + timedelta(hours=3)
@@ -616,4 +616,4 @@ async def test_draining_one_chat_does_not_wait_for_the_others(system: MemorySyst
     await asyncio.wait_for(waiting, 5)
     assert queued.done() and busy.done()
     with pytest.raises(TypeError, match="scope must be a Scope"):
-        await archiver.drain(scope=("u1", "queued"))  # type: ignore[arg-type]
+        await archiver.drain(scope=("u1", "queued"))

@@ -27,7 +27,7 @@ async def test_oversized_content_refused_when_asked(layer: AgentFusionDataLayer)
 @pytest.mark.parametrize("bad", ["memory", "PROFILE", "", 3, None])
 async def test_unknown_memory_type(layer: AgentFusionDataLayer, bad: object) -> None:
     with pytest.raises(InvalidInputError, match=r"unknown memory_type .* use one of: user_preference"):
-        await layer.memory.add(user_id="u1", memory_key="k", content="x", memory_type=bad)  # type: ignore[arg-type]
+        await layer.memory.add(user_id="u1", memory_key="k", content="x", memory_type=bad)
 
 
 async def test_duplicate_key_says_use_upsert_and_keeps_original(layer: AgentFusionDataLayer) -> None:
@@ -83,7 +83,7 @@ async def test_duplicate_key_inside_one_batch(layer: AgentFusionDataLayer) -> No
 async def test_invalid_memory_fields(layer: AgentFusionDataLayer, kwargs: dict[str, object], message: str) -> None:
     fields: dict[str, object] = {"user_id": "u1", "memory_key": "k", "content": "x", **kwargs}
     with pytest.raises(InvalidInputError, match=message):
-        await layer.memory.add(**fields)  # type: ignore[arg-type]
+        await layer.memory.add(**fields)
     assert await layer.memory.count(user_id="u1", include_inactive=True) == 0
 
 
@@ -121,7 +121,7 @@ async def test_invalid_memory_fields(layer: AgentFusionDataLayer, kwargs: dict[s
         (lambda dl: dl.memory.add_synonym("db", "DB"), "its own synonym"),
     ],
 )
-async def test_invalid_arguments(layer: AgentFusionDataLayer, call, message: str) -> None:  # type: ignore[no-untyped-def]
+async def test_invalid_arguments(layer: AgentFusionDataLayer, call, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         await call(layer)
 
@@ -176,7 +176,7 @@ def test_out_of_range_settings_name_the_variable(
         load_settings()
 
 
-def test_settings_read_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_settings_read_env_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     (tmp_path / ".env").write_text("MEMORY_RECALL_ROUNDS=4\nMEMORY_SEARCH_HALF_LIFE_DAYS=10\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMORY_SEARCH_HALF_LIFE_DAYS", "20")
@@ -192,6 +192,6 @@ def test_visible_text_and_the_archivers_hook_refuse_wrong_types() -> None:
 
     assert has_visible_text("a\u200b") and not has_visible_text("\u200b\ufeff \u2060")
     with pytest.raises(InvalidInputError, match="text must be a str, got int"):
-        has_visible_text(5)  # type: ignore[arg-type]
+        has_visible_text(5)
     with pytest.raises(TypeError, match="on_archived must be an async function"):
-        SessionArchiver(None, on_archived="refresh")  # type: ignore[arg-type]
+        SessionArchiver(None, on_archived="refresh")

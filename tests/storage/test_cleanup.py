@@ -224,7 +224,7 @@ async def test_a_quick_read_raises_the_projects_error_and_returns_its_connection
         assert db.engine.pool.checkedout() == 0
         assert await db.quick_read(lambda c: c.scalar(text("SELECT 5"))) == 5
         with pytest.raises(InvalidInputError, match="function of a connection"):
-            await db.quick_read("SELECT 1")  # type: ignore[arg-type]
+            await db.quick_read("SELECT 1")
         assert db.engine.pool.checkedout() == 0
     finally:
         await db.dispose()

@@ -22,7 +22,7 @@ def _sqlite(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
 
 
-def _short_error(result, *causes: str) -> str:  # type: ignore[no-untyped-def]
+def _short_error(result, *causes: str) -> str:
     """The stderr of a failed command, checked: exit code 2, at most 2 lines, no traceback, names each cause."""
     err = result.stderr
     assert result.exit_code == 2, (result.exit_code, result.output)

@@ -35,9 +35,9 @@ def _settings(
 async def test_an_endpoint_down_at_the_write_leaves_the_words_and_the_vectors_come_later(
     db_url: str, endpoint: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with MemorySystem.from_settings(_settings(db_url, endpoint)) as system:  # type: ignore[arg-type]
+    async with MemorySystem.from_settings(_settings(db_url, endpoint)) as system:
         memory, search = system.layer.memory, system.search
-        search.embedding.retry_s = 0.0  # type: ignore[union-attr]
+        search.embedding.retry_s = 0.0
         endpoint.failing = True
         with caplog.at_level("WARNING"):
             await memory.add(user_id="u1", memory_key="tea", content="oolong tea every afternoon")
@@ -47,9 +47,9 @@ async def test_an_endpoint_down_at_the_write_leaves_the_words_and_the_vectors_co
         assert len(await memory.pending_embedding(user_id="u1", embedder=name)) == 2
         hits = await search.search("oolong", user_id="u1")  # the words still find it; the query's vector fails
         assert [h.memory_key for h in hits] == ["tea"]
-        assert await search.embedding.wait("u1") == 0  # type: ignore[union-attr]
+        assert await search.embedding.wait("u1") == 0
         endpoint.failing = False
-        await search.embedding.wait("u1")  # type: ignore[union-attr]
+        await search.embedding.wait("u1")
         assert await memory.pending_embedding(user_id="u1", embedder=name) == []
         found = await search.search("oolong tea every afternoon", user_id="u1", mode="semantic")
         assert found[0].memory_key == "tea" and found[0].semantic > 0.9
@@ -61,7 +61,7 @@ async def test_a_request_past_its_time_out_fails_the_vector_not_the_write(
     db_url: str, endpoint: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = _settings(db_url, endpoint, timeout_s=2.0)
-    async with MemorySystem.from_settings(settings) as system:  # type: ignore[arg-type]
+    async with MemorySystem.from_settings(settings) as system:
         endpoint.held.set()  # the endpoint holds every request until released
         with caplog.at_level("WARNING"):
             await system.layer.memory.add(user_id="u1", memory_key="tea", content="oolong tea")
@@ -69,7 +69,7 @@ async def test_a_request_past_its_time_out_fails_the_vector_not_the_write(
         endpoint.held.clear()
         endpoint.release.set()
         assert await system.layer.memory.count(user_id="u1") == 1
-        await system.search.embedding.wait("u1")  # type: ignore[union-attr]
+        await system.search.embedding.wait("u1")
         name = system.search.embedder.name
         assert await system.layer.memory.pending_embedding(user_id="u1", embedder=name) == []
 
@@ -77,11 +77,11 @@ async def test_a_request_past_its_time_out_fails_the_vector_not_the_write(
 async def test_another_model_never_compares_the_old_vectors_and_re_embeds_them(
     db_url: str, endpoint: EmbeddingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with MemorySystem.from_settings(_settings(db_url, endpoint, model="toy-a")) as first:  # type: ignore[arg-type]
+    async with MemorySystem.from_settings(_settings(db_url, endpoint, model="toy-a")) as first:
         await first.layer.memory.add(user_id="u1", memory_key="tea", content="oolong tea")
         old = first.search.embedder.name
     renamed = _settings(db_url, endpoint, model="toy-b")
-    async with MemorySystem.from_settings(renamed) as second:  # type: ignore[arg-type]
+    async with MemorySystem.from_settings(renamed) as second:
         memory, search = second.layer.memory, second.search
         assert search.embedder.name != old
         assert [r.memory_key for r in await memory.pending_embedding(user_id="u1", embedder=search.embedder.name)] == [
@@ -94,7 +94,7 @@ async def test_another_model_never_compares_the_old_vectors_and_re_embeds_them(
         assert f"embedded with {old} are re-embedded with {search.embedder.name}" in caplog.text
         # the query has the new model's vector; the memory only the old model's, which is not compared
         assert [h.memory_key for h in hits] == ["tea"] and hits[0].semantic == 0.0
-        assert await search.embedding.wait("u1") == 0  # type: ignore[union-attr]
+        assert await search.embedding.wait("u1") == 0
         endpoint.refused = set()
         await search.settle(user_id="u1")
         found = await search.search("oolong tea", user_id="u1", mode="semantic")

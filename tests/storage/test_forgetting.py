@@ -388,7 +388,7 @@ async def test_a_forgetting_waits_for_an_archiving_run_that_checked_before_it(db
             searched.set()
             return found
 
-        system.messages_index.lexical = lexical_seen  # type: ignore[method-assign]
+        system.messages_index.lexical = lexical_seen
         run = asyncio.create_task(system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True))
         await checked.wait()
         done = await system.forget(system.scope("u1", "xiaozhu"), "前任")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser as sre_parse  # type: ignore[attr-defined]
+from re import _constants as sre
+from re import _parser as sre_parse
 from typing import Any
 
 import pytest

@@ -133,11 +133,11 @@ async def test_keywords_given_as_one_string_are_refused(layer: AgentFusionDataLa
     """F7: add_keywords("abc") stored the keywords a, b and c."""
     await layer.memory.add(user_id="u1", memory_key="k", content="内容")
     for call in (
-        lambda: layer.memory.add_keywords(user_id="u1", memory_key="k", keywords="abc"),  # type: ignore[arg-type]
-        lambda: layer.memory.replace_keywords(user_id="u1", memory_key="k", keywords="abc"),  # type: ignore[arg-type]
-        lambda: layer.memory.remove_keywords(user_id="u1", memory_key="k", keywords="abc"),  # type: ignore[arg-type]
-        lambda: layer.memory.synonyms_for("abc"),  # type: ignore[arg-type]
-        lambda: layer.memory.add_synonyms("abc"),  # type: ignore[arg-type]
+        lambda: layer.memory.add_keywords(user_id="u1", memory_key="k", keywords="abc"),
+        lambda: layer.memory.replace_keywords(user_id="u1", memory_key="k", keywords="abc"),
+        lambda: layer.memory.remove_keywords(user_id="u1", memory_key="k", keywords="abc"),
+        lambda: layer.memory.synonyms_for("abc"),
+        lambda: layer.memory.add_synonyms("abc"),
     ):
         with pytest.raises(InvalidInputError, match=r"(keywords|synonyms) must be a list"):
             await call()

@@ -36,7 +36,7 @@ async def test_memory_reads(layer: AgentFusionDataLayer, owned: dict[str, object
     assert await m.retrieve_memory(memory_key="secret", user_id=INTRUDER) is None
     assert await m.retrieve_memory(memory_key="secret", user_id=INTRUDER, include_inactive=True) is None
     assert await m.get_many(user_id=INTRUDER, memory_keys=["secret"]) == {}
-    assert await m.get_by_ids(user_id=INTRUDER, ids=[owned["memory"].id]) == []  # type: ignore[attr-defined]
+    assert await m.get_by_ids(user_id=INTRUDER, ids=[owned["memory"].id]) == []
     assert (await m.list_memories(user_id=INTRUDER)).items == []
     assert (await m.list_memories(user_id=INTRUDER, friend_id="A")).items == []
     assert await m.count(user_id=INTRUDER, include_inactive=True) == 0
@@ -58,7 +58,7 @@ async def test_memory_writes(layer: AgentFusionDataLayer, owned: dict[str, objec
     assert (
         await m.store_extracted_keywords(
             user_id=INTRUDER,
-            extracted=[(owned["memory"].id, [KeywordInput("pwned")])],  # type: ignore[attr-defined]
+            extracted=[(owned["memory"].id, [KeywordInput("pwned")])],
         )
         == 0
     )
@@ -72,7 +72,7 @@ async def test_memory_writes(layer: AgentFusionDataLayer, owned: dict[str, objec
 
 
 async def test_messages(layer: AgentFusionDataLayer, owned: dict[str, object]) -> None:
-    msg_id = owned["message"].id  # type: ignore[attr-defined]
+    msg_id = owned["message"].id
     assert await layer.messages.get(user_id=INTRUDER, message_id=msg_id) is None
     with pytest.raises(MessageNotFoundError):
         await layer.messages.neighbors(user_id=INTRUDER, message_id=msg_id)
@@ -83,7 +83,7 @@ async def test_messages(layer: AgentFusionDataLayer, owned: dict[str, object]) -
 
 
 async def test_archive(layer: AgentFusionDataLayer, owned: dict[str, object]) -> None:
-    uid = owned["archive"].uuid  # type: ignore[attr-defined]
+    uid = owned["archive"].uuid
     assert await layer.archive.get(user_id=INTRUDER, archive_uuid=uid) is None
     assert await layer.archive.list_results(user_id=INTRUDER) == []
     assert not await layer.archive.delete(user_id=INTRUDER, archive_uuid=uid)

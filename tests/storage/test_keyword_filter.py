@@ -102,7 +102,7 @@ def test_query_keeps_folded_keywords() -> None:
     with pytest.raises(InvalidInputError, match="at most 20 keywords"):
         SearchQuery.build("配置", scope=scope, keywords=[f"w{i}" for i in range(21)])
     with pytest.raises(InvalidInputError, match="keywords must be a list"):
-        SearchQuery.build("配置", scope=scope, keywords="数据库")  # type: ignore[arg-type]
+        SearchQuery.build("配置", scope=scope, keywords="数据库")
 
 
 # -- the tool ------------------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def test_the_ranker_puts_a_lapsed_memory_below_a_current_one_of_the_same_score()
 
 
 async def _archive(system: MemorySystem, content: str, *, at: datetime, friend: str = "mentor") -> None:
-    said = [NewMessage(role="user", content=content, friend_id=friend, created_at=at)]  # type: ignore[arg-type]
+    said = [NewMessage(role="user", content=content, friend_id=friend, created_at=at)]
     await system.layer.messages.append_many(user_id="u1", messages=said)
     await system.session_archiver.run(user_id="u1", friend_id=friend, end_open=True, now=at + timedelta(hours=1))
 
@@ -265,7 +265,7 @@ def test_the_cli_and_mcp_listings_show_the_past_mark(db_url: str) -> None:
                 ],
             )
             listed = await MemoryMcpTools(system, user_id="u1").call("list_memories", {"friend_id": "mentor"})
-            return listed["items"]  # type: ignore[no-any-return]
+            return listed["items"]
 
     items = {i["memory_key"]: i["summary"] for i in asyncio.run(write_and_list())}
     assert str(items["trip"]).startswith(mark) and "已过去" not in str(items["plan"])
@@ -287,7 +287,7 @@ def test_the_cli_and_mcp_listings_show_the_past_mark(db_url: str) -> None:
 
 def test_said_at_none_is_a_clear_error() -> None:
     with pytest.raises(InvalidInputError, match="said_at must be the time the text was said"):
-        lapse_of("明天要去", said_at=None)  # type: ignore[arg-type]
+        lapse_of("明天要去", said_at=None)
 
 
 @pytest.mark.parametrize(

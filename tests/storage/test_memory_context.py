@@ -374,7 +374,7 @@ async def test_resume_continues_the_stored_chat_with_one_read(memory: MemorySyst
     context = memory.context(user_id="u1", friend_id="mentor")
     for bad in (-1, 1001, 2.5, True, "4"):
         with pytest.raises(InvalidInputError, match="limit must be"):
-            await context.resume(limit=bad)  # type: ignore[arg-type]
+            await context.resume(limit=bad)
     assert await context.resume(limit=4, assistant_text=lambda text: text.split("</think>")[-1]) == 4
     # the look-back is what a context without resume() reads from storage itself
     conversation = [("user", "旧问题29"), ("assistant", "<think>想29</think>旧回答29"), ("user", "新问题")]
@@ -395,7 +395,7 @@ async def test_a_stored_message_left_without_its_reply_keeps_its_place_for_the_r
     """The model is not shown a stored user message whose reply was never stored (two user messages in a
     row are refused by strict servers), but the recall reads the chat as it happened: in order, once."""
     for role, text in [("user", "你好"), ("assistant", "<think>嗯</think>你好呀"), ("user", "我周六搬家")]:
-        await memory.layer.messages.append(user_id="u1", friend_id="mentor", role=role, content=text)  # type: ignore[arg-type]
+        await memory.layer.messages.append(user_id="u1", friend_id="mentor", role=role, content=text)
     context = memory.context(user_id="u1", friend_id="mentor")
     assert await context.resume(limit=40, assistant_text=lambda text: text.split("</think>")[-1]) == 2
     await context.add_message(UserMessage(content="能帮我列个清单吗", source="user"))
@@ -420,7 +420,7 @@ async def test_settings_handed_over_serve_one_turn_then_are_read_again(memory: M
 
     context = memory.context(user_id="u1", friend_id="mentor")
     with pytest.raises(InvalidInputError, match="MemoryRecallSettings"):
-        context.use_settings({"enabled": False})  # type: ignore[arg-type]
+        context.use_settings({"enabled": False})
     reads = _count_statements(memory, "FROM system_settings")
     context.use_settings(MemoryRecallSettings(enabled=False))  # the stored settings have recall on
     client = replay(["好", "好的"])
@@ -479,9 +479,9 @@ async def test_output_of_records_refuses_bad_limits_and_non_records(memory: Memo
     assert [e.content for e in output_of_records([record], profile_topk=1, event_topk=1).events] == [record.content]
     for bad in (0, 11, 2.5, True, "3"):
         with pytest.raises(InvalidInputError, match="event_topk must be a whole number from 1 to 10"):
-            output_of_records([record], profile_topk=5, event_topk=bad)  # type: ignore[arg-type]
+            output_of_records([record], profile_topk=5, event_topk=bad)
     with pytest.raises(InvalidInputError, match="MemoryRecord"):
-        output_of_records([{"content": "x"}], profile_topk=5, event_topk=5)  # type: ignore[list-item]
+        output_of_records([{"content": "x"}], profile_topk=5, event_topk=5)
 
 
 @pytest.mark.parametrize(

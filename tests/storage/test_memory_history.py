@@ -21,8 +21,8 @@ MOVED = T0 + timedelta(days=30)
 async def moved(system: MemorySystem) -> list[MessageRecord]:
     """The user lived in 杭州, then moved to 深圳 thirty days later (two sessions, archived)."""
     said = [
-        NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0),  # type: ignore[arg-type]
-        NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED),  # type: ignore[arg-type]
+        NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0),
+        NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED),
     ]
     records = await system.layer.messages.append_many(user_id="u1", messages=said)
     await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
@@ -303,7 +303,7 @@ async def test_two_edits_of_one_item_at_once_keep_every_value(layer: AgentFusion
                     await asyncio.wait_for(both_read.wait(), timeout=60)
                 return record
 
-            memory.retrieve_memory = reading_together  # type: ignore[method-assign]
+            memory.retrieve_memory = reading_together
             edits.append(memory)
         await asyncio.gather(
             revise(edits[0], user_id="u1", memory_key="city", content="居住地: 深圳", memory_type="profile"),
@@ -361,10 +361,10 @@ async def test_an_edit_between_the_archivers_read_and_its_write_is_kept(system: 
     from agent_memory.history import revise
 
     memory = system.layer.memory
-    said = NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0)  # type: ignore[arg-type]
+    said = NewMessage(role="user", content="我住在杭州", friend_id="xiaozhu", created_at=T0)
     await system.layer.messages.append_many(user_id="u1", messages=[said])
     await system.session_archiver.run(user_id="u1", friend_id="xiaozhu", end_open=True)
-    moved = NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED)  # type: ignore[arg-type]
+    moved = NewMessage(role="user", content="我搬到深圳了", friend_id="xiaozhu", created_at=MOVED)
     await system.layer.messages.append_many(user_id="u1", messages=[moved])
     read = memory.retrieve_memory
     edited = False

@@ -220,7 +220,7 @@ class _SplitAnalyzer:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    async def analyze(self, drafts):  # type: ignore[no-untyped-def]
+    async def analyze(self, drafts):
         self.seen.extend(d.memory_key for d in drafts)
         return [
             MemoryAnalysis(

@@ -399,7 +399,7 @@ async def test_a_round_that_runs_out_of_time_is_searched_again(
     async def first_run_slow(query: object, **options: object) -> object:
         if slow.pop() if slow else False:
             await asyncio.sleep(0.7)  # over round 1's 0.5 s, as a cold refresh under load was on CI
-        return await real_run(query, **options)  # type: ignore[arg-type]
+        return await real_run(query, **options)
 
     monkeypatch.setattr(search, "run", first_run_slow)
     recall = MemRecallAgent(search, scope=Scope.of("u1", "mentor"))

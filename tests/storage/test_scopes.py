@@ -43,7 +43,7 @@ async def test_scope_ids_are_checked(system: Any, kwargs: dict[str, Any], messag
 
 def test_tools_take_only_a_validated_scope(layer: AgentFusionDataLayer) -> None:
     with pytest.raises(TypeError, match=r"Scope\.of"):
-        MemoryToolbox(make_engine(layer.memory), scope=("u1", "mentor"))  # type: ignore[arg-type]
+        MemoryToolbox(make_engine(layer.memory), scope=("u1", "mentor"))
 
 
 ROWS = [("u1", None), ("u1", "mentor"), ("u1", "xiaozhu"), ("u2", None), ("u2", "mentor")]

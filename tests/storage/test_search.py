@@ -67,7 +67,7 @@ async def search(layer: AgentFusionDataLayer) -> HybridMemorySearch:
 async def keys(engine: HybridMemorySearch, query: str, **kw: object) -> list[str]:
     kw.setdefault("user_id", "alice")
     kw.setdefault("now", NOW)
-    return [h.memory_key for h in await engine.search(query, **kw)]  # type: ignore[arg-type]
+    return [h.memory_key for h in await engine.search(query, **kw)]
 
 
 async def test_finds_chinese_and_english(search: HybridMemorySearch) -> None:
@@ -433,7 +433,7 @@ async def test_bad_input_is_refused_clearly(
     args.update(kwargs)
     query = args.pop("query")
     with pytest.raises(InvalidInputError, match=message):
-        await search.search(query, **args)  # type: ignore[arg-type]
+        await search.search(query, **args)
 
 
 @pytest.mark.postgres
@@ -480,7 +480,7 @@ class _SlowEmbedder:
         self._inner = HashingEmbedder()
         self.name, self.dim = self._inner.name, self._inner.dim
 
-    async def embed(self, texts):  # type: ignore[no-untyped-def]
+    async def embed(self, texts):
         import asyncio
 
         await asyncio.sleep(0.3)
@@ -566,7 +566,7 @@ class _DateBlindEncoder:
 
     name, dim, reads_sentences, similarity_floor = "date-blind-test", 3, True, 0.0
 
-    async def embed(self, texts):  # type: ignore[no-untyped-def]
+    async def embed(self, texts):
         import numpy as np
 
         def vector(text: str) -> list[float]:

@@ -56,8 +56,8 @@ async def test_vectors_are_unit_length_aligned_across_languages_and_off_the_even
     assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5) and not vectors[3].any()
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.3  # a translation is nearer
     with pytest.raises(TypeError, match="list of strings"):
-        await encoder.embed("我喜欢科幻电影")  # type: ignore[arg-type]
-    assert embedder_named("use-m3").name == encoder.name  # type: ignore[union-attr]
+        await encoder.embed("我喜欢科幻电影")
+    assert embedder_named("use-m3").name == encoder.name
 
 
 async def test_a_question_finds_the_memory_that_answers_it_in_the_other_language(system: MemorySystem) -> None:

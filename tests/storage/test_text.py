@@ -82,7 +82,7 @@ def test_dictionary_cuts_split_a_compound_into_its_fewest_words() -> None:
     assert dictionary_cuts("数据库") == ()  # 数据 + 库: no two-character words make it up
     assert dictionary_cuts("") == () and dictionary_cuts("abc") == ()
     with pytest.raises(TypeError, match="word must be a str, got int"):
-        dictionary_cuts(42)  # type: ignore[arg-type]
+        dictionary_cuts(42)
 
 
 async def test_a_memory_about_the_weather_is_not_found_by_a_word_across_its_compound(words_system: Any) -> None:

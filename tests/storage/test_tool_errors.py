@@ -80,7 +80,7 @@ async def test_a_database_failure_comes_back_as_the_output_model(tmp_path: Path)
         manager = ToolResultManager(bare, user_id="u1")
         loaded = await manager.load_tool().run_json(
             {"uuid": "00000000-0000-0000-0000-000000000000"},
-            cancellation_token=None,  # type: ignore[arg-type]
+            cancellation_token=None,
         )
         assert loaded.success is False and "无法加载存档" in loaded.content
 
@@ -101,11 +101,11 @@ async def test_archive_argument_types(layer: AgentFusionDataLayer, args: tuple[A
         await manager.process_tool_result(*args)
     assert await layer.archive.list_results(user_id="u1") == []
     with pytest.raises(InvalidInputError, match="threshold"):
-        ToolResultManager(layer, user_id="u1", threshold="5")  # type: ignore[arg-type]
+        ToolResultManager(layer, user_id="u1", threshold="5")
 
 
 def _uuid(text: str) -> str:
-    return re.search(r"[0-9a-f]{8}-[0-9a-f-]{27}", text).group(0)  # type: ignore[union-attr]
+    return re.search(r"[0-9a-f]{8}-[0-9a-f-]{27}", text).group(0)
 
 
 async def test_a_forged_archive_header_is_archived(layer: AgentFusionDataLayer) -> None:

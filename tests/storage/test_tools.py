@@ -225,4 +225,4 @@ def test_a_content_preview_is_the_whole_content_or_its_head_marked_as_cut() -> N
 
     assert item(whole).preview_is_whole and not item(cut).preview_is_whole
     with pytest.raises(TypeError, match="must be a str"):
-        content_preview(None)  # type: ignore[arg-type]
+        content_preview(None)

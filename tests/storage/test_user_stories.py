@@ -29,7 +29,7 @@ async def chats(db_url: str) -> Any:
     async with MemorySystem.from_settings(settings) as system:
 
         def m(text: str, days: float, friend: str = "xiaozhu", role: str = "user") -> NewMessage:
-            return NewMessage(role=role, content=text, friend_id=friend, created_at=NOW - timedelta(days=days))  # type: ignore[arg-type]
+            return NewMessage(role=role, content=text, friend_id=friend, created_at=NOW - timedelta(days=days))
 
         await system.layer.messages.append_many(
             user_id="u1",
@@ -166,7 +166,7 @@ async def newcomer(db_url: str) -> Any:
         await system.layer.messages.append_many(
             user_id="u1",
             messages=[
-                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))  # type: ignore[arg-type]
+                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))
                 for n, (role, text) in enumerate(said)
             ],
         )
@@ -211,7 +211,7 @@ async def newcomer_facts(db_url: str) -> Any:
         await system.layer.messages.append_many(
             user_id="u1",
             messages=[
-                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))  # type: ignore[arg-type]
+                NewMessage(role=role, content=text, friend_id="xiaozhu", created_at=start + timedelta(minutes=n))
                 for n, (role, text) in enumerate(said)
             ],
         )

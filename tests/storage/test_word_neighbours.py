@@ -133,10 +133,10 @@ def test_bad_options_are_refused(kwargs: dict[str, Any], error: type[Exception],
 
 def test_bad_words_and_rows_are_refused() -> None:
     with pytest.raises(TypeError, match="word must be a str"):
-        WordNeighbours(TABLE).related(123)  # type: ignore[arg-type]
+        WordNeighbours(TABLE).related(123)
     for rows in (0, -5, 1.5, None):
         with pytest.raises(ValueError, match="rows must be a positive int"):
-            packaged_word_vectors_head(rows)  # type: ignore[arg-type]
+            packaged_word_vectors_head(rows)
 
 
 def test_without_the_package_the_search_uses_the_thesaurus_alone(caplog: pytest.LogCaptureFixture) -> None:

@@ -140,7 +140,7 @@ async def test_embed_takes_a_list_of_strings() -> None:
     embedder = WordVectorEmbedder(TABLE)
     for bad in ("睡眠不好", [None], [b"\xe7\x9d\xa1"]):
         with pytest.raises(TypeError, match="list of strings"):
-            await embedder.embed(bad)  # type: ignore[arg-type]
+            await embedder.embed(bad)
 
 
 def test_the_embedder_names_agree_with_the_setting_and_a_missing_model_says_what_to_install(
@@ -239,7 +239,7 @@ class _FailingEmbedder(WordVectorEmbedder):
 
     down = False
 
-    async def embed(self, texts):  # type: ignore[no-untyped-def]
+    async def embed(self, texts):
         if self.down:
             raise ConnectionError("the embedding endpoint is down")
         return await super().embed(texts)
@@ -349,8 +349,8 @@ async def test_by_default_a_likeness_in_meaning_alone_orders_the_list_under_the_
     """The default root: "睡眠不好，晚上睡不着" shares no word with the late nights, yet lists them first
     and nearest in meaning, scored under the recall's 0.5 threshold (meaning orders what the search
     lists; only what the words support is recalled); a message that names the subject scores over it."""
-    layer = system.layer  # type: ignore[attr-defined]
-    search = system.search  # type: ignore[attr-defined]
+    layer = system.layer
+    search = system.search
     for key, text, days in [
         ("late", "这几天一直在熬夜改方案", 2),
         ("film", "周末看了一部科幻电影", 3),
@@ -408,7 +408,7 @@ async def test_the_vectors_neither_lower_nor_raise_what_the_words_score(
     threshold), added to it they raised them (weak word matches over it)."""
     scores = []
     for root, user in ((system, "u-vectors"), (words_system, "u-words")):
-        layer, search = root.layer, root.search  # type: ignore[attr-defined]
+        layer, search = root.layer, root.search
         await layer.memory.add(user_id=user, memory_key="m", content=content, created_at=NOW - timedelta(days=2))
         (hit,) = await search.search(message, user_id=user, now=NOW)
         scores.append((hit.score, hit.semantic > 0))
@@ -422,7 +422,7 @@ async def test_memories_written_without_vectors_are_embedded_later_and_a_failed_
     their words at once and embedded in the background. A pass that fails (a dropped connection) says
     so in the log and is tried again; one cut short leaves the rest to the next pass: every memory ends
     up with the vectors' embedding, none is left out of the search meanwhile."""
-    old, new, search = words_system.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
+    old, new, search = words_system.layer.memory, system.layer.memory, system.search
     search.embedding.retry_s = 0.0  # no back-off: the next pass tries again
     for i in range(40):
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
@@ -563,7 +563,7 @@ async def test_while_a_re_analysis_fails_writes_and_deletes_are_seen_and_it_back
     and once it works the waiting memories come back, the deleted one not."""
     from agent_memory.search import _engine
 
-    old, new, search = other_keywords.layer.memory, system.layer.memory, system.search  # type: ignore[attr-defined]
+    old, new, search = other_keywords.layer.memory, system.layer.memory, system.search
     for key, text in (("cat", "我家的猫咪叫咪咪"), ("cat2", "猫咪最近胃口很好"), ("tea", "喜欢喝乌龙茶")):
         await old.add(user_id="u1", memory_key=key, content=text)
     real, tries = new.store_analysis, []
@@ -589,12 +589,12 @@ async def test_memories_analysed_by_other_settings_are_named_once_in_the_log(
 ) -> None:
     """Two processes with different keyword settings on one database re-analyse each other's memories on
     every search: the log names both analyzers (once each), and what to do."""
-    old, search = other_keywords.layer.memory, system.search  # type: ignore[attr-defined]
+    old, search = other_keywords.layer.memory, system.search
     with caplog.at_level("WARNING"):
         for i in range(2):
             await old.add(user_id="u1", memory_key=f"k{i}", content=f"周末看了一部科幻电影 第{i}次")
             assert len(await search.search("科幻电影", user_id="u1")) == i + 1
     said = [r.getMessage() for r in caplog.records if "are re-analysed with" in r.getMessage()]
     assert len(said) == 1
-    assert other_keywords.search.analyzer.name in said[0] and search.analyzer.name in said[0]  # type: ignore[attr-defined]
+    assert other_keywords.search.analyzer.name in said[0] and search.analyzer.name in said[0]
     assert "keyword settings" in said[0]

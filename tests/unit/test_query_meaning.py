@@ -53,7 +53,7 @@ def test_rare_unknown_and_non_chinese_words_weigh_fully() -> None:
 def test_informativeness_and_unheld_weight_refuse_what_is_not_a_term() -> None:
     for function in (informativeness, unheld_weight):
         with pytest.raises(TypeError, match="str"):
-            function(3)  # type: ignore[arg-type]
+            function(3)
 
 
 def test_an_unheld_word_naming_a_thing_counts_more_than_one_saying_what_is_done_or_when() -> None:
@@ -63,7 +63,7 @@ def test_an_unheld_word_naming_a_thing_counts_more_than_one_saying_what_is_done_
     assert not any(content_word(w) for w in predicates) and max(unheld_weight(w) for w in predicates) < 1.0
     assert unheld_weight("visa") == unheld_weight("宏筑科技") == 1.0  # not Chinese / not in the dictionary
     with pytest.raises(TypeError, match="str"):
-        content_word(None)  # type: ignore[arg-type]
+        content_word(None)
 
 
 # -- colloquial question words ---------------------------------------------------------------------------

@@ -75,6 +75,21 @@ def test_the_source_names_no_document_the_repository_does_not_hold() -> None:
     assert hits == []
 
 
+def test_the_tests_skip_the_formatter_nowhere_and_name_no_foreign_document() -> None:
+    """The tests are formatted as the source is (no ``fmt: skip`` or ``fmt: off`` at all), carry no
+    ``type: ignore`` (the type checker reads ``src``; a test's input that is wrong on purpose says so in
+    its name) and name no document the repository does not hold."""
+    tests = Path(__file__).resolve().parents[1]
+    hits = [
+        f"{path.relative_to(tests)}:{n}: {line.strip()}"
+        for path in sorted(tests.rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if FMT_SKIP.search(line) or FMT_OFF.match(line) or TYPE_IGNORE.search(line) or FOREIGN.search(line)
+    ]
+    assert hits == []
+
+
 def test_every_formatter_and_type_checker_exception_gives_its_reason() -> None:
     missing = {
         str(path.relative_to(SRC)): found

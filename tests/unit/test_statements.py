@@ -275,4 +275,4 @@ def test_statement_topics_refuses_what_is_not_text() -> None:
     from agent_memory.formation import statement_topics
 
     with pytest.raises(TypeError, match="text must be a str, got int"):
-        statement_topics(42)  # type: ignore[arg-type]
+        statement_topics(42)

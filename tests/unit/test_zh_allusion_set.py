@@ -55,7 +55,7 @@ def _qrels() -> list[tuple[str, str, str]]:
     with (SET / "qrels.tsv").open(encoding="utf-8") as fh:
         rows = [tuple(r) for r in csv.reader(fh, delimiter="\t") if r]
     assert rows[0] == ("query_id", "doc_id", "relevance"), "qrels.tsv must start with its header"
-    return rows[1:]  # type: ignore[return-value]
+    return rows[1:]
 
 
 def test_ids_unique_and_fields_present() -> None:
@@ -119,7 +119,7 @@ def test_queries_allude_rather_than_repeat() -> None:
 def test_both_splits_are_populated(ending: str) -> None:
     ids = [q["id"] for q in _rows("queries.jsonl")]
     parity = 0 if ending == "even" else 1
-    assert sum(int(re.search(r"(\d+)$", i).group(1)) % 2 == parity for i in ids) >= 30  # type: ignore[union-attr]
+    assert sum(int(re.search(r"(\d+)$", i).group(1)) % 2 == parity for i in ids) >= 30
 
 
 def test_generic_reader_accepts_the_set() -> None:
