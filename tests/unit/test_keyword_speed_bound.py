@@ -250,6 +250,8 @@ def test_a_long_run_without_punctuation_reaches_jieba_in_bounded_pieces(monkeypa
         return real_cut(text, *args, **kwargs)
 
     monkeypatch.setattr(jieba, "cut", recording_cut)
+    # the pieces of the run repeat: each one is cut here, not read from the cache of cuts
+    monkeypatch.setattr(_tokenize, "_cut", lambda part: tuple(jieba.cut(part, HMM=True)))
     text = "汉" * 20_000 + "，" + "我在练习马拉松"  # a pasted run, then a normal clause
     tokens = _tokenize._tokens(text, True, True, False, 5.5)  # uncached arguments of a fresh call
     assert max(lengths) <= _tokenize.MAX_RUN_CHARS and sum(lengths) == 20_000 + 7
