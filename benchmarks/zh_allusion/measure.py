@@ -22,9 +22,10 @@ from pathlib import Path
 
 from agent_memory.bench import (
     BenchDataset,
-    bench_settings,
     bench_system,
     bm25_baseline,
+    engine_label,
+    engine_settings,
     load_dataset,
     load_dataset_into,
     metrics,
@@ -38,15 +39,6 @@ from data_layer import upgrade
 KS = (3, 5, 10)
 KEEP = ("recall@3", "recall@5", "recall@10", "ndcg@10", "mrr")
 SPLITS = {"all": lambda n: True, "dev": lambda n: n % 2 == 0, "test": lambda n: n % 2 == 1}
-
-
-def _settings(url: str, embedder: str, share: float | None, neighbours: bool) -> AgentMemorySettings:
-    """A user's settings with ``--embedder``, ``--semantic-share`` (unset: the library's default for the
-    embedder) and ``--no-word-neighbours``, on the database ``url``."""
-    chosen: dict[str, object] = {"memory_search_embedder": embedder, "memory_search_word_neighbours": neighbours}
-    if share is not None:
-        chosen["memory_search_semantic_share"] = share
-    return bench_settings(url, **chosen)
 
 
 async def other_users(ds: BenchDataset, url: str, settings: AgentMemorySettings) -> dict[str, int | float]:
@@ -84,12 +76,18 @@ async def main(mode: str, share: float | None, embedder: str, neighbours: bool) 
     ds = load_dataset("generic", Path(__file__).parent)
     base = bm25_baseline(ds, 10)
     async with temporary_sqlite() as url:
-        run = await run_engine(ds, url, mode=mode, depth=10, settings=_settings(url, embedder, share, neighbours))
+        run = await run_engine(
+            ds,
+            url,
+            mode=mode,
+            depth=10,
+            settings=engine_settings(url, embedder=embedder, semantic_share=share, word_neighbours=neighbours),
+        )
     engine = run.engine
     out: dict[str, object] = {
         "mode": mode,
         "semantic_share": engine.semantic_share,
-        "embedder": engine.embedder if engine.stored_vectors else "hashing",
+        "embedder": engine_label(engine),
         "word_neighbours": engine.word_neighbours,
         "documents": len(ds.docs),
     }
@@ -110,7 +108,9 @@ async def main(mode: str, share: float | None, embedder: str, neighbours: bool) 
             "random_in_friend_scope": rand,
         }
     async with temporary_sqlite() as url:
-        out["other_users_memories"] = await other_users(ds, url, _settings(url, embedder, share, neighbours))
+        out["other_users_memories"] = await other_users(
+            ds, url, engine_settings(url, embedder=embedder, semantic_share=share, word_neighbours=neighbours)
+        )
     print(json.dumps(out, ensure_ascii=False, indent=1))
 
 

@@ -1,7 +1,7 @@
 """Benchmarks: ingest throughput, retrieval quality against BM25, search latency, concurrent writers,
 keyword extraction time.
 
-Run them with ``agent-memory bench ...`` or ``python -m agent_memory.bench ...``; each prints one
+Run them with ``agent-memory bench ...``; each prints one
 JSON object. Every benchmark measures the memory system a user's settings build
 (:func:`bench_system`, through ``MemorySystem.build``).
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._latency import LatencyFigures, bench_latency
     from ._retrieval import EngineRun, bm25_baseline, load_dataset_into, metrics, report, run_engine, top_k_agreement
     from ._synthetic import synthetic_memories, synthetic_queries
-    from ._system import bench_settings, bench_system
+    from ._system import bench_settings, bench_system, engine_label, engine_settings
     from ._tempdb import DEFAULT_PG_ADMIN_URL, temporary_postgres, temporary_sqlite
     from ._writers import WriterFigures, bench_writers
 
@@ -33,7 +33,7 @@ _LAZY = {
         "_retrieval",
     ),
     **dict.fromkeys(("synthetic_memories", "synthetic_queries"), "_synthetic"),
-    **dict.fromkeys(("bench_settings", "bench_system"), "_system"),
+    **dict.fromkeys(("bench_settings", "bench_system", "engine_label", "engine_settings"), "_system"),
     **dict.fromkeys(("DEFAULT_PG_ADMIN_URL", "temporary_postgres", "temporary_sqlite"), "_tempdb"),
     **dict.fromkeys(("WriterFigures", "bench_writers"), "_writers"),
 }
@@ -64,6 +64,8 @@ __all__ = [
     "bench_system",
     "bench_writers",
     "bm25_baseline",
+    "engine_label",
+    "engine_settings",
     "load_dataset",
     "load_dataset_into",
     "metrics",

@@ -1,29 +1,23 @@
-"""``agent-memory bench ...`` and ``python -m agent_memory.bench ...``: benchmarks that print one JSON
-object.
+"""``agent-memory bench ...``: benchmarks that print one JSON object.
 
 Only typer is imported here: each command imports the benchmarks when it runs (``agent-memory
 --help`` starts fast). :func:`bench_app` makes the command group; the ``agent-memory`` command passes
-its own runner (errors in two lines), ``python -m agent_memory.bench`` runs the commands plainly.
+its own runner (an error in two lines: what went wrong, what to do).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
 import inspect
 import json
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
 if TYPE_CHECKING:
     from ..search import SearchMode
-    from ..settings import AgentMemorySettings
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
 #: Turns an async command into the function typer calls (runs it, reports its errors).
 Runner = Callable[[Callable[..., Coroutine[Any, Any, Any]]], Callable[..., Any]]
@@ -124,27 +118,6 @@ def _named_embedder(name: str) -> Any:
     )
 
 
-def _engine_settings(
-    url: str, embedder: str, share: float | None, *, word_neighbours: bool = True
-) -> AgentMemorySettings:
-    """The settings of a user who sets ``--embedder``, ``--semantic-share`` (unset: the library's default
-    for the embedder) and ``--word-neighbours``, on the benchmark's database ``url``."""
-    from ..search import EMBEDDERS
-    from ._system import bench_settings
-
-    if embedder not in EMBEDDERS:
-        _named_embedder(embedder)  # raises, naming the embedders there are
-    chosen: dict[str, Any] = {"memory_search_embedder": embedder, "memory_search_word_neighbours": word_neighbours}
-    if share is not None:
-        chosen["memory_search_semantic_share"] = share
-    return bench_settings(url, **chosen)
-
-
-def _engine_label(engine: Any) -> str:
-    """The embedder a report names: the stored one's name, or ``hashing``."""
-    return str(engine.embedder) if engine.stored_vectors else "hashing"
-
-
 async def retrieval_cmd(
     dataset: str = typer.Option(..., "--dataset", help="locomo, memdaily or generic"),
     data: str = typer.Option(..., "--data", help="The data file or folder (see README for downloads)"),
@@ -159,6 +132,8 @@ async def retrieval_cmd(
     from . import (
         EngineRun,
         bm25_baseline,
+        engine_label,
+        engine_settings,
         load_dataset,
         report,
         run_engine,
@@ -176,7 +151,9 @@ async def retrieval_cmd(
     runs: list[EngineRun] = []
 
     async def one(url: str) -> EngineRun:
-        settings = _engine_settings(url, embedder, semantic_share, word_neighbours=word_neighbours)
+        settings = engine_settings(
+            url, embedder=embedder, semantic_share=semantic_share, word_neighbours=word_neighbours
+        )
         return await run_engine(ds, url, mode=checked, depth=depth, settings=settings)
 
     if backend in ("sqlite", "both"):
@@ -186,7 +163,7 @@ async def retrieval_cmd(
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
             runs.append(await one(url))
     result = report(ds, mode, runs[0], baseline)
-    result["embedder"], result["semantic_share"] = _engine_label(runs[0].engine), runs[0].engine.semantic_share
+    result["embedder"], result["semantic_share"] = engine_label(runs[0].engine), runs[0].engine.semantic_share
     result["word_neighbours"] = runs[0].word_neighbours  # in effect: off when the vectors are not installed
     if len(runs) == 2:
         result["postgresql_latency_ms"] = report(ds, mode, runs[1], baseline)["latency_ms"]
@@ -258,19 +235,21 @@ async def recall_cmd(
     embedder: str = EMBEDDER_OPTION,
 ) -> None:
     """The full offline recall agent against the engine alone and BM25 (SQLite; one JSON object)."""
-    from . import bm25_baseline, load_dataset, temporary_sqlite
+    from . import bm25_baseline, engine_label, engine_settings, load_dataset, temporary_sqlite
     from ._recall import recall_latency, recall_report, run_recall
 
     ds = load_dataset(dataset, data)
     depth = max(max(ds.ks), 10)
     baseline = bm25_baseline(ds, depth)
     async with temporary_sqlite() as url:
-        recalled = await run_recall(ds, url, depth=depth, settings=_engine_settings(url, embedder, semantic_share))
+        recalled = await run_recall(
+            ds, url, depth=depth, settings=engine_settings(url, embedder=embedder, semantic_share=semantic_share)
+        )
         result = recall_report(ds, recalled, baseline)
-    result["embedder"], result["semantic_share"] = _engine_label(recalled.engine), recalled.engine.semantic_share
+    result["embedder"], result["semantic_share"] = engine_label(recalled.engine), recalled.engine.semantic_share
     if latency_memories:
         async with temporary_sqlite() as url:
-            settings = _engine_settings(url, embedder, semantic_share)
+            settings = engine_settings(url, embedder=embedder, semantic_share=semantic_share)
             result["latency_at_scale_ms"] = await recall_latency(url, memories=latency_memories, settings=settings)
     emit_json(result)
 
@@ -422,16 +401,6 @@ def emit_json(data: Any) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def run_plainly(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
-    """Run an async command in a new event loop (an error is raised as it is)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
 #: The commands by name, in the order ``--help`` lists them.
 _COMMANDS: dict[str, Callable[..., Any]] = {
     "ingest": ingest_cmd,
@@ -449,7 +418,7 @@ _COMMANDS: dict[str, Callable[..., Any]] = {
 }
 
 
-def bench_app(*, run: Runner = run_plainly) -> typer.Typer:
+def bench_app(*, run: Runner) -> typer.Typer:
     """The ``bench`` command group; ``run`` runs each async command (the ``agent-memory`` command passes
     the one that prints an error in two lines)."""
     app = typer.Typer(help="Benchmarks; each prints one JSON object on stdout.", no_args_is_help=True)

@@ -154,6 +154,10 @@ class MemorySystem:
         :meth:`from_settings`), so each wires the same engine. Raises ``SettingsError`` naming a bad
         variable (a model client's, say).
         """
+        if not isinstance(settings, AgentMemorySettings):
+            raise TypeError(f"settings must be AgentMemorySettings (load_settings(...)), got {type(settings).__name__}")
+        if overrides is not None and not isinstance(overrides, SystemOverrides):
+            raise TypeError(f"overrides must be a SystemOverrides(...) or None, got {type(overrides).__name__}")
         o = overrides or SystemOverrides()
         s = settings
         layer = AgentFusionDataLayer(o.database_url or s.memory_database_url, default_settings=s.user_defaults())
