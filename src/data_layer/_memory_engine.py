@@ -11,6 +11,7 @@ analyzer has no such method stores ``NULL`` ("not analysed yet"), which ``agent-
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -24,6 +25,9 @@ from ._tables import MEMORY_FTS_TABLE, AgentMemoryKeywordsTable, AgentMemorySear
 MAX_TERM_BYTES = 500
 
 _IX = AgentMemorySearchIndexTable
+#: A character the engine refuses, or a term that may be longer than MAX_TERM_BYTES (4 bytes a
+#: character at most): a text without either is kept as it is, its empty terms aside.
+_NEEDS_CHECK = re.compile(r"[\x00-\x1f]|[^ ]{" + str(MAX_TERM_BYTES // 4 + 1) + ",}")
 
 
 @runtime_checkable
@@ -40,6 +44,8 @@ def engine_text(text: str | None) -> str | None:
     most :data:`MAX_TERM_BYTES` bytes (``None`` stays ``None``)."""
     if text is None:
         return None
+    if _NEEDS_CHECK.search(text) is None:
+        return " ".join(t for t in text.split(" ") if t)
     kept = [t for t in text.split(" ") if t and not any(ch < " " for ch in t) and len(t.encode()) <= MAX_TERM_BYTES]
     return " ".join(kept)
 

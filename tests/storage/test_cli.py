@@ -149,15 +149,26 @@ def test_demo_runs_offline_and_shows_isolation(tmp_path: Path) -> None:
     assert "event-breakup" not in mentor_part and "分手" not in mentor_part
 
 
-def test_bench_ingest_prints_one_json_object() -> None:
-    out = runner.invoke(app, ["bench", "ingest", "--memories", "300", "--rounds", "2", "--backend", "sqlite"])
+@pytest.mark.parametrize("corpus", ["varied", "templated"])
+def test_bench_ingest_prints_one_json_object(corpus: str) -> None:
+    out = runner.invoke(
+        app, ["bench", "ingest", "--memories", "300", "--rounds", "2", "--backend", "sqlite", "--corpus", corpus]
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     figures = data["results"]["sqlite"]
+    assert data["corpus"] == figures["corpus"] == corpus
     assert figures["memories"] == 300 and figures["keyword_extraction"] is True
     assert figures["rows_per_s"] > 0 and figures["fts5_rows_per_s"] > 0
     assert len(figures["round_rows_per_s"]) == len(figures["fts5_round_rows_per_s"]) == 2
     assert figures["ratio_to_fts5"] == pytest.approx(figures["rows_per_s"] / figures["fts5_rows_per_s"], abs=0.01)
+
+
+def test_bench_ingest_refuses_an_unknown_corpus_in_one_line() -> None:
+    out = runner.invoke(app, ["bench", "ingest", "--memories", "10", "--backend", "sqlite", "--corpus", "novels"])
+    assert out.exit_code != 0
+    assert "--corpus must be one of varied, templated" in out.output
+    assert "Traceback" not in out.output
 
 
 def test_demo_searches_within_each_friend(tmp_path: Path) -> None:

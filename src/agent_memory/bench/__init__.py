@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._commands import bench_app
     from ._datasets import BenchDataset, BenchDoc, BenchQuery, load_dataset
-    from ._ingest import IngestFigures, bench_ingest
+    from ._ingest import CORPORA, IngestFigures, bench_ingest
     from ._latency import LatencyFigures, bench_latency
     from ._retrieval import EngineRun, bm25_baseline, load_dataset_into, metrics, report, run_engine, top_k_agreement
-    from ._synthetic import synthetic_memories, synthetic_queries
+    from ._synthetic import synthetic_memories, synthetic_queries, varied_memories
     from ._system import bench_settings, bench_system, engine_label, engine_settings
     from ._tempdb import DEFAULT_PG_ADMIN_URL, temporary_postgres, temporary_sqlite
     from ._writers import WriterFigures, bench_writers
@@ -26,13 +26,13 @@ if TYPE_CHECKING:
 _LAZY = {
     "bench_app": "_commands",
     **dict.fromkeys(("BenchDataset", "BenchDoc", "BenchQuery", "load_dataset"), "_datasets"),
-    **dict.fromkeys(("IngestFigures", "bench_ingest"), "_ingest"),
+    **dict.fromkeys(("CORPORA", "IngestFigures", "bench_ingest"), "_ingest"),
     **dict.fromkeys(("LatencyFigures", "bench_latency"), "_latency"),
     **dict.fromkeys(
         ("EngineRun", "bm25_baseline", "load_dataset_into", "metrics", "report", "run_engine", "top_k_agreement"),
         "_retrieval",
     ),
-    **dict.fromkeys(("synthetic_memories", "synthetic_queries"), "_synthetic"),
+    **dict.fromkeys(("synthetic_memories", "synthetic_queries", "varied_memories"), "_synthetic"),
     **dict.fromkeys(("bench_settings", "bench_system", "engine_label", "engine_settings"), "_system"),
     **dict.fromkeys(("DEFAULT_PG_ADMIN_URL", "temporary_postgres", "temporary_sqlite"), "_tempdb"),
     **dict.fromkeys(("WriterFigures", "bench_writers"), "_writers"),
@@ -49,6 +49,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CORPORA",
     "DEFAULT_PG_ADMIN_URL",
     "BenchDataset",
     "BenchDoc",
@@ -76,4 +77,5 @@ __all__ = [
     "temporary_postgres",
     "temporary_sqlite",
     "top_k_agreement",
+    "varied_memories",
 ]

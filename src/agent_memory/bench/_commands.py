@@ -57,17 +57,26 @@ async def ingest_cmd(
         help="Also store this embedder's vectors as the library does (e.g. use-m3: a bulk write leaves them to "
         "the background pass, which is timed, with a query's embedding); unset: no vectors",
     ),
+    corpus: str = typer.Option(
+        "varied",
+        "--corpus",
+        help="varied (texts that share few pieces, as chat does) or templated (the latency benchmark's corpus, "
+        "whose repeated pieces the tokenizer's caches answer after the first time)",
+    ),
 ) -> None:
     """Write N synthetic zh+en memories into fresh databases and print rows/s per backend, beside SQLite FTS5
     fed by the project's tokenizer on the same texts in the same run (``ratio_to_fts5``)."""
-    from . import bench_ingest, temporary_postgres, temporary_sqlite
+    from . import CORPORA, bench_ingest, temporary_postgres, temporary_sqlite
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
     model = _named_embedder(embedder) if embedder is not None else None
     if embedder is not None and model is None:
         raise ValueError("--embedder hashing stores no vectors: name a stored embedder such as use-m3")
+    if corpus not in CORPORA:
+        raise ValueError(f"--corpus must be one of {', '.join(CORPORA)}")
     options: dict[str, Any] = {
+        "corpus": corpus,
         "memories": memories,
         "batch": batch,
         "rounds": rounds,
@@ -81,7 +90,7 @@ async def ingest_cmd(
     if backend in ("postgresql", "both"):
         async with temporary_postgres(_admin_url(pg_admin_url)) as url:
             results["postgresql"] = dataclasses.asdict(await bench_ingest(url, **options))
-    emit_json({"bench": "ingest", "memories": memories, "batch": batch, "results": results})
+    emit_json({"bench": "ingest", "memories": memories, "batch": batch, "corpus": corpus, "results": results})
 
 
 SEMANTIC_SHARE_OPTION = typer.Option(
