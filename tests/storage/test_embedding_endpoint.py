@@ -4,11 +4,13 @@ past its time-out, and replaced by another model."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from agent_memory.settings import SettingsError, load_settings
 from agent_memory.system import MemorySystem
+from data_layer import NewMemory
 from embedding_server import DIM, EmbeddingServer, embedding_server
 
 
@@ -105,3 +107,30 @@ async def test_another_model_never_compares_the_old_vectors_and_re_embeds_them(
 def test_the_endpoint_settings_say_what_is_missing() -> None:
     with pytest.raises((SettingsError, ValueError), match=r"MEMORY_SEARCH_EMBEDDING_URL.*MEMORY_SEARCH_EMBEDDING_DIM"):
         load_settings(memory_search_embedder="openai", memory_search_embedding_model="m")
+
+
+async def test_a_first_search_asks_for_no_embedding_pass_when_every_memory_has_its_vector(
+    db_url: str, endpoint: EmbeddingServer
+) -> None:
+    async with MemorySystem.from_settings(_settings(db_url, endpoint, model="toy-a")) as first:
+        await first.layer.memory.add(user_id="u1", memory_key="tea", content="oolong tea")
+        await first.layer.memory.add(user_id="u2", memory_key="coffee", content="black coffee")
+        assert await first.layer.memory.pending_embedding(user_id="u1", embedder=first.search.embedder.name) == []
+    async with MemorySystem.from_settings(_settings(db_url, endpoint, model="toy-a")) as second:
+        memory, search = second.layer.memory, second.search
+        asked: list[str] = []
+        real = memory.pending_embedding
+
+        async def counted(**kwargs: Any) -> Any:
+            asked.append(str(kwargs["user_id"]))
+            return await real(**kwargs)
+
+        setattr(memory, "pending_embedding", counted)  # noqa: B010 (a spy on the store's method)
+        assert [h.memory_key for h in await search.search("oolong", user_id="u1")] == ["tea"]
+        assert asked == []  # the rows read said that every memory has its vector
+        # a bulk write leaves its vectors to a background pass: the next search asks for one
+        await memory.add_many(user_id="u2", memories=[NewMemory(memory_key="more", content="black coffee again")])
+        assert {h.memory_key for h in await search.search("coffee", user_id="u2")} == {"coffee", "more"}
+        await search.embedding.wait("u2")
+        assert "u2" in asked
+        assert await real(user_id="u2", embedder=search.embedder.name) == []

@@ -296,7 +296,9 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)
         user.applied_since_snapshot += len(rows)
         stale = 0  # rows analysed otherwise, waiting for their re-analysis
-        unembedded = user.revision < 0  # a first read asks once whether any memory lacks a vector
+        # whether a read row lacks the embedder's vector (a first read holds every active memory, so
+        # it tells without asking the store; a memory not analysed yet is embedded with its analysis)
+        unembedded = False
         put = user.last_put
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
