@@ -98,6 +98,7 @@ async def bench_ingest(
     with ``embedder``, the pass is then run and timed for the first round's user and queries are embedded
     one at a time. ``analysis=False`` writes raw rows (their keywords wait for a backfill). ``corpus``
     chooses the texts (:data:`CORPORA`)."""
+    from ..search import freeze_loaded
     from ..system import MemorySystem, SystemOverrides
     from ..text import clear_token_caches
     from ._system import bench_settings
@@ -117,6 +118,7 @@ async def bench_ingest(
     async with MemorySystem.build(settings, overrides=SystemOverrides(database_url=url, embedder=embedder)) as system:
         search = system.search
         await search.warm_up()
+        freeze_loaded()  # as a process the system owns does after its warm-up (``serve``)
         if not analysis:
             system.layer.memory.set_analyzer(None)
         tokenizer = search.analyzer.tokenizer  # the pipeline the library stores terms with

@@ -26,7 +26,7 @@ from typing import Any
 
 from data_layer import upgrade
 
-from ..search import SearchMode
+from ..search import SearchMode, freeze_loaded
 from ._retrieval import percentile
 from ._synthetic import synthetic_memories, synthetic_queries
 
@@ -80,6 +80,7 @@ async def bench_latency(
             await system.layer.memory.add_many(user_id=BENCH_USER, memories=items[i : i + batch])
         ingest = time.perf_counter() - started
         await engine.warm_up()
+        freeze_loaded()  # as a process the system owns does after its warm-up (``serve``)
         started = time.perf_counter()
         await engine.refresh(user_id=BENCH_USER)  # builds and saves the snapshot
         build = time.perf_counter() - started

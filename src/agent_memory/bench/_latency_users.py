@@ -25,7 +25,7 @@ from typing import Any
 
 from data_layer import upgrade
 
-from ..search import SearchMode
+from ..search import SearchMode, freeze_loaded
 from ._retrieval import percentile
 from ._synthetic import synthetic_memories, synthetic_queries
 from ._tempdb import analyze
@@ -90,10 +90,12 @@ async def bench_users(
         if analyzed:
             await analyze(url)
         await system.search.warm_up()
+        freeze_loaded()  # as a process the system owns does after its warm-up (``serve``)
         built = await _first_searches(system, names, queries, mode)
         backend = system.layer.backend
     async with bench_system(url, settings) as system:
         await system.search.warm_up()
+        freeze_loaded()  # as a process the system owns does after its warm-up (``serve``)
         loaded = await _first_searches(system, names, queries, mode)
         again = await _first_searches(system, names, [q + " again" for q in queries], mode)
         kept = system.search.cached_users()

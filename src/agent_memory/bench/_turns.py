@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..search import freeze_loaded
 from ._retrieval import percentile
 from ._serve import QUESTIONS, WARM_UP
 
@@ -72,8 +73,7 @@ async def bench_turns(*, users: int = 50, turns: int = 8, recall: bool = True) -
             await system.search.warm_up()  # as the server does before it answers
             chat = ChatService(system, model_client=OfflineResponder())
             scopes = [await _set_up(system, chat, n, recall=recall) for n in range(users)]
-            gc.collect()
-            gc.freeze()  # as a server process does after its start-up: later collections skip this
+            freeze_loaded()  # as a server process does after its start-up
             try:
                 return await _timed(chat, scopes, turns=turns, recall=recall)
             finally:

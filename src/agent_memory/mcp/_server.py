@@ -106,7 +106,7 @@ async def serve_stdio(system: MemorySystem, *, user_id: str | int) -> None:
     try:
         # CheckedLines and LockedLines stand in for the anyio text files stdio_server reads and writes
         async with stdio_server(stdin=lines, stdout=protocol) as (read, write):  # type: ignore[arg-type]
-            tools.start_warm_up()
+            tools.start_warm_up(own_process=True)
             try:
                 await server.run(read, write, server.create_initialization_options())
             finally:
@@ -225,7 +225,7 @@ def http_app(system: MemorySystem, *, user_id: str | int, host: str, token: str)
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with manager.run():
-            tools.start_warm_up()
+            tools.start_warm_up(own_process=True)
             try:
                 yield
             finally:

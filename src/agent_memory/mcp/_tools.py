@@ -36,6 +36,7 @@ from ..domain import FRIEND_OWNED_TYPES, FailureWords, failure_text, reach
 from ..evidence import EVIDENCE_TOOLS
 from ..history import base_key, marked, memory_history, revise, with_expiry
 from ..recall import RecallMemoryInput, RecallMemoryOutput
+from ..search import freeze_loaded
 from ..telemetry import MCP_SPAN, span
 from ..text import neutralize
 from ..tools import MEMRECALL_TOOLS, GetMemoryDetailInput, GetMemoryDetailOutput, SearchMemoriesInput, content_preview
@@ -290,14 +291,16 @@ class MemoryMcpTools:
         }
         self._warming: asyncio.Task[None] | None = None
 
-    def start_warm_up(self) -> None:
+    def start_warm_up(self, *, own_process: bool = False) -> None:
         """Load the tokenizer and the user's search indexes in the background (call with a running loop).
 
         A cold first search spends its round's time limit (0.5 s for the first round) on loading, and
-        the recall then finds nothing; tool calls wait for the warm-up instead.
+        the recall then finds nothing; tool calls wait for the warm-up instead. ``own_process`` (the
+        ``agent-memory mcp`` command): then leave what is loaded out of the collector's full passes
+        (:func:`~agent_memory.search.freeze_loaded`).
         """
         if self._warming is None:
-            self._warming = asyncio.create_task(self._warm_up(), name="agent-memory mcp warm-up")
+            self._warming = asyncio.create_task(self._warm_up(own_process), name="agent-memory mcp warm-up")
 
     async def stop_warm_up(self) -> None:
         """Cancel an unfinished warm-up (the server stops before the database closes)."""
@@ -307,14 +310,17 @@ class MemoryMcpTools:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _warm_up(self) -> None:
+    async def _warm_up(self, own_process: bool) -> None:
         try:
+            await self.system.search.warm_up()
             await self.system.search.search("预热 warm up", user_id=self.user_id, limit=1)
             box = self.system.evidence_toolbox(self._scope(None))
             await box.lexical_search("预热 warm up", page_size=1)
             await box.semantic_search("预热 warm up", top_k=1)
         except Exception:  # the calls themselves will report a real problem
             logger.warning("warm-up failed", exc_info=True)
+        if own_process:
+            freeze_loaded()
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run tool ``name``; returns its result as JSON data, raises :class:`McpToolError`. Each call is

@@ -24,6 +24,7 @@ from ._engine import CacheTTL, HybridMemorySearch
 from ._index import IndexedMemory, UserIndex
 from ._model import MemoryInfo, MemoryModel
 from ._pipeline import Pipeline, SearchHit, SearchResults
+from ._process import freeze_loaded
 from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery, is_search_mode
 from ._ranker import SearchResultRanker
 from ._scoring import FusionWeights, bm25_idf, bm25_tf
@@ -68,6 +69,7 @@ __all__ = [
     "bm25_tf",
     "embedder_named",
     "fill_keyword_terms",
+    "freeze_loaded",
     "is_search_mode",
     "memory_text",
     "memory_vector_terms",

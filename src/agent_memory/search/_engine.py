@@ -18,7 +18,6 @@ applies only the rows changed after the snapshot's revision, instead of rebuildi
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 import uuid
@@ -56,8 +55,6 @@ logger = logging.getLogger(__name__)
 #: After a failed re-analysis (a storage error, an embedding endpoint down), a user's searches answer
 #: from the memories analysed for this long before trying again: each try can cost an endpoint's time-out.
 REANALYSIS_RETRY_S = 30.0
-#: Whether a warm-up has frozen the loaded tables (see ``freeze_loaded``): once a process.
-_FROZEN = False
 #: Most records of newly written memories read along with a refresh after writes (an archiving run
 #: writes a session's gists: tens); a larger batch is left to the searches that need them.
 PRIMED_RECORDS = 256
@@ -92,13 +89,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
     同义词词林 by default, ``None`` for the table alone, and ``neighbours``: words near in meaning from the
     packaged word vectors when installed, ``None`` for none), ``ranker`` and ``cache_ttl``; ``snapshots``
     (where built indexes are saved and loaded from) and ``index_cache_mb`` (cap of the loaded indexes,
-    least recently used user dropped first; ``None``: no cap); ``freeze_loaded`` (default): once
-    the process's first :meth:`warm_up` has loaded the dictionaries, thesaurus and vectors, collect,
-    then move every object the process holds into the garbage collector's permanent generation
-    (:func:`gc.freeze`), so its full
-    passes, which run every few thousand allocations of a bulk write or a busy server, stop walking
-    tables that are never garbage (they are still freed by reference counting; ``gc.unfreeze()``
-    undoes it).
+    least recently used user dropped first; ``None``: no cap).
     """
 
     def __init__(
@@ -119,7 +110,6 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         default_mode: SearchMode = "hybrid",
         snapshots: SnapshotStore | None = None,
         index_cache_mb: float | None = None,
-        freeze_loaded: bool = True,
     ) -> None:
         if half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
@@ -133,7 +123,6 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         if index_cache_mb is not None and not index_cache_mb > 0:
             raise ValueError("index_cache_mb must be positive (or None for no cap)")
         self.memory = memory
-        self.freeze_loaded = freeze_loaded
         self.snapshots = snapshots
         self.index_cache_mb = index_cache_mb
         self.analyzer = analyzer or SearchAnalyzer(embedder=embedder)
@@ -409,16 +398,6 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             if callable(extraction):
                 await asyncio.to_thread(extraction)
             self._extraction_ready = True
-            self._freeze()
-
-    def _freeze(self) -> None:
-        """Leave what is loaded out of the collector's full passes (``freeze_loaded``), once a process:
-        the tables are shared by every engine, and what was garbage before is collected first."""
-        global _FROZEN
-        if self.freeze_loaded and not _FROZEN:
-            _FROZEN = True
-            gc.collect()
-            gc.freeze()
 
     def _warming(self) -> asyncio.Future[None] | None:
         """The loading of :meth:`warm_up`, started unless it is done (then ``None``)."""

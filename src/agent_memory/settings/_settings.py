@@ -95,9 +95,6 @@ class AgentMemorySettings(BaseSettings):
     #: Also expand Chinese query words with the words nearest in meaning in the packaged word vectors
     #: (when installed), as the thesaurus's synonyms are.
     memory_search_word_neighbours: bool = True
-    #: After the first warm-up, leave what the process has loaded (dictionaries, thesaurus, vectors) out
-    #: of the garbage collector's full passes (``gc.freeze()``; see docs/operations.md).
-    memory_search_freeze_loaded: bool = True
     #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
     memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
     #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).

@@ -96,7 +96,6 @@ def search_engine(
         default_mode=s.memory_search_default_mode,
         snapshots=snapshots,
         index_cache_mb=s.memory_search_index_cache_mb,
-        freeze_loaded=s.memory_search_freeze_loaded,
     )
     memory.set_analyzer(search.analyzer)
     return search

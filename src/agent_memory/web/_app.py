@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
 import hmac
 import json
@@ -41,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from data_layer import InvalidInputError
 
+from ..search import freeze_loaded
 from ..serving import check_bind, check_port
 from ..system import MemorySystem, SystemOverrides
 from ..telemetry import WEB_SPAN, TracedRequests
@@ -138,8 +138,7 @@ def create_app(
         await system.search.warm_up()  # the dictionaries load now, not in the first user's recall
         blas = None
         if own_process:
-            gc.collect()  # what the warm-up left as garbage is freed, not frozen
-            gc.freeze()
+            freeze_loaded()
             blas = threadpool_limits(limits=1)  # one thread per matrix product (see above)
         try:
             yield
