@@ -276,9 +276,10 @@ class Database:
             async with _session(conn) as session:
                 yield session
 
-    async def quick_read(self, fn: Callable[[Connection], _T]) -> _T:
+    async def quick_read(self, fn: Callable[[Connection], _T], *, bulk: bool = False) -> _T:
         """``fn(connection)``: a short read on a bare connection (no ORM session; on SQLite on the
-        loop's thread), with its rows fetched inside ``fn``.
+        loop's thread, unless ``bulk``: a scan of many rows, on the connection's worker thread), with its
+        rows fetched inside ``fn``.
 
         The checkout, the statements and the close make one pass through SQLAlchemy's async bridge
         (one greenlet) instead of one each, as an ``async with`` connection makes; a chat turn makes
@@ -292,11 +293,11 @@ class Database:
         if not callable(fn):
             raise InvalidInputError(f"quick_read takes a function of a connection, not {type(fn).__name__}")
         with translated_errors(self.where):
-            return await greenlet_spawn(self._quick_read, fn)
+            return await greenlet_spawn(self._quick_read, fn, bulk)
 
-    def _quick_read(self, fn: Callable[[Connection], _T]) -> _T:
+    def _quick_read(self, fn: Callable[[Connection], _T], bulk: bool) -> _T:
         with self.engine.sync_engine.connect() as conn:
-            if self.backend == "sqlite":
+            if self.backend == "sqlite" and not bulk:
                 set_on_loop(conn.connection.driver_connection, on_loop=True)
             return fn(conn)
 

@@ -375,6 +375,35 @@ async def load_cmd(
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 
 
+async def after_write_cmd(
+    memories: list[int] = typer.Option(
+        [600], "--memories", "-n", min=2, max=200_000, help="The user's memories (repeat)"
+    ),
+    rounds: int = typer.Option(30, "--rounds", min=1, max=1_000, help="Rounds: A writes, B searches"),
+    backend: str = typer.Option("both", "--backend", help="sqlite, postgresql or both"),
+    profile: str | None = typer.Option(
+        None, "--profile", help="B saves cProfile statistics of its after-write searches here"
+    ),
+    pg_admin_url: str | None = typer.Option(None, "--pg-admin-url", help=PG_ADMIN_HELP),
+) -> None:
+    """Two processes on one database: B's search right after A's write beside B's search with no write
+    between (medians, ratio) and whether B saw every write (one JSON object)."""
+    from . import temporary_postgres, temporary_sqlite
+    from ._after_write import bench_after_write
+
+    if backend not in ("sqlite", "postgresql", "both"):
+        raise ValueError("--backend must be sqlite, postgresql or both")
+    results = []
+    for size in memories:
+        if backend in ("sqlite", "both"):
+            async with temporary_sqlite() as url:
+                results.append(await bench_after_write(url, memories=size, rounds=rounds, profile=profile))
+        if backend in ("postgresql", "both"):
+            async with temporary_postgres(_admin_url(pg_admin_url)) as url:
+                results.append(await bench_after_write(url, memories=size, rounds=rounds, profile=profile))
+    emit_json({"bench": "after_write", "results": [dataclasses.asdict(r) for r in results]})
+
+
 async def turns_cmd(
     users: int = typer.Option(50, "--users", "-n", min=1, max=500, help="Users chatting at once, one friend each"),
     turns: int = typer.Option(8, "--turns", min=1, max=100, help="Timed turns per user"),
@@ -422,6 +451,7 @@ _COMMANDS: dict[str, Callable[..., Any]] = {
     "e2e": e2e_cmd,
     "conflicts": conflicts_cmd,
     "load": load_cmd,
+    "after-write": after_write_cmd,
     "turns": turns_cmd,
     "serve": serve_cmd,
 }

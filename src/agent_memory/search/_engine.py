@@ -30,7 +30,7 @@ from typing import Literal
 
 from cachetools import TTLCache
 
-from data_layer import MemoryRecord, MemoryRepository, Scope, scope_id
+from data_layer import IndexState, MemoryRecord, MemoryRepository, Scope, scope_id
 
 from ..history import expired, records_as_of
 from ..telemetry import SEARCH_SPAN, content_recorded, span
@@ -245,7 +245,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
 
     async def _refresh_locked(self, uid: str, current: _UserState) -> UserIndex:
         current.last_put = []
-        state = await self._index_state(uid)
+        state, read_now = await self._index_state_read(uid)
         current.vocabulary_revision = state.vocabulary_revision
         if current.revision < 0 and not current.snapshot_tried and self.snapshots is not None:
             current.snapshot_tried = True
@@ -257,8 +257,14 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             and current.hard_delete_revision == state.hard_delete_revision
         ):
             return current.index
+        # the first pass uses the counters just read (a second look at storage finds the same, but for a
+        # write made meanwhile, which the rows read after them hold anyway); a pass after a re-analysis
+        # looks again (it moved the counters)
+        known = state if read_now else None
         for _ in range(3):
-            if await self._apply_changes(uid, current):
+            stale = await self._apply_changes(uid, current, known)
+            known = None
+            if stale:
                 current.awaiting_analysis = True  # rows analysed otherwise: out of the index until re-analysed
             if not current.awaiting_analysis or time.monotonic() < current.analysis_retry_at:
                 break
@@ -278,8 +284,10 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             await self._maybe_save_snapshot(uid, current)
         return current.index
 
-    async def _apply_changes(self, uid: str, user: _UserState) -> int:
-        state = await self._index_state(uid, fresh=True)  # after a re-analysis the counters moved
+    async def _apply_changes(self, uid: str, user: _UserState, known: IndexState | None = None) -> int:
+        """Apply the rows changed since the index's revision; ``known``: the user's counters as just read
+        from storage (else read here). Returns how many rows wait for their re-analysis."""
+        state = known if known is not None else await self._index_state(uid, fresh=True)
         if user.revision == state.revision and user.hard_delete_revision == state.hard_delete_revision:
             return 0
         rows = await self.memory.index_rows(user_id=uid, after_revision=user.revision, active_only=user.revision < 0)

@@ -46,10 +46,14 @@ class StorageViewMixin:
     async def _index_state(self, uid: str, *, fresh: bool = False) -> IndexState:
         """The user's change counters: the view's when inside :meth:`one_view` (unless ``fresh``),
         else from storage (and then the view's from now on)."""
+        return (await self._index_state_read(uid, fresh=fresh))[0]
+
+    async def _index_state_read(self, uid: str, *, fresh: bool = False) -> tuple[IndexState, bool]:
+        """:meth:`_index_state`, and whether it was read from storage by this call (not the view's)."""
         view = _VIEW.get()
         if view is not None and uid in view and not fresh:
-            return view[uid]
+            return view[uid], False
         state = await self.memory.index_state(user_id=uid)
         if view is not None:
             view[uid] = state
-        return state
+        return state, True

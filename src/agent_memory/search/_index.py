@@ -160,6 +160,8 @@ class UserIndex(SlotArraysMixin):
         self._norms: FloatArray | None = None
         self._norms_at = 0
         self._embeddings: npt.NDArray[np.float32] | None = None
+        #: the rows ``_embeddings`` is the first part of (more than the slots after a growth)
+        self._embedding_rows: npt.NDArray[np.float32] | None = None
 
     # -- writes -------------------------------------------------------------------------------------
 
@@ -270,7 +272,8 @@ class UserIndex(SlotArraysMixin):
         postings = table.get(term)
         if postings is None:
             postings = table[term] = _Postings()
-            self._vocab = None
+            if self._vocab is not None and not self._in_other(table, term):
+                bisect.insort(self._vocab, term)  # a new word keeps the sorted vocabulary (no re-sort)
             for inner in _inner_words(term):
                 self._inner.setdefault(inner, set()).add(term)
         by_slot = postings.by_slot
@@ -288,7 +291,12 @@ class UserIndex(SlotArraysMixin):
         postings.cached = None
         if not postings.by_slot:
             del table[term]
-            self._vocab = None
+            if self._vocab is not None and not self._in_other(table, term):
+                at = bisect.bisect_left(self._vocab, term)
+                if at < len(self._vocab) and self._vocab[at] == term:
+                    del self._vocab[at]
+                else:  # not where it should be: made again when next asked
+                    self._vocab = None
             if term not in self._terms and term not in self._keywords:
                 for inner in _inner_words(term):
                     holders = self._inner.get(inner)
@@ -296,6 +304,10 @@ class UserIndex(SlotArraysMixin):
                         holders.discard(term)
                         if not holders:
                             del self._inner[inner]
+
+    def _in_other(self, table: dict[str, _Postings] | LazyMap[str, _Postings], term: str) -> bool:
+        """Whether ``term`` is in the other of the two tables (text terms, keywords) than ``table``."""
+        return term in (self._keywords if table is self._terms else self._terms)
 
     def _changed(self, session: str | None, slot: int) -> None:
         if session is not None:
@@ -366,19 +378,29 @@ class UserIndex(SlotArraysMixin):
         return key in self._derived
 
     def _set_embedding_row(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
-        """Keep a built embedding matrix in step with one slot (a grown index rebuilds it when asked)."""
+        """Keep a built embedding matrix in step with one slot; a grown index grows it (rows to spare are
+        kept, so a write does not copy, let alone rebuild, every memory's vector)."""
         matrix = self._embeddings
         if matrix is None:
             return
-        if len(matrix) < len(self._slots) or self.embedding_dim is None:
-            self._embeddings = None
+        if self.embedding_dim is None:
+            self._embeddings = self._embedding_rows = None
             return
+        n = len(self._slots)
+        if len(matrix) < n:
+            rows = self._embedding_rows
+            if rows is None or len(rows) < n or not (matrix is rows or matrix.base is rows):
+                rows = np.zeros((n + n // 8 + 64, self.embedding_dim), dtype=np.float32)
+                rows[: len(matrix)] = matrix
+                self._embedding_rows = rows
+            matrix = self._embeddings = rows[:n]  # the rows past the old matrix are zero: never written
         matrix[slot] = 0.0 if vector is None else vector  # searches hold the user's lock: no reader now
 
     # -- derived structures ------------------------------------------------------------------------
 
     def vocabulary(self) -> list[str]:
-        """Sorted distinct terms (for prefix look-ups)."""
+        """Sorted distinct terms (for prefix look-ups); kept in step by writes once made (callers must not
+        keep it across a write)."""
         if self._vocab is None:
             self._vocab = sorted(self._terms.keys() | self._keywords.keys())
         return self._vocab
@@ -487,7 +509,7 @@ class UserIndex(SlotArraysMixin):
             for i, entry in enumerate(self._slots):
                 if entry is not None and entry.memory.embedding is not None:
                     matrix[i] = entry.memory.embedding
-            self._embeddings = matrix
+            self._embeddings = self._embedding_rows = matrix
         return self._embeddings
 
     def bm25_idf(self, terms: Iterable[str]) -> dict[str, float]:
