@@ -75,6 +75,27 @@ def index_row_of(r: Any, keywords: Mapping[uuid.UUID, Sequence[tuple[str, float]
     )
 
 
+def index_row_columns() -> list[Any]:
+    """The columns :func:`index_row_of` reads, in its order (a memory outer-joined with its search row)."""
+    m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
+    return [
+        m.id,
+        m.memory_key,
+        m.friend_id,
+        m.memory_type,
+        m.created_at,
+        m.is_active,
+        m.revision,
+        ix.analyzer,
+        ix.tokens,
+        ix.embedder,
+        ix.embedding,
+        m.content_metadata[SESSION_FIELD].as_string(),
+        m.content_metadata[SPEAKER_FIELD],
+        _asks(m.content),
+    ]
+
+
 #: Memories whose keywords one statement reads by id (:func:`_index_read`).
 KEYWORD_IDS_PER_READ = 500
 
@@ -87,22 +108,7 @@ def _index_statements(*, active_only: bool) -> tuple[Any, Any]:
     if active_only:
         conditions.append(m.is_active.is_(True))
     rows = (
-        select(
-            m.id,
-            m.memory_key,
-            m.friend_id,
-            m.memory_type,
-            m.created_at,
-            m.is_active,
-            m.revision,
-            ix.analyzer,
-            ix.tokens,
-            ix.embedder,
-            ix.embedding,
-            m.content_metadata[SESSION_FIELD].as_string(),
-            m.content_metadata[SPEAKER_FIELD],
-            _asks(m.content),
-        )
+        select(*index_row_columns())
         .outerjoin(ix, and_(ix.user_id == m.user_id, ix.memory_id == m.id))
         .where(*conditions)
         .order_by(m.created_at, m.memory_key)

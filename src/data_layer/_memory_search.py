@@ -42,10 +42,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 
 from . import _validation as v
-from ._index_ops import _asks, index_row_of
+from ._index_ops import index_row_columns, index_row_of
 from ._memory_engine import engine_text
 from ._message_search import _fts_string, _lexeme, owner_token
-from ._records import SESSION_FIELD, SPEAKER_FIELD, IndexRow
+from ._records import IndexRow
 from ._scope import Scope
 from ._tables import (
     MEMORY_FTS_TABLE,
@@ -430,24 +430,7 @@ class MemorySearchMixin:
         return AgentMemoryTable.is_active.is_(True)
 
     def _row_columns(self) -> list[Any]:
-        m, ix = AgentMemoryTable, AgentMemorySearchIndexTable
-        return [
-            m.id,
-            m.memory_key,
-            m.friend_id,
-            m.memory_type,
-            m.created_at,
-            m.is_active,
-            m.revision,
-            ix.analyzer,
-            ix.tokens,
-            ix.embedder,
-            ix.embedding,
-            m.content_metadata[SESSION_FIELD].as_string(),
-            m.content_metadata[SPEAKER_FIELD],
-            _asks(m.content),
-            ix.keyword_terms,
-        ]
+        return [*index_row_columns(), AgentMemorySearchIndexTable.keyword_terms]
 
     async def _rows_where(self, uid: str, conditions: Sequence[Any], ids_of: Any) -> list[IndexRow]:
         """The user's active memories meeting ``conditions`` as :class:`IndexRow` (index_rows' shape), with

@@ -95,16 +95,21 @@ def synthetic_memories(
             subject = rng.choice(_EN_SUBJECTS)
             summary = f"{rng.choice(_EN_ACTIONS)} the {subject}"
             content = f"The user {summary}, {rng.choice(_EN_DETAILS)}; also {rng.choice(_EN_DETAILS)} (note {i})."
-        memory_type = rng.choice(_TYPES)
-        friend = None if memory_type in PROFILE_TYPES else f"friend-{rng.randrange(friends)}"
-        yield NewMemory(
-            memory_key=f"{key_prefix}-{i:07d}",
-            content=content,
-            summary=summary,
-            memory_type=memory_type,
-            friend_id=friend,
-            created_at=start - timedelta(minutes=rng.randrange(365 * 24 * 60)),
-        )
+        yield _memory(rng, f"{key_prefix}-{i:07d}", summary, content, start=start, friends=friends)
+
+
+def _memory(rng: random.Random, key: str, summary: str, content: str, *, start: datetime, friends: int) -> NewMemory:
+    """A memory of a drawn type (a friend's unless a profile type) and time in the year before ``start``."""
+    memory_type = rng.choice(_TYPES)
+    friend = None if memory_type in PROFILE_TYPES else f"friend-{rng.randrange(friends)}"
+    return NewMemory(
+        memory_key=key,
+        content=content,
+        summary=summary,
+        memory_type=memory_type,
+        friend_id=friend,
+        created_at=start - timedelta(minutes=rng.randrange(365 * 24 * 60)),
+    )
 
 
 def synthetic_queries(count: int, *, seed: int = 11) -> list[str]:
@@ -180,13 +185,4 @@ def varied_memories(
             first, second = rng.sample(english, 2)
             summary = first.rstrip(".")
             content = f"The user noted: {first} {second}"
-        memory_type = rng.choice(_TYPES)
-        friend = None if memory_type in PROFILE_TYPES else f"friend-{rng.randrange(friends)}"
-        yield NewMemory(
-            memory_key=f"{key_prefix}-{i:07d}",
-            content=content,
-            summary=summary,
-            memory_type=memory_type,
-            friend_id=friend,
-            created_at=start - timedelta(minutes=rng.randrange(365 * 24 * 60)),
-        )
+        yield _memory(rng, f"{key_prefix}-{i:07d}", summary, content, start=start, friends=friends)
