@@ -446,8 +446,21 @@ async def test_memories_written_without_vectors_are_embedded_later_and_a_failed_
     assert await new.pending_embedding(user_id="u1", embedder=name) == []
     for i in range(40, 80):  # written again by a words-only process; the next search is cut short
         await old.add(user_id="u1", memory_key=f"k{i}", content=f"这几天一直在熬夜改方案 第{i}次")
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(search.search("熬夜", user_id="u1", limit=100), 0.001)
+    reading, held = asyncio.Event(), asyncio.Event()
+    rows = new.index_rows
+
+    async def held_read(**kwargs: object) -> object:
+        reading.set()
+        await held.wait()  # never set: the search is cancelled while it reads the changed rows
+        return await rows(**kwargs)
+
+    setattr(new, "index_rows", held_read)  # noqa: B010 (holds the store's read at a known point)
+    cut = asyncio.ensure_future(search.search("熬夜", user_id="u1", limit=100))
+    await reading.wait()
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    setattr(new, "index_rows", rows)  # noqa: B010
     assert len(await search.search("熬夜", user_id="u1", limit=100)) == 80
     await search.embedding.wait("u1")
     assert await new.pending_embedding(user_id="u1", embedder=name) == []
