@@ -17,6 +17,7 @@ from agent_memory.search._snapshot import SnapshotMeta, decode
 from agent_memory.system import MemorySystem
 from agent_memory.text import KeywordExtractor
 from data_layer import SESSION_FIELD, AgentFusionDataLayer
+from engine_answers import engine_answers
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -66,13 +67,7 @@ async def _fill(layer: AgentFusionDataLayer, engine: HybridMemorySearch, user: s
 
 
 async def _answers(engine: HybridMemorySearch, user: str) -> list[Any]:
-    out = []
-    for mode in ("hybrid", "keyword", "semantic"):
-        for friend in (None, "f1"):
-            for q in QUERIES:
-                hits = await engine.search(q, user_id=user, friend_id=friend, mode=mode, limit=8, now=T0)
-                out.append([(h.memory_key, h.score, h.rank_score, h.keyword, h.text, h.semantic) for h in hits])
-    return out
+    return await engine_answers(engine, user, QUERIES, now=T0)
 
 
 def _engine(layer: AgentFusionDataLayer, folder: Path | None, **options: Any) -> HybridMemorySearch:

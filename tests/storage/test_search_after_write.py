@@ -9,6 +9,7 @@ decimal, which can swap near-ties; see ``UserIndex.norms``)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from agent_memory.search import HybridMemorySearch
 from agent_memory.system import MemorySystem
 from data_layer import SESSION_FIELD, AgentFusionDataLayer
+from engine_answers import engine_answers
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -31,13 +33,7 @@ QUERIES += ["zebrafish", "zebra"]  # a new word, and a prefix of it
 
 
 async def _answers(engine: HybridMemorySearch, user: str) -> list[Any]:
-    out = []
-    for mode in ("hybrid", "keyword", "semantic"):
-        for friend in (None, "f1"):
-            for q in QUERIES:
-                hits = await engine.search(q, user_id=user, friend_id=friend, mode=mode, limit=8, now=T0)
-                out.append([(h.memory_key, h.score, h.rank_score, h.keyword, h.text, h.semantic) for h in hits])
-    return out
+    return await engine_answers(engine, user, QUERIES, now=T0)
 
 
 async def test_a_search_after_another_process_wrote_answers_like_a_fresh_build(db_url: str) -> None:
@@ -122,3 +118,17 @@ def test_bench_after_write_reports_both_searches_and_what_b_saw() -> None:
     assert result["ratio"] > 0 and result["ratio_to_cached"] > 0
     refused = CliRunner().invoke(app, ["bench", "after-write", "-n", "3", "--rounds", "5", "--backend", "sqlite"])
     assert refused.exit_code != 0 and "more than rounds" in refused.output
+
+
+def test_bench_after_write_refuses_a_profile_file_in_a_missing_folder_at_once(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agent_memory.cli import app
+
+    missing = tmp_path / "no-such-folder" / "b.prof"
+    out = CliRunner().invoke(
+        app, ["bench", "after-write", "-n", "40", "--backend", "sqlite", "--profile", str(missing)]
+    )
+    assert out.exit_code != 0
+    assert "its folder does not exist; give a file in an existing folder" in out.output
+    assert "Traceback" not in out.output and not missing.parent.exists()

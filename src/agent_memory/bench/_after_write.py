@@ -29,7 +29,7 @@ from typing import Any
 
 from data_layer import AgentFusionDataLayer, upgrade
 
-from ._retrieval import percentile
+from ._retrieval import spread
 from ._synthetic import synthetic_memories, synthetic_queries
 
 USER = "after-write-user"
@@ -71,14 +71,6 @@ class AfterWriteFigures:
     seen: int
     #: whether B's after-write search found every memory A wrote
     saw_every_write: bool
-
-
-def _figures(values: list[float]) -> dict[str, float]:
-    return {
-        "p50": round(statistics.median(values), 3) if values else 0.0,
-        "p95": percentile(values, 95),
-        "max": round(max(values, default=0.0), 3),
-    }
 
 
 async def _serve(url: str, conn: Any, profile: str | None) -> None:
@@ -211,10 +203,10 @@ async def bench_after_write(
         backend=backend,
         memories=memories,
         rounds=rounds,
-        after_write_ms=_figures(after),
-        no_write_ms=_figures(alone),
-        no_write_cached_ms=_figures(cached),
-        write_ms=_figures(writes),
+        after_write_ms=spread(after),
+        no_write_ms=spread(alone),
+        no_write_cached_ms=spread(cached),
+        write_ms=spread(writes),
         ratio=round(a / b, 2) if b else 0.0,
         ratio_to_cached=round(a / c, 1) if c else 0.0,
         seen=seen,

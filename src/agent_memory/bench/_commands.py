@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import typer
@@ -375,6 +376,12 @@ async def load_cmd(
     emit_json({"bench": "load", **options, "lost": lost, "results": results})
 
 
+def _check_profile(profile: str | None) -> None:
+    """A ``--profile`` file must be in a folder that exists (checked before a benchmark's minutes run)."""
+    if profile is not None and not Path(profile).expanduser().resolve().parent.is_dir():
+        raise ValueError(f"--profile {profile}: its folder does not exist; give a file in an existing folder")
+
+
 async def after_write_cmd(
     memories: list[int] = typer.Option(
         [600], "--memories", "-n", min=2, max=200_000, help="The user's memories (repeat)"
@@ -393,6 +400,7 @@ async def after_write_cmd(
 
     if backend not in ("sqlite", "postgresql", "both"):
         raise ValueError("--backend must be sqlite, postgresql or both")
+    _check_profile(profile)
     results = []
     for size in memories:
         if backend in ("sqlite", "both"):

@@ -26,7 +26,7 @@ from typing import Any
 from data_layer import upgrade
 
 from ..search import SearchMode, freeze_loaded
-from ._retrieval import percentile
+from ._retrieval import spread
 from ._synthetic import synthetic_memories, synthetic_queries
 from ._tempdb import analyze
 
@@ -49,10 +49,6 @@ class UsersFigures:
     loaded_users: int
     loaded_mb: float
     analyzed: bool
-
-
-def _summary(values: list[float]) -> dict[str, float]:
-    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "max": round(max(values), 3)}
 
 
 async def bench_users(
@@ -106,9 +102,9 @@ async def bench_users(
         memories_per_user=memories,
         ingest_s=round(ingest, 2),
         mode=mode,
-        first_search_build_ms=_summary(built),
-        first_search_snapshot_ms=_summary(loaded),
-        second_search_ms=_summary(again),
+        first_search_build_ms=spread(built),
+        first_search_snapshot_ms=spread(loaded),
+        second_search_ms=spread(again),
         loaded_users=len(kept),
         loaded_mb=round(size / 2**20, 1),
         analyzed=analyzed,

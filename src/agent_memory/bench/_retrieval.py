@@ -164,6 +164,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(values), q)), 3) if values else 0.0
 
 
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, 95th percentile and largest of ``values`` (milliseconds in the reports; 0 when empty)."""
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "max": round(max(values, default=0.0), 3)}
+
+
 def report(dataset: BenchDataset, mode: str, run: EngineRun, baseline: list[list[str]]) -> dict[str, object]:
     """The benchmarks' JSON object: figures, the baseline's, their ratio and latency."""
     ours = metrics(run.ranked, dataset.queries, dataset.ks)
