@@ -58,6 +58,8 @@ from ._tables import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from ._engine import Database
 
 #: The weight of a keyword term's match beside a token's (bm25 column weight; idf factor on PostgreSQL).
@@ -74,6 +76,17 @@ _S = MemorySearchStatisticsTable.__table__
 _T = MemoryTermStatisticsTable.__table__
 _STATE = MemoryIndexStateTable.__table__
 _FTS = table(MEMORY_FTS_TABLE, column("rowid", Integer))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTurn:
+    """Where a memory sits in its conversation session: what orders and links the session's turns."""
+
+    id: uuid.UUID
+    friend_id: str | None
+    session: str
+    created_at: datetime
+    memory_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +245,8 @@ class MemorySearchMixin:
             stmt = self._sqlite_candidates(uid, words, keys, starts, filters, size)
         else:
             stmt = self._pg_candidates(uid, words, keys, starts, filters, size)
-        async with self._db.read(bulk=True) as session:
-            return [r[0] for r in (await session.execute(stmt)).all()]
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return [r[0] for r in rows]
 
     def _sqlite_candidates(
         self, uid: str, words: list[str], keys: list[str], starts: list[str], filters: list[Any], size: int
@@ -303,6 +316,34 @@ class MemorySearchMixin:
             .limit(size)
         )
 
+    async def memory_ids_in_range(
+        self,
+        *,
+        user_id: str | int,
+        start: datetime,
+        end: datetime,
+        scope: Scope | None = None,
+        memory_types: Sequence[str] | None = None,
+        limit: int,
+    ) -> list[uuid.UUID]:
+        """The user's active analysed memories created in ``[start, end)``, newest first (ties by id), at
+        most ``limit``; the filters as :meth:`memory_candidates`'. One statement."""
+        uid = v.user_id(user_id)
+        size = v.bounded_int(limit, name="limit", low=1, high=MAX_CANDIDATES)
+        seen = scope if scope is not None else Scope.of(uid)
+        if seen.user_id != uid:
+            raise v.InvalidInputError("the scope names another user")
+        filters = self._filters(seen, memory_types=memory_types, start=start, end=end)
+        stmt = (
+            select(_IX.c.memory_id)
+            .select_from(self._joined(uid, engine=False))
+            .where(_IX.c.user_id == uid, _M.c.user_id == uid, *filters)
+            .order_by(_M.c.created_at.desc(), _IX.c.memory_id)
+            .limit(size)
+        )
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return [r[0] for r in rows]
+
     async def memory_vector_candidates(
         self,
         *,
@@ -364,8 +405,8 @@ class MemorySearchMixin:
                 .where(_IX.c.user_id == uid, vector.op("@@")(cast(bindparam("query", query), TSQUERY)), *filters)
             )
         stmt = stmt.order_by(count.desc(), _IX.c.memory_id).limit(size)
-        async with self._db.read(bulk=True) as session:
-            return [r[0] for r in (await session.execute(stmt)).all()]
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return [r[0] for r in rows]
 
     # -- keyword terms not analysed yet ----------------------------------------------------------------
 
@@ -447,9 +488,12 @@ class MemorySearchMixin:
             .where(kw.user_id == uid, kw.memory_id.in_(ids_of))
             .order_by(kw.memory_id, kw.keyword)
         )
-        async with self._db.read(bulk=True) as session:
-            rows = (await session.execute(stmt)).all()
-            keyword_rows = (await session.execute(kw_stmt)).all() if rows else []
+
+        def read(conn: Connection) -> tuple[Sequence[Any], Sequence[Any]]:
+            rows = conn.execute(stmt).all()
+            return rows, conn.execute(kw_stmt).all() if rows else []
+
+        rows, keyword_rows = await self._db.quick_read(read)
         keywords: dict[uuid.UUID, list[tuple[str, float]]] = {}
         for memory_id, keyword, weight in keyword_rows:
             keywords.setdefault(memory_id, []).append((keyword, 1.0 if weight is None else float(weight)))
@@ -479,13 +523,8 @@ class MemorySearchMixin:
         )
         return col.in_(each.scalar_subquery())
 
-    async def memory_session_rows(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[IndexRow]:
-        """The rows of the user's active memories in the same conversation session (metadata
-        ``session_id``, of the same AI friend) as one of ``ids``; memories without a session have none."""
-        uid = v.user_id(user_id)
-        wanted = _ids(ids)
-        if not wanted:
-            return []
+    def _session_conditions(self, uid: str, wanted: list[uuid.UUID]) -> list[Any]:
+        """The conditions on ``agent_memories`` of the memories in the session of one of ``wanted``."""
         m = AgentMemoryTable
         session_of = session_expression(self._db.backend)
         seeds = (
@@ -503,9 +542,36 @@ class MemorySearchMixin:
             .where(seeds.c.session == session_of, seeds.c.friend.is_not_distinct_from(m.friend_id))
             .exists()
         )
-        conditions = [in_session, same]
+        return [in_session, same]
+
+    async def memory_session_rows(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[IndexRow]:
+        """The rows of the user's active memories in the same conversation session (metadata
+        ``session_id``, of the same AI friend) as one of ``ids``; memories without a session have none."""
+        uid = v.user_id(user_id)
+        wanted = _ids(ids)
+        if not wanted:
+            return []
+        m = AgentMemoryTable
+        conditions = self._session_conditions(uid, wanted)
         ids_of = select(m.id).where(m.user_id == uid, self._active(), *conditions)
         return await self._rows_where(uid, conditions, ids_of)
+
+    async def memory_session_turns(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[SessionTurn]:
+        """The turns (no terms, no vector) of the user's active memories in the same conversation session
+        as one of ``ids``, as :meth:`memory_session_rows` finds them; in session order."""
+        uid = v.user_id(user_id)
+        wanted = _ids(ids)
+        if not wanted:
+            return []
+        m = AgentMemoryTable
+        session_of = session_expression(self._db.backend)
+        stmt = (
+            select(m.id, m.friend_id, session_of, m.created_at, m.memory_key)
+            .where(m.user_id == uid, self._active(), *self._session_conditions(uid, wanted))
+            .order_by(m.created_at, m.memory_key)
+        )
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return [SessionTurn(r[0], r[1], str(r[2]), r[3], r[4]) for r in rows]
 
 
 def _sqlite_split(col: Any) -> Any:

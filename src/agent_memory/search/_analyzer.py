@@ -26,6 +26,7 @@ from data_layer import (
 
 from ..text import KeywordExtractor, Tokenizer
 from ._embeddings import Embedder, Vectors, to_bytes
+from ._vector_terms import stored_vector_terms
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ class SearchAnalyzer:
                     tokens = self.tokenizer.index_tokens(text)
                 words.append((tokens, keywords))
         embedder = self.embedder.name if vectors is not None and self.embedder is not None else None
+        buckets = stored_vector_terms(vectors, embedder=embedder) if vectors is not None and embedder else None
         return [
             MemoryAnalysis(
                 analyzer=self.name,
@@ -149,6 +151,7 @@ class SearchAnalyzer:
                 keywords=tuple(keywords),
                 embedder=embedder,
                 embedding=to_bytes(vectors[i]) if vectors is not None else None,
+                vector_terms=buckets[i] if buckets is not None else None,
             )
             for i, (tokens, keywords) in enumerate(words)
         ]

@@ -164,7 +164,8 @@ def text_weights(
     return {t: (w if df > 0 else typical * less(t)) * weigh(t) for t, w, df in zip(terms, idf, dfs, strict=True)}
 
 
-def _min_prefix(term: str) -> int:
+def min_prefix(term: str) -> int:
+    """The shortest query word that matches the words it begins (Latin and Chinese differ)."""
     return MIN_PREFIX_LATIN if term.isascii() else MIN_PREFIX_CJK
 
 
@@ -253,7 +254,7 @@ def _own_tier(
     """``(slots, best tier)`` of one query term over what each memory holds itself, or ``None``."""
     best = np.zeros(index.capacity, dtype=np.float64)
     candidates: list[tuple[str, float]] = [(term, EXACT)]
-    candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=_min_prefix(term)) if t not in skip]
+    candidates += [(t, PREFIX) for t in index.expansions(term, min_prefix=min_prefix(term)) if t not in skip]
     candidates += [(s, SYNONYM * sim) for s, sim in similar.items() if s != term]
     for word, tier in candidates:
         for slots, values in _presence(index, word):

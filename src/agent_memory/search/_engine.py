@@ -22,7 +22,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -30,7 +30,7 @@ from typing import Literal
 
 from cachetools import TTLCache
 
-from data_layer import IndexState, MemoryRecord, MemoryRepository, Scope, scope_id
+from data_layer import IndexRow, IndexState, MemoryRecord, MemoryRepository, Scope, scope_id
 
 from ..history import expired, records_as_of
 from ..telemetry import SEARCH_SPAN, content_recorded, span
@@ -48,6 +48,7 @@ from ._ranker import SearchResultRanker
 from ._reembed import BackgroundEmbedding
 from ._scoring import FusionWeights
 from ._snapshot import SnapshotStore
+from ._store_search import store_search
 from ._word_neighbours import WordNeighbours, packaged_neighbours
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ REANALYSIS_RETRY_S = 30.0
 #: Most records of newly written memories read along with a refresh after writes (an archiving run
 #: writes a session's gists: tens); a larger batch is left to the searches that need them.
 PRIMED_RECORDS = 256
+
+
+#: Where a search's index comes from: ``process`` (each user's index built once and kept in this
+#: process) or ``store`` (read from the store's engine for every search, nothing kept per user).
+IndexKind = Literal["process", "store"]
+INDEX_KINDS: tuple[str, ...] = ("process", "store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         default_mode: SearchMode = "hybrid",
         snapshots: SnapshotStore | None = None,
         index_cache_mb: float | None = None,
+        index: IndexKind = "process",
     ) -> None:
         if half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
@@ -120,9 +128,12 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             raise ValueError('neighbours must be "packaged" (the packaged word vectors), a WordNeighbours or None')
         if default_mode not in SEARCH_MODES:
             raise ValueError(f"default_mode must be one of {', '.join(SEARCH_MODES)}")
+        if index not in INDEX_KINDS:
+            raise ValueError(f"index must be one of {', '.join(INDEX_KINDS)}")
         if index_cache_mb is not None and not index_cache_mb > 0:
             raise ValueError("index_cache_mb must be positive (or None for no cap)")
         self.memory = memory
+        self.index: IndexKind = index
         self.snapshots = snapshots
         self.index_cache_mb = index_cache_mb
         self.analyzer = analyzer or SearchAnalyzer(embedder=embedder)
@@ -300,6 +311,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         dim = self.embedder.dim
         if user.index.embedding_dim is None:
             user.index.embedding_dim = dim
+        puts: list[IndexedMemory] = []
         for row in rows:
             if not row.is_active:
                 user.index.remove(row.id)
@@ -309,28 +321,16 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 stale += 1
                 self._note_foreign(row.analyzer)
                 continue
-            vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
+            indexed = self._indexed(row)
+            assert indexed is not None  # active and analysed by this analyzer (above)
+            vector = indexed.embedding
             unembedded = unembedded or vector is None
             if row.embedder is not None and vector is None and self._vectors_stored:
                 self._note_foreign_embedder(row.embedder)
-            user.index.put(
-                IndexedMemory(
-                    id=row.id,
-                    memory_key=row.memory_key,
-                    friend_id=row.friend_id,
-                    memory_type=row.memory_type,
-                    created_at=row.created_at,
-                    terms=tuple(row.tokens.split()),
-                    keywords=self._keyword_terms(row.keywords),
-                    embedding=vector,
-                    revision=row.revision,
-                    session=row.session,
-                    speaker=row.speaker,
-                    asks=row.asks,
-                )
-            )
+            puts.append(indexed)
             if len(put) < PRIMED_RECORDS:
                 put.append(row.id)
+        user.index.put_many(puts)
         if state.hard_delete_revision != user.hard_delete_revision and user.revision >= 0:
             alive = await self.memory.active_ids(user_id=uid)
             for gone in user.index.ids() - alive:
@@ -567,6 +567,8 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         # a process's first search loads the dictionaries and vectors off the event loop, while the
         # user's index loads (its snapshot's reading and decoding overlap the loading)
         warming = self._warming()
+        if self.index == "store":
+            return await self._run_store(query, warming)
         state = self._state(uid)
         built = False
         if state.revision < 0:  # a cold index: built in a task a caller's time limit cannot cancel
@@ -598,6 +600,26 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                 (await self._current(uid, kept, query))[: query.limit], expanded=hits.expanded, period=hits.period
             )
         self._touch(uid, state)
+        self._recent[key] = hits
+        return hits.copy()
+
+    async def _run_store(self, query: SearchQuery, warming: asyncio.Future[None] | None) -> SearchResults:
+        """:meth:`_run` over the store's engine (:mod:`._store_search`): nothing kept of the user."""
+        uid = query.scope.user_id
+        state = await self._index_state(uid)
+        key = (uid, state.revision, state.hard_delete_revision, state.vocabulary_revision, *query.cache_key())
+        key += (*self._options_key(), "store")
+        cached = self._recent.get(key)
+        if cached is not None:
+            return cached.copy()
+        if warming is not None:
+            await asyncio.shield(warming)
+        ranked = replace(query, limit=min(MAX_LIMIT, query.limit * 3)) if query.as_of else query
+        hits = await store_search(self, ranked)
+        kept = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
+        hits = SearchResults(
+            (await self._current(uid, kept, query))[: query.limit], expanded=hits.expanded, period=hits.period
+        )
         self._recent[key] = hits
         return hits.copy()
 
@@ -649,6 +671,70 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
                     hot.put((uid, record.id.int, revisions.get(record.id, -1)), record, now=time.monotonic())
         return found
 
+    async def _mapped_synonyms(self, terms: Sequence[str], vocab: int) -> dict[str, dict[str, float]]:
+        """Each query term's synonyms as search terms with their similarity: the ``keyword_synonyms``
+        table's rows (``vocab``: its revision), then the thesaurus's where the table has none for the pair
+        (kept in a cache shared by all users)."""
+        # read once, before anything waits: the shared cache may drop or expire an entry meanwhile, and a
+        # value computed from a lost entry would be kept with the index until the next write
+        thesaurus = self.thesaurus
+        mapped: dict[str, dict[str, float]] = {}
+        for term in terms:
+            found = self._synonyms.get((vocab, thesaurus, term))
+            if found is not None:
+                mapped[term] = found
+        missing = [t for t in terms if t not in mapped]
+        table = await self.memory.synonyms_for(missing) if missing and vocab > 0 else {}
+        for term in missing:
+            pairs = [(s.synonym, float(s.similarity_score)) for s in table.get(term, [])]
+            given = {word for word, _ in pairs}
+            if thesaurus is not None:
+                pairs += [(w, sim) for w, sim in thesaurus.related(term).items() if w not in given]
+            tokens: dict[str, float] = {}
+            for word, similarity in pairs:
+                for token in self.analyzer.tokenizer.unique_tokens(word)[:1]:
+                    tokens[token] = max(tokens.get(token, 0.0), similarity)
+            self._synonyms[(vocab, thesaurus, term)] = mapped[term] = tokens
+        return mapped
+
+    async def _prepare_neighbours(self, terms: Sequence[str]) -> None:
+        """Load the word vectors (once, off the event loop) and look the new ``terms`` up together."""
+        near = self.neighbours
+        if near is None or not terms:
+            return
+        if not near.prepared:  # loads once (about 0.3 s), off the event loop
+            await asyncio.to_thread(near.prepare)
+        near.prefetch(terms)  # the message's new words together: one read of the table per 64 words
+
+    def _held_synonyms_of(
+        self, terms: Sequence[str], mapped: Mapping[str, Mapping[str, float]], holds: Callable[[str], bool]
+    ) -> dict[str, dict[str, float]]:
+        """The synonyms of each of ``terms`` that some memory holds (``holds``), by :func:`_held_synonyms`."""
+        thesaurus, near = self.thesaurus, self.neighbours
+        found = {t: _held_synonyms(holds, t, mapped.get(t, {}), near, thesaurus) for t in terms}
+        return {t: held for t, held in found.items() if held}
+
+    def _indexed(self, row: IndexRow) -> IndexedMemory | None:
+        """What an index keeps of a stored row (``None``: inactive or analysed otherwise)."""
+        if not row.is_active or row.analyzer != self.analyzer.name or row.tokens is None:
+            return None
+        dim = self.embedder.dim
+        vector = from_bytes(row.embedding, dim) if row.embedding and row.embedder == self.embedder.name else None
+        return IndexedMemory(
+            id=row.id,
+            memory_key=row.memory_key,
+            friend_id=row.friend_id,
+            memory_type=row.memory_type,
+            created_at=row.created_at,
+            terms=tuple(row.tokens.split()),
+            keywords=self._keyword_terms(row.keywords),
+            embedding=vector,
+            revision=row.revision,
+            session=row.session,
+            speaker=row.speaker,
+            asks=row.asks,
+        )
+
     def _options_key(self) -> tuple[object, ...]:
         """The engine's options that decide results, for the recent-search cache: an option changed on a
         live engine must not be answered from a search made before. (The thesaurus's own attribute: the
@@ -668,52 +754,42 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         terms = [
             t for t in query_terms(self.analyzer.tokenizer.tokens(query.text)) if len(t) <= 100 and t.isprintable()
         ]
-        # read once, before anything waits: the shared cache may drop or expire an entry meanwhile, and a
-        # value computed from a lost entry would be kept with the index (below) until the next write
+        mapped = await self._mapped_synonyms(terms, vocab)
         thesaurus, near = self.thesaurus, self.neighbours
-        mapped: dict[str, dict[str, float]] = {}
-        for term in terms:
-            found = self._synonyms.get((vocab, thesaurus, term))
-            if found is not None:
-                mapped[term] = found
-        missing = [t for t in terms if t not in mapped]
-        table = await self.memory.synonyms_for(missing) if missing and vocab > 0 else {}
-        for term in missing:
-            pairs = [(s.synonym, float(s.similarity_score)) for s in table.get(term, [])]
-            given = {word for word, _ in pairs}
-            if thesaurus is not None:
-                pairs += [(w, sim) for w, sim in thesaurus.related(term).items() if w not in given]
-            tokens: dict[str, float] = {}
-            for word, similarity in pairs:
-                for token in self.analyzer.tokenizer.unique_tokens(word)[:1]:
-                    tokens[token] = max(tokens.get(token, 0.0), similarity)
-            self._synonyms[(vocab, thesaurus, term)] = mapped[term] = tokens
         # the same words come back in every round of a recall and in the next turns: which of their
         # synonyms the user's memories hold is kept with the index until a memory changes
         keys = {t: ("synonyms", vocab, t, thesaurus, near) for t in terms}
         new = [t for t in terms if not index.has_derived(keys[t])]
-        if near is not None and new and not near.prepared:  # loads once (about 0.3 s), off the event loop
-            await asyncio.to_thread(near.prepare)
-        if near is not None and new:
-            near.prefetch(new)  # the message's new words together: one read of the table per 64 words
+        if new:
+            await self._prepare_neighbours(new)
         result: dict[str, dict[str, float]] = {}
         for term in terms:
-            held = index.derived(keys[term], partial(_held_synonyms, index, term, mapped[term], near, thesaurus))
+            holds = _holds(index)
+            held = index.derived(keys[term], partial(_held_synonyms, holds, term, mapped[term], near, thesaurus))
             if held:
                 result[term] = held
         return result
 
 
+def _holds(index: UserIndex) -> Callable[[str], bool]:
+    """Whether some memory of ``index`` holds a word."""
+    return lambda word: index.document_frequency(word) > 0
+
+
 def _held_synonyms(
-    index: UserIndex, term: str, mapped: Mapping[str, float], near: WordNeighbours | None, thesaurus: Thesaurus | None
+    holds: Callable[[str], bool],
+    term: str,
+    mapped: Mapping[str, float],
+    near: WordNeighbours | None,
+    thesaurus: Thesaurus | None,
 ) -> dict[str, float]:
     """``term``'s synonyms ``mapped`` (table and thesaurus), then its nearest words, that some memory holds.
 
     A nearest word is left out when both it and ``term`` name a person (:meth:`Thesaurus.names_person`)
     and the thesaurus does not relate them: 朋友 is near 同事 in the vectors, but another person."""
-    held = {w: sim for w, sim in mapped.items() if index.document_frequency(w)}
+    held = {w: sim for w, sim in mapped.items() if holds(w)}
     if near is not None:
-        nearby = near.held(term, lambda w: index.document_frequency(w) > 0, besides=mapped.keys() | {term})
+        nearby = near.held(term, holds, besides=mapped.keys() | {term})
         if thesaurus is not None and thesaurus.names_person(term):
             nearby = {w: sim for w, sim in nearby.items() if not thesaurus.names_person(w)}
         held |= nearby

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -227,6 +228,71 @@ class UserIndex(SlotArraysMixin):
         self._changed(session, slot)
         self._set_embedding_row(slot, memory.embedding)
         self.note_put_norm(memory.id)  # a reused slot must not keep the previous memory's norm
+
+    def put_many(self, memories: Iterable[IndexedMemory]) -> None:
+        """:meth:`put` of each of ``memories``; those new to the index go into new slots in one pass (the
+        postings, sessions and speakers of the whole batch written together, as a build does)."""
+        fresh: list[IndexedMemory] = []
+        for memory in memories:
+            if memory.id in self._slot_of or self._free:
+                self.put(memory)
+            else:
+                fresh.append(memory)
+        if not fresh:
+            return
+        slots, slot_of, terms, keywords = self._slots, self._slot_of, self._terms, self._keywords
+        new_terms: list[str] = []
+        touched: set[str] = set()
+        posted = 0
+        for memory in fresh:
+            slot = len(slots)
+            tf = dict(Counter(memory.terms))
+            entry = _Slot(memory, tf, memory.created_at.timestamp())
+            slots.append(entry)
+            slot_of[memory.id] = slot
+            for term, count in tf.items():
+                postings = terms.get(term)
+                if postings is None:
+                    postings = terms[term] = _Postings()
+                    new_terms.append(term)
+                postings.by_slot[slot] = float(count)
+                postings.cached = None
+            posted += len(tf)
+            for word, weight in memory.keywords:
+                postings = keywords.get(word)
+                if postings is None:
+                    postings = keywords[word] = _Postings()
+                    new_terms.append(word)
+                by_slot = postings.by_slot
+                if slot not in by_slot:
+                    posted += 1
+                by_slot[slot] = max(weight, by_slot.get(slot, 0.0))
+                postings.cached = None
+            session = link_group(memory)
+            if session is not None:
+                self._sessions.setdefault(session, []).append((entry.ts, turn_order(memory.memory_key), slot))
+                touched.add(session)
+            if memory.speaker is not None:
+                self._speaker_counts[self.speaker_code(memory.speaker)] += 1
+            self._dirty_slots.add(slot)
+        self._postings_total += posted
+        for session in touched:
+            self._sessions[session].sort()
+        self._dirty_sessions |= touched
+        self._add_words(dict.fromkeys(new_terms))
+        self._changed(None, len(slots) - 1)
+        for memory in fresh:
+            self._set_embedding_row(slot_of[memory.id], memory.embedding)
+            self.note_put_norm(memory.id)
+
+    def _add_words(self, words: Iterable[str]) -> None:
+        """Keep the vocabulary and the compounds' inner words in step with newly indexed ``words``."""
+        added = list(words)
+        if self._vocab is not None:
+            self._vocab = None  # made again, sorted, when next asked
+        for term in added:
+            for inner in _inner_words(term):
+                self._inner.setdefault(inner, set()).add(term)
 
     def remove(self, memory_id: Hashable) -> None:
         """Drop a memory (no error when it is not indexed)."""

@@ -19,6 +19,7 @@ from data_layer import MemoryRepository
 
 from ._analyzer import SearchAnalyzer, memory_text
 from ._embeddings import to_bytes
+from ._vector_terms import stored_vector_terms
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +74,12 @@ class BackgroundEmbedding:
                 if not records:
                     return done
                 vectors = await embedder.embed([memory_text(r.summary, r.content) for r in records])
+                buckets = stored_vector_terms(vectors, embedder=embedder.name)
                 done += await self.memory.store_embeddings(
                     user_id=user_id,
                     embedder=embedder.name,
                     vectors=[(r.id, to_bytes(vector)) for r, vector in zip(records, vectors, strict=True)],
+                    vector_terms=dict(zip((r.id for r in records), buckets, strict=True)),
                 )
                 if len(records) < BATCH:
                     return done

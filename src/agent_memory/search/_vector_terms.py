@@ -227,6 +227,14 @@ def memory_vector_terms(vector: npt.ArrayLike, *, embedder: str) -> tuple[str, .
     return default_scheme(embedder, v.shape[0]).memory_terms(v)
 
 
+def stored_vector_terms(vectors: npt.ArrayLike, *, embedder: str) -> list[str]:
+    """The bucket terms of each of ``vectors`` (rows, of ``embedder``) as the engine stores them."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.ndim != 2 or not len(rows):
+        return []
+    return [vector_terms_text(terms) for terms in default_scheme(embedder, rows.shape[1]).memory_terms_many(rows)]
+
+
 def query_vector_terms(vector: npt.ArrayLike, *, embedder: str, collection_size: int) -> list[str]:
     """The bucket terms a query with this embedding asks the engine for, for a user of
     ``collection_size`` memories: its nearest memories hold the most of them."""

@@ -95,6 +95,9 @@ class AgentMemorySettings(BaseSettings):
     #: Also expand Chinese query words with the words nearest in meaning in the packaged word vectors
     #: (when installed), as the thesaurus's synonyms are.
     memory_search_word_neighbours: bool = True
+    #: Where a search's index comes from: "process" (each user's index built and kept in each process) or
+    #: "store" (read from the database's own full-text engine for every search; nothing kept per user).
+    memory_search_index: Literal["process", "store"] = "process"
     #: Cap (MB, estimated) of the per-user search indexes kept in memory; least recently used users go first.
     memory_search_index_cache_mb: float = Field(1024.0, gt=0.0, le=1_048_576.0)
     #: Folder of saved search indexes ("" = beside the SQLite file / a per-database cache folder; "off" = none).

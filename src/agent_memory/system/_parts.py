@@ -96,6 +96,7 @@ def search_engine(
         default_mode=s.memory_search_default_mode,
         snapshots=snapshots,
         index_cache_mb=s.memory_search_index_cache_mb,
+        index=s.memory_search_index,
     )
     memory.set_analyzer(search.analyzer)
     return search
