@@ -355,8 +355,9 @@ class MemorySearchMixin:
         end: datetime | None = None,
         limit: int,
     ) -> list[uuid.UUID]:
-        """Active memories holding any of ``vector_terms`` (bucket terms), most held first (ties by id);
-        the filters as :meth:`memory_candidates`'. One statement."""
+        """Active memories holding any of ``vector_terms`` (bucket terms), those sharing the most first
+        (SQLite: FTS5's BM25 of the buckets column; PostgreSQL: how many they hold; ties by id); the
+        filters as :meth:`memory_candidates`'. One statement."""
         uid = v.user_id(user_id)
         size = v.bounded_int(limit, name="limit", low=1, high=MAX_CANDIDATES)
         seen = scope if scope is not None else Scope.of(uid)
@@ -373,17 +374,13 @@ class MemorySearchMixin:
                 + ")"
             )
             fts: ColumnClause[Any] = literal_column(MEMORY_FTS_TABLE)
-            held_terms = _sqlite_split(_IX.c.vector_terms)
-            count = (
-                select(func.count())
-                .select_from(held_terms)
-                .where(self._in_list(literal_column("value"), buckets, "buckets"))
-                .scalar_subquery()
-            )
+            # FTS5's BM25 over the buckets column: the memories sharing the most (and the rarest) of the
+            # query's buckets first, computed by the engine as it walks the matches
             stmt = (
                 select(_IX.c.memory_id)
                 .select_from(self._joined(uid, engine=True))
                 .where(fts.op("MATCH")(bindparam("query", query)), *filters)
+                .order_by(func.bm25(fts, 0.0, 0.0, 0.0, 1.0), _IX.c.memory_id)
             )
         else:
             vector: ColumnClause[Any] = literal_column("agent_memory_search_index.bucket_vector")
@@ -403,8 +400,9 @@ class MemorySearchMixin:
                 select(_IX.c.memory_id)
                 .select_from(self._joined(uid, engine=False))
                 .where(_IX.c.user_id == uid, vector.op("@@")(cast(bindparam("query", query), TSQUERY)), *filters)
+                .order_by(count.desc(), _IX.c.memory_id)
             )
-        stmt = stmt.order_by(count.desc(), _IX.c.memory_id).limit(size)
+        stmt = stmt.limit(size)
         rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
         return [r[0] for r in rows]
 
@@ -544,6 +542,18 @@ class MemorySearchMixin:
         )
         return [in_session, same]
 
+    async def memory_revisions(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, int]:
+        """The change counter of each of the user's active memories among ``ids`` (a memory's stored
+        analysis cannot change under its revision). One statement."""
+        uid = v.user_id(user_id)
+        wanted = _ids(ids)
+        if not wanted:
+            return {}
+        m = AgentMemoryTable
+        stmt = select(m.id, m.revision).where(m.user_id == uid, self._active(), self._uuid_in(m.id, wanted, "ids"))
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
+        return {r[0]: int(r[1]) for r in rows}
+
     async def memory_session_rows(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[IndexRow]:
         """The rows of the user's active memories in the same conversation session (metadata
         ``session_id``, of the same AI friend) as one of ``ids``; memories without a session have none."""
@@ -572,9 +582,3 @@ class MemorySearchMixin:
         )
         rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
         return [SessionTurn(r[0], r[1], str(r[2]), r[3], r[4]) for r in rows]
-
-
-def _sqlite_split(col: Any) -> Any:
-    """The space-separated terms of ``col`` as a ``json_each`` table (``value``), on SQLite."""
-    escaped = func.replace(func.replace(func.replace(func.coalesce(col, ""), "\\", "\\\\"), '"', '\\"'), " ", '","')
-    return func.json_each('["' + escaped + '"]')

@@ -61,6 +61,8 @@ REANALYSIS_RETRY_S = 30.0
 PRIMED_RECORDS = 256
 
 
+#: Most memories a store-index search keeps read between searches (about 3 KB each with a vector).
+ANALYSED_ENTRIES = 8_192
 #: Where a search's index comes from: ``process`` (each user's index built once and kept in this
 #: process) or ``store`` (read from the store's engine for every search, nothing kept per user).
 IndexKind = Literal["process", "store"]
@@ -164,6 +166,11 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         #: records by (user, memory id, revision): a memory's content cannot change under its revision
         self._hot: ExpiringMap[tuple[str, int, int], MemoryRecord] = ExpiringMap(
             max_entries=50_000, ttl_s=ttl.hot_memories
+        )
+        #: what a store-index search read of a memory, by (user, memory id, revision): the rounds of one
+        #: recall and the next turns read the same memories (bounded, short-lived, shared by all users)
+        self._analysed: ExpiringMap[tuple[str, int, int], IndexedMemory] = ExpiringMap(
+            max_entries=ANALYSED_ENTRIES, ttl_s=ttl.recent_searches
         )
         self._users: OrderedDict[str, _UserState] = OrderedDict()  # least recently searched first
         self._cached_bytes = 0

@@ -20,6 +20,7 @@ after the search.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from data_layer import SessionTurn
 
 from . import _components as c
-from ._index import turn_order
+from ._index import IndexedMemory, turn_order
 from ._index_arrays import NEIGHBOUR_WEIGHTS
 from ._pipeline import Pipeline, SearchResults, expanded_terms
 from ._query import SearchQuery
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 WORD_CANDIDATES = 100
 #: Most memories the engine returns as nearest in meaning (most shared bucket terms first).
 MEANING_CANDIDATES = 60
+#: Near buckets asked per table beside the query's own: each adds a posting list per table to the
+#: engine's walk, and the nearest memories hold the query's own buckets too (:mod:`._vector_terms`).
+MEANING_PROBES = 0
 #: Turns on each side of a candidate read as its neighbours (the neighbour fields' reach); one more
 #: after it, the reply to a question among them (:func:`~._components.lift_replies`).
 WINDOW = len(NEIGHBOUR_WEIGHTS)
@@ -61,6 +65,29 @@ def _window(turns: Sequence[SessionTurn], seeds: set[uuid.UUID]) -> list[uuid.UU
                 near.update(range(max(0, i - WINDOW), min(len(members), i + WINDOW + 2)))
         kept.extend(members[i].id for i in sorted(near))
     return kept
+
+
+async def _analysed(engine: HybridMemorySearch, uid: str, ids: list[uuid.UUID]) -> list[IndexedMemory]:
+    """What an index keeps of each of the user's active memories among ``ids``: their revisions read,
+    then the stored analysis of those not in the engine's short-lived cache (keyed by revision, so a
+    memory written again is read again)."""
+    revisions = await engine.memory.memory_revisions(user_id=uid, ids=ids)
+    cache, now = engine._analysed, time.monotonic()
+    found: dict[uuid.UUID, IndexedMemory] = {}
+    missing: list[uuid.UUID] = []
+    for mid, revision in revisions.items():
+        hit = cache.get((uid, mid.int, revision), now=now)
+        if hit is None:
+            missing.append(mid)
+        else:
+            found[mid] = hit
+    if missing:
+        for row in await engine.memory.memory_rows(user_id=uid, ids=missing):
+            indexed = engine._indexed(row)
+            if indexed is not None:
+                found[row.id] = indexed
+                cache.put((uid, row.id.int, row.revision), indexed, now=now)
+    return [found[mid] for mid in revisions if mid in found]
 
 
 async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> SearchResults:
@@ -121,7 +148,9 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
         except Exception:
             vector = None  # the pipeline's semantic stage logs it (hybrid) or raises (semantic)
         if vector is not None:
-            buckets = query_vector_terms(vector, embedder=engine.embedder.name, collection_size=collection.memories)
+            buckets = query_vector_terms(
+                vector, embedder=engine.embedder.name, collection_size=collection.memories, probes=MEANING_PROBES
+            )
             meaning = await memory.memory_vector_candidates(
                 user_id=uid,
                 vector_terms=buckets,
@@ -135,7 +164,7 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
     if not seeds:
         return SearchResults(expanded=expanded_terms(terms, synonyms) if query.mode != "semantic" else ())
     around = _window(await memory.memory_session_turns(user_id=uid, ids=ids), set(ids)) if ids else []
-    rows = await memory.memory_rows(user_id=uid, ids=list(dict.fromkeys([*seeds, *around])))
+    memories = await _analysed(engine, uid, list(dict.fromkeys([*seeds, *around])))
     index = CandidateIndex(
         memories=collection.memories,
         total_length=collection.total_length,
@@ -144,8 +173,8 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
         embedding_dim=engine.embedder.dim,
     )
     # a session's turns are one friend's: in the scope of the seed they are read for
-    index.put_many(m for row in rows if (m := engine._indexed(row)) is not None)
-    held = {t for r in rows if r.tokens for t in r.tokens.split()} - frequencies.keys()
+    index.put_many(memories)
+    held = {t for m in memories for t in m.terms} - frequencies.keys()
     if held:
         index.add_frequencies(await memory.memory_term_frequencies(user_id=uid, terms=sorted(held)))
     return await Pipeline(engine, index).run(query, synonyms)

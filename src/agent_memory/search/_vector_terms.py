@@ -154,14 +154,17 @@ class VectorTermScheme:
         n = max(int(collection_size), 1)
         return [j for j, b in enumerate(self.levels) if n / 2**b <= self.max_bucket] or [len(self.levels) - 1]
 
-    def query_terms(self, vector: npt.ArrayLike, *, collection_size: int) -> list[str]:
+    def query_terms(self, vector: npt.ArrayLike, *, collection_size: int, probes: int | None = None) -> list[str]:
         """The terms to ask the engine for: per table and chosen level, the query's own bucket and its
         ``probes`` most likely neighbours (flipping the bits whose projections were nearest zero, singly
-        and together, cheapest first). A memory holding more of them is likely nearer."""
-        asked = self.query_buckets(vector, collection_size=collection_size)
+        and together, cheapest first; ``probes`` instead of the scheme's). A memory holding more of them
+        is likely nearer."""
+        asked = self.query_buckets(vector, collection_size=collection_size, probes=probes)
         return list(dict.fromkeys(_term(t, j, value) for (t, j), values in asked.items() for value in values))
 
-    def query_buckets(self, vector: npt.ArrayLike, *, collection_size: int) -> dict[tuple[int, int], list[int]]:
+    def query_buckets(
+        self, vector: npt.ArrayLike, *, collection_size: int, probes: int | None = None
+    ) -> dict[tuple[int, int], list[int]]:
         """:meth:`query_terms` as bucket numbers: ``(table, level index) -> [own bucket, probes...]``."""
         found = self._bits(vector)
         if found is None:
@@ -174,7 +177,7 @@ class VectorTermScheme:
             for t in range(self.tables):
                 own = bits[t, :b]
                 values = [_value(own)]
-                for flip in _probes(margins[t, :b], self.probes):
+                for flip in _probes(margins[t, :b], self.probes if probes is None else probes):
                     probe = own.copy()
                     probe[list(flip)] ^= True
                     values.append(_value(probe))
@@ -235,11 +238,14 @@ def stored_vector_terms(vectors: npt.ArrayLike, *, embedder: str) -> list[str]:
     return [vector_terms_text(terms) for terms in default_scheme(embedder, rows.shape[1]).memory_terms_many(rows)]
 
 
-def query_vector_terms(vector: npt.ArrayLike, *, embedder: str, collection_size: int) -> list[str]:
+def query_vector_terms(
+    vector: npt.ArrayLike, *, embedder: str, collection_size: int, probes: int | None = None
+) -> list[str]:
     """The bucket terms a query with this embedding asks the engine for, for a user of
-    ``collection_size`` memories: its nearest memories hold the most of them."""
+    ``collection_size`` memories: its nearest memories hold the most of them (``probes``: near buckets
+    asked per table, instead of the scheme's)."""
     v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    return default_scheme(embedder, v.shape[0]).query_terms(v, collection_size=collection_size)
+    return default_scheme(embedder, v.shape[0]).query_terms(v, collection_size=collection_size, probes=probes)
 
 
 def vector_terms_text(terms: Sequence[str]) -> str:
