@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from ._engine import HybridMemorySearch
 
 #: Most memories the engine returns for the query's words (best first by its BM25).
-WORD_CANDIDATES = 100
+WORD_CANDIDATES = 300
 #: Most memories the engine returns as nearest in meaning (most shared bucket terms first).
-MEANING_CANDIDATES = 60
+MEANING_CANDIDATES = 150
 #: Near buckets asked per table beside the query's own: each adds a posting list per table to the
 #: engine's walk, and the nearest memories hold the query's own buckets too (:mod:`._vector_terms`).
 MEANING_PROBES = 0
