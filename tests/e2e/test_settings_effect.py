@@ -23,6 +23,7 @@ CHECKS: dict[str, tuple[str, Callable[[MemorySystem], Any], Any]] = {
     "MEMORY_SEARCH_EMBEDDER": ("wordvec-zh", lambda s: s.search.embedder.name.startswith("wordvec-"), True),
     "MEMORY_SEARCH_SEMANTIC_SHARE": ("0.3", lambda s: s.search.semantic_share, 0.3),
     "MEMORY_SEARCH_WORD_NEIGHBOURS": ("false", lambda s: s.search.neighbours, None),
+    "MEMORY_SEARCH_INDEX": ("store", lambda s: s.search.index, "store"),
     "MEMORY_SEARCH_INDEX_CACHE_MB": ("64", lambda s: s.search.index_cache_mb, 64.0),
     "MEMORY_SEARCH_INDEX_SNAPSHOT_DIR": ("off", lambda s: s.search.snapshots is None, True),
     "MEMORY_EXTRACTION_MAX_KEYWORDS": ("3", lambda s: s.search.analyzer.extractor.max_keywords, 3),
