@@ -32,7 +32,7 @@ from ._friend_repo import FriendDeletion, FriendRecord, FriendRepository
 from ._memory_engine import KeywordTermsAnalyzer
 from ._memory_reads import MAX_GET_MANY
 from ._memory_repo import ChangeListener, MemoryRepository, NewMemory
-from ._memory_search import MemoryCollection, SessionTurn
+from ._memory_search import MemoryCollection, PendingVector, SessionTurn
 from ._memory_types import (
     DATED_TYPES,
     DEFAULT_MEMORY_TYPE,
@@ -141,6 +141,7 @@ __all__ = [
     "NewMessage",
     "NotFoundError",
     "Page",
+    "PendingVector",
     "PhraseFilter",
     "Scope",
     "SessionTurn",

@@ -79,6 +79,16 @@ _FTS = table(MEMORY_FTS_TABLE, column("rowid", Integer))
 
 
 @dataclass(frozen=True, slots=True)
+class PendingVector:
+    """A stored embedding without its bucket terms: whose, which memory's, by which embedder."""
+
+    user_id: str
+    memory_id: uuid.UUID
+    embedder: str
+    embedding: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class SessionTurn:
     """Where a memory sits in its conversation session: what orders and links the session's turns."""
 
@@ -454,6 +464,48 @@ class MemorySearchMixin:
             update(_IX)
             .where(_IX.c.user_id == uid, _IX.c.memory_id == bindparam("mid"), _IX.c.keyword_terms.is_(None))
             .values(keyword_terms=bindparam("terms"))
+        )
+        async with self._db.write() as session:
+            done = await (await session.connection()).execute(stmt, values)
+        return int(done.rowcount or 0)
+
+    # -- vectors stored without their bucket terms -----------------------------------------------------
+
+    async def vector_terms_pending(
+        self, *, after: tuple[str, uuid.UUID] | None = None, limit: int = 1000
+    ) -> list[PendingVector]:
+        """Up to ``limit`` search rows with a stored embedding but no bucket terms (written before the
+        terms were stored with the vector), in (user, memory) order after ``after``."""
+        size = v.bounded_int(limit, name="limit", low=1, high=MAX_CANDIDATES)
+        stmt = select(_IX.c.user_id, _IX.c.memory_id, _IX.c.embedder, _IX.c.embedding).where(
+            _IX.c.embedding.is_not(None), _IX.c.embedder.is_not(None), func.coalesce(_IX.c.vector_terms, "") == ""
+        )
+        if after is not None:
+            user, memory_id = v.user_id(after[0]), after[1]
+            stmt = stmt.where(or_(_IX.c.user_id > user, and_(_IX.c.user_id == user, _IX.c.memory_id > memory_id)))
+        stmt = stmt.order_by(_IX.c.user_id, _IX.c.memory_id).limit(size)
+        rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all(), bulk=True)
+        return [PendingVector(str(r[0]), r[1], str(r[2]), bytes(r[3])) for r in rows]
+
+    async def store_vector_terms(
+        self, *, user_id: str | int, embedder: str, terms: Sequence[tuple[uuid.UUID, str]]
+    ) -> int:
+        """Store the bucket terms of the user's search rows whose vector (by ``embedder``) has none yet;
+        returns how many rows were filled (a row embedded again meanwhile is left to its new terms)."""
+        uid = v.user_id(user_id)
+        name = v.stored_text(embedder, name="embedder")
+        values = [{"mid": mid, "terms": engine_text(t) or ""} for mid, t in terms if t]
+        if not values:
+            return 0
+        stmt = (
+            update(_IX)
+            .where(
+                _IX.c.user_id == uid,
+                _IX.c.memory_id == bindparam("mid"),
+                _IX.c.embedder == name,
+                func.coalesce(_IX.c.vector_terms, "") == "",
+            )
+            .values(vector_terms=bindparam("terms"))
         )
         async with self._db.write() as session:
             done = await (await session.connection()).execute(stmt, values)

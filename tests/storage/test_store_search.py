@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agent_memory.search import HybridMemorySearch, query_vector_terms
+from agent_memory.search import HybridMemorySearch, fill_vector_terms, query_vector_terms
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
 from data_layer import SESSION_FIELD, SPEAKER_FIELD, NewMemory
@@ -174,3 +174,26 @@ async def test_stored_vectors_carry_their_bucket_terms_inline_and_from_the_backg
             buckets = query_vector_terms(vector, embedder=row.embedder, collection_size=41, probes=0)
             found = await memory.memory_vector_candidates(user_id="u1", vector_terms=buckets, limit=3)
             assert found[:1] == [row.id], key
+
+
+async def test_vectors_stored_without_bucket_terms_get_them_once_and_are_found_again(db_url: str) -> None:
+    """A database written before the bucket terms were stored with the vectors: the engine finds none of
+    its memories near in meaning until ``fill_vector_terms`` (run by ``db upgrade``) stores them."""
+    from sqlalchemy import text
+
+    async with _system(db_url, "store") as system:
+        memory = system.layer.memory
+        await _fill(system)
+        await memory.add(user_id="u2", memory_key="other", content="另一个用户的咖啡")
+        async with system.layer.db.engine.begin() as conn:  # as an older version left them
+            await conn.execute(text("UPDATE agent_memory_search_index SET vector_terms = NULL"))
+        row = {r.memory_key: r for r in await memory.index_rows(user_id="u1")}["m3"]
+        assert row.embedding is not None and row.embedder is not None
+        vector = np.frombuffer(row.embedding, dtype=np.float32)
+        buckets = query_vector_terms(vector, embedder=row.embedder, collection_size=40, probes=0)
+        assert await memory.memory_vector_candidates(user_id="u1", vector_terms=buckets, limit=3) == []
+        assert await fill_vector_terms(memory, batch=7) == (41, 2)  # batches smaller than a user
+        assert (await memory.memory_vector_candidates(user_id="u1", vector_terms=buckets, limit=3))[:1] == [row.id]
+        assert await fill_vector_terms(memory) == (0, 0)
+        hits = await system.search.search("数据库 连接池", user_id="u1", mode="semantic", now=T0)
+        assert hits and hits[0].memory_key in {"m0", "m10", "m20", "m30"}

@@ -23,7 +23,8 @@ async def upgrade_cmd(
     url: str | None = typer.Option(None, "--db", "--url", help=URL_HELP),
 ) -> None:
     """Migrate the database up (creates the tables on a new database), then analyse the chat messages
-    stored without search terms (written before the search engine existed) for evidence search."""
+    stored without search terms (written before the search engine existed) for evidence search, and
+    store what the memories' search needs that older versions did not (keyword and vector bucket terms)."""
     from data_layer import upgrade
 
     target = database_url(url)
@@ -33,6 +34,7 @@ async def upgrade_cmd(
         await _analyse_messages(target)
     if reached is not None and _has_revision(reached, MEMORY_SEARCH_REVISION):
         await _analyse_keyword_terms(target)
+        await _bucket_vectors(target)
 
 
 def _has_revision(revision: str, wanted: str) -> bool:
@@ -64,6 +66,22 @@ async def _analyse_keyword_terms(target: str) -> None:
         )
     else:
         console.print("every analysed memory has its keyword terms")
+
+
+async def _bucket_vectors(target: str) -> None:
+    """The bucket terms of every stored vector that has none, which the store's engine finds memories
+    near in meaning by (idempotent)."""
+    from agent_memory.search import fill_vector_terms
+    from data_layer import AgentFusionDataLayer
+
+    async with AgentFusionDataLayer(target) as layer:
+        rows, users = await fill_vector_terms(layer.memory)
+    if rows:
+        console.print(
+            f"stored the bucket terms of {rows:,} vectors of {users:,} user{'' if users == 1 else 's'} for search"
+        )
+    else:
+        console.print("every stored vector has its bucket terms")
 
 
 def _has_message_search(revision: str) -> bool:

@@ -27,6 +27,7 @@ from ._pipeline import Pipeline, SearchHit, SearchResults
 from ._process import freeze_loaded
 from ._query import MAX_QUERY_CHARS, SEARCH_MODES, SearchMode, SearchQuery, is_search_mode
 from ._ranker import SearchResultRanker
+from ._reembed import fill_vector_terms
 from ._scoring import FusionWeights, bm25_idf, bm25_tf
 from ._sentence_encoder import SentenceEncoderEmbedder, sentence_encoder_installed
 from ._snapshot import SnapshotError, SnapshotStore, snapshot_folder
@@ -69,6 +70,7 @@ __all__ = [
     "bm25_tf",
     "embedder_named",
     "fill_keyword_terms",
+    "fill_vector_terms",
     "freeze_loaded",
     "is_search_mode",
     "memory_text",

@@ -14,6 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
+from collections.abc import Callable
+
+import numpy as np
 
 from data_layer import MemoryRepository
 
@@ -96,3 +100,38 @@ class BackgroundEmbedding:
                 self.retry_s,
             )
             return done
+
+
+async def fill_vector_terms(
+    memory: MemoryRepository, *, batch: int = 1000, on_batch: Callable[[int], None] | None = None
+) -> tuple[int, int]:
+    """Store the bucket terms of every stored vector that has none (vectors stored before the terms were
+    stored with them), in batches; the vectors themselves are kept. Idempotent: a second run finds none.
+    Returns ``(rows filled, users)``."""
+    rows, users = 0, set[str]()
+    after: tuple[str, uuid.UUID] | None = None
+    while True:
+        found = await memory.vector_terms_pending(after=after, limit=batch)
+        if not found:
+            return rows, len(users)
+        groups: dict[tuple[str, str, int], list[tuple[uuid.UUID, bytes]]] = {}
+        for pending in found:
+            key = (pending.user_id, pending.embedder, len(pending.embedding))
+            groups.setdefault(key, []).append((pending.memory_id, pending.embedding))
+        for (user, embedder, size), items in groups.items():
+            if size % 4 or not size:
+                continue  # not a float32 vector: nothing to bucket
+            vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in items]).astype(np.float32)
+            buckets = await asyncio.to_thread(stored_vector_terms, vectors, embedder=embedder)
+            done = await memory.store_vector_terms(
+                user_id=user, embedder=embedder, terms=[(mid, t) for (mid, _), t in zip(items, buckets, strict=True)]
+            )
+            rows += done
+            if done:
+                users.add(user)
+            if on_batch is not None:
+                on_batch(done)
+        last = found[-1]
+        after = (last.user_id, last.memory_id)
+        if len(found) < batch:
+            return rows, len(users)
