@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from agent_memory.search import HybridMemorySearch, fill_vector_terms, query_vector_terms
+from agent_memory.search._analyzer import INLINE_VECTORS
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
 from data_layer import SESSION_FIELD, SPEAKER_FIELD, NewMemory
@@ -197,3 +198,22 @@ async def test_vectors_stored_without_bucket_terms_get_them_once_and_are_found_a
         assert await fill_vector_terms(memory) == (0, 0)
         hits = await system.search.search("数据库 连接池", user_id="u1", mode="semantic", now=T0)
         assert hits and hits[0].memory_key in {"m0", "m10", "m20", "m30"}
+
+
+async def test_a_search_starts_the_vectors_a_bulk_write_left_to_the_background(db_url: str) -> None:
+    """A memory a search reads without its vector starts the pass that embeds the user's memories (the
+    store index has no first build that would)."""
+    async with _system(db_url, "store") as system:
+        memory, engine = system.layer.memory, system.search
+        await memory.add_many(
+            user_id="u1",
+            memories=[NewMemory(memory_key=f"b{n}", content=f"咖啡豆第{n}批到货了") for n in range(INLINE_VECTORS + 5)],
+        )
+        assert engine.embedding is not None
+        pending = await memory.pending_embedding(user_id="u1", embedder=engine.embedder.name, limit=100)
+        assert len(pending) == INLINE_VECTORS + 5 and "u1" not in engine.embedding._tasks
+        assert await engine.search("咖啡豆", user_id="u1", now=T0)
+        task = engine.embedding._tasks.get("u1")
+        assert task is not None
+        await task
+        assert await memory.pending_embedding(user_id="u1", embedder=engine.embedder.name, limit=10) == []

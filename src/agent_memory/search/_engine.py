@@ -197,10 +197,15 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
         if self.embedding is not None:
             await self.embedding.close()
 
-    async def settle(self, *, user_id: str | int) -> UserIndex:
+    async def settle(self, *, user_id: str | int) -> UserIndex | None:
         """Bring the user's index up to date, and wait for the vectors of memories written without them
         (a bulk write leaves them to a background pass): what a benchmark or an import waits for before
-        it measures or hands over."""
+        it measures or hands over. With ``index="store"`` only the vectors are waited for (no index is
+        kept to bring up to date: ``None``)."""
+        if self.index == "store":
+            if self.embedding is not None:
+                await self.embedding.wait(_user(user_id))
+            return None
         index = await self.refresh(user_id=user_id)
         if self.embedding is not None and await self.embedding.wait(_user(user_id)):
             index = await self.refresh(user_id=user_id)

@@ -172,6 +172,8 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
         link_minutes=engine.link_minutes,
         embedding_dim=engine.embedder.dim,
     )
+    if engine.embedding is not None and any(m.embedding is None for m in memories):
+        engine.embedding.request(uid)  # a bulk write leaves its vectors to a background pass: start one
     # a session's turns are one friend's: in the scope of the seed they are read for
     index.put_many(memories)
     held = {t for m in memories for t in m.terms} - frequencies.keys()
