@@ -481,7 +481,9 @@ class MemorySearchMixin:
             _IX.c.embedding.is_not(None), _IX.c.embedder.is_not(None), func.coalesce(_IX.c.vector_terms, "") == ""
         )
         if after is not None:
-            user, memory_id = v.user_id(after[0]), after[1]
+            if not (isinstance(after, tuple) and len(after) == 2):
+                raise v.InvalidInputError("after must be a (user id, memory id) pair from a previous page")
+            user, memory_id = v.user_id(after[0]), v.uuid_list([after[1]], name="after")[0]
             stmt = stmt.where(or_(_IX.c.user_id > user, and_(_IX.c.user_id == user, _IX.c.memory_id > memory_id)))
         stmt = stmt.order_by(_IX.c.user_id, _IX.c.memory_id).limit(size)
         rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all(), bulk=True)
@@ -606,21 +608,10 @@ class MemorySearchMixin:
         rows = await self._db.quick_read(lambda conn: conn.execute(stmt).all())
         return {r[0]: int(r[1]) for r in rows}
 
-    async def memory_session_rows(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[IndexRow]:
-        """The rows of the user's active memories in the same conversation session (metadata
-        ``session_id``, of the same AI friend) as one of ``ids``; memories without a session have none."""
-        uid = v.user_id(user_id)
-        wanted = _ids(ids)
-        if not wanted:
-            return []
-        m = AgentMemoryTable
-        conditions = self._session_conditions(uid, wanted)
-        ids_of = select(m.id).where(m.user_id == uid, self._active(), *conditions)
-        return await self._rows_where(uid, conditions, ids_of)
-
     async def memory_session_turns(self, *, user_id: str | int, ids: Sequence[uuid.UUID]) -> list[SessionTurn]:
         """The turns (no terms, no vector) of the user's active memories in the same conversation session
-        as one of ``ids``, as :meth:`memory_session_rows` finds them; in session order."""
+        (metadata ``session_id``, of the same AI friend) as one of ``ids``, in session order; memories
+        without a session have none."""
         uid = v.user_id(user_id)
         wanted = _ids(ids)
         if not wanted:

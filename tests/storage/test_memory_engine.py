@@ -277,7 +277,7 @@ async def test_rows_and_session_rows(layer: AgentFusionDataLayer) -> None:
     every = {r.id: r for r in await layer.memory.index_rows(user_id="u1")}
     for row in rows:
         assert row.tokens == every[row.id].tokens and row.keywords == every[row.id].keywords
-    sessions = await layer.memory.memory_session_rows(user_id="u1", ids=[records["m1"].id])
+    sessions = await layer.memory.memory_session_turns(user_id="u1", ids=[records["m1"].id])
     seed = every[records["m1"].id]
     expected = {
         r.id for r in every.values() if r.is_active and r.session == seed.session and r.friend_id == seed.friend_id

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from agent_memory.search import HybridMemorySearch, fill_vector_terms, query_vec
 from agent_memory.search._analyzer import INLINE_VECTORS
 from agent_memory.settings import load_settings
 from agent_memory.system import MemorySystem
-from data_layer import SESSION_FIELD, SPEAKER_FIELD, NewMemory
+from data_layer import SESSION_FIELD, SPEAKER_FIELD, InvalidInputError, NewMemory, Scope
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 TURNS = [
@@ -97,6 +98,10 @@ async def test_the_store_index_answers_what_the_process_index_answers(db_url: st
         for query, (want, have) in enumerate(zip(expected[:words], got[:words], strict=True)):
             _alike(have, want, QUERIES[query % len(QUERIES)])
         _nearest_among(got[words:], expected[words:])
+        f2 = {f"m{n}" for n in range(40) if (n // 10) % 2 == 1}  # the other friend's memories
+        for mode in range(3):  # f1's searches, in each mode, list none of them
+            for hits in got[mode * 2 * len(QUERIES) + len(QUERIES) : (mode + 1) * 2 * len(QUERIES)]:
+                assert not {k for k, _ in hits} & f2
         assert not store.search._users  # nothing kept of the user
 
 
@@ -217,3 +222,18 @@ async def test_a_search_starts_the_vectors_a_bulk_write_left_to_the_background(d
         assert task is not None
         await task
         assert await memory.pending_embedding(user_id="u1", embedder=engine.embedder.name, limit=10) == []
+
+
+async def test_bad_input_to_the_engine_reads_is_refused_in_one_line(db_url: str) -> None:
+    async with _system(db_url, "store") as system:
+        memory = system.layer.memory
+        with pytest.raises(InvalidInputError, match="previous page"):
+            await memory.vector_terms_pending(after=cast(Any, "u1"))
+        with pytest.raises(InvalidInputError, match="memory ids"):
+            await memory.vector_terms_pending(after=cast(Any, ("u1", "not-an-id")))
+        with pytest.raises(InvalidInputError, match="memory ids"):
+            await memory.memory_revisions(user_id="u1", ids=cast(Any, "abc"))
+        with pytest.raises(InvalidInputError, match="scope names another user"):
+            await memory.memory_ids_in_range(user_id="u1", scope=Scope.of("u2"), start=T0, end=T0, limit=5)
+    with pytest.raises(ValueError, match="index must be one of process, store"):
+        HybridMemorySearch(memory, index=cast(Any, "disk"))

@@ -604,13 +604,7 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             if warming is not None:
                 await asyncio.shield(warming)
             synonyms = await self._synonyms_for(query, index, state)
-            ranked = replace(query, limit=min(MAX_LIMIT, query.limit * 3)) if query.as_of else query
-            hits = await Pipeline(self, index).run(ranked, synonyms)
-            # a last check on every result, with the one visibility rule
-            kept = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
-            hits = SearchResults(
-                (await self._current(uid, kept, query))[: query.limit], expanded=hits.expanded, period=hits.period
-            )
+            hits = await self._checked(query, await Pipeline(self, index).run(_ranked(query), synonyms))
         self._touch(uid, state)
         self._recent[key] = hits
         return hits.copy()
@@ -626,14 +620,16 @@ class HybridMemorySearch(StorageViewMixin, SnapshotCacheMixin):
             return cached.copy()
         if warming is not None:
             await asyncio.shield(warming)
-        ranked = replace(query, limit=min(MAX_LIMIT, query.limit * 3)) if query.as_of else query
-        hits = await store_search(self, ranked)
-        kept = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
-        hits = SearchResults(
-            (await self._current(uid, kept, query))[: query.limit], expanded=hits.expanded, period=hits.period
-        )
+        hits = await self._checked(query, await store_search(self, _ranked(query), state))
         self._recent[key] = hits
         return hits.copy()
+
+    async def _checked(self, query: SearchQuery, hits: SearchResults) -> SearchResults:
+        """The ranked hits as returned: a last check on every result with the one visibility rule, then
+        those current at the query's time, at most ``limit``."""
+        kept = [h for h in hits if h.record.is_active and query.scope.sees_record(h.record)]
+        current = await self._current(query.scope.user_id, kept, query)
+        return SearchResults(current[: query.limit], expanded=hits.expanded, period=hits.period)
 
     async def _current(self, uid: str, hits: Sequence[SearchHit], query: SearchQuery) -> list[SearchHit]:
         """The hits current at the query's time: not expired, and as of ``query.as_of`` when given."""
@@ -806,6 +802,12 @@ def _held_synonyms(
             nearby = {w: sim for w, sim in nearby.items() if not thesaurus.names_person(w)}
         held |= nearby
     return held
+
+
+def _ranked(query: SearchQuery) -> SearchQuery:
+    """The query the stages rank: with ``as_of``, more candidates, so that what is dropped as not yet
+    holding then leaves ``limit`` results where there are that many."""
+    return replace(query, limit=min(MAX_LIMIT, query.limit * 3)) if query.as_of else query
 
 
 def _user(value: str | int, name: str = "user_id") -> str:

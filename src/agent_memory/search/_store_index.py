@@ -4,9 +4,10 @@ A :class:`CandidateIndex` is a :class:`~._index.UserIndex` of the memories one s
 the store's engine returns for the query's words, their conversation neighbours, those near the query
 in meaning), whose collection statistics are the user's whole collection's: ``size`` is how many
 active analysed memories the user has, a term's document frequency is read from the store's
-``memory_term_statistics``, the average length from ``memory_search_statistics``. The ranking stages
-(:mod:`._pipeline`) therefore score a candidate as the index of all the user's memories scores it, and
-nothing of it outlives the search.
+``memory_term_statistics``. The ranking stages (:mod:`._pipeline`) therefore score a candidate nearly
+as the index of all the user's memories scores it (the average length BM25 normalises by is the
+candidates': a length counting the neighbours' words is not stored), and nothing of it outlives the
+search.
 """
 
 from __future__ import annotations
@@ -23,23 +24,21 @@ from ._index_postings import FloatArray, _inner_words
 class CandidateIndex(UserIndex):
     """The candidates of one search, scored with the statistics of the user's whole collection.
 
-    ``memories`` and ``total_length``: the user's active analysed memories and their total length in
-    terms; ``frequencies``: the document frequency of every term the search asks about (the query's,
-    its synonyms' and the candidates' own); a term not in it is held by the candidates alone.
+    ``memories``: how many active analysed memories the user has; ``frequencies``: the document
+    frequency of every term the search asks about (the query's, its synonyms' and the candidates' own);
+    a term not in it is held by the candidates alone.
     """
 
     def __init__(
         self,
         *,
         memories: int,
-        total_length: int,
         frequencies: Mapping[str, int],
         link_minutes: float = 30.0,
         embedding_dim: int | None = None,
     ) -> None:
         super().__init__(link_minutes=link_minutes, embedding_dim=embedding_dim)
         self._memories = memories
-        self._total_length = total_length
         self._frequencies = dict(frequencies)
         #: query words whose compounds among the candidates' words were looked for (see :meth:`expansions`)
         self._inner_asked: set[str] = set()
@@ -49,11 +48,6 @@ class CandidateIndex(UserIndex):
         """The user's memories (not the candidates): the ``N`` of every idf."""
         return max(self._memories, len(self._slot_of))
 
-    @property
-    def candidates(self) -> int:
-        """How many memories this index holds."""
-        return len(self._slot_of)
-
     def add_frequencies(self, frequencies: Mapping[str, int]) -> None:
         """More document frequencies read from the store (before the first score)."""
         self._frequencies.update(frequencies)
@@ -62,10 +56,6 @@ class CandidateIndex(UserIndex):
         """How many of the user's memories hold ``term`` (read from the store; at least the candidates')."""
         local = super().document_frequency(term)
         return max(local, self._frequencies.get(term, 0))
-
-    def average_length(self) -> float:
-        """The mean length in terms of the user's memories."""
-        return self._total_length / self._memories if self._memories else 0.0
 
     def norms(self) -> FloatArray:
         """Per-slot tf-idf norms with the collection's idf (computed once: the index never changes)."""

@@ -23,9 +23,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
-from data_layer import SessionTurn
+from data_layer import IndexState, Scope, SessionTurn
 
 from . import _components as c
 from ._index import IndexedMemory, turn_order
@@ -90,8 +91,18 @@ async def _analysed(engine: HybridMemorySearch, uid: str, ids: list[uuid.UUID]) 
     return [found[mid] for mid in revisions if mid in found]
 
 
-async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> SearchResults:
-    """The hits of ``query`` from the store's engine (the module docs)."""
+class _Filters(TypedDict):
+    """A query's filters as the engine's candidate reads take them."""
+
+    scope: Scope
+    memory_types: Sequence[str] | None
+    start: datetime | None
+    end: datetime | None
+
+
+async def store_search(engine: HybridMemorySearch, query: SearchQuery, state: IndexState) -> SearchResults:
+    """The hits of ``query`` from the store's engine (the module docs); ``state``: the user's change
+    counters as the caller read them (the synonym table's revision keys the synonyms' cache)."""
     memory = engine.memory
     uid = query.scope.user_id
     tokenizer = engine.analyzer.tokenizer
@@ -100,7 +111,6 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
         return SearchResults()
     terms = list(c.query_terms(tokenizer.tokens(query.text)))
     expand = query.mode != "semantic" and engine.synonym_expansion
-    state = await engine._index_state(uid)
     plain = [t for t in terms if len(t) <= 100 and t.isprintable()]  # what the engine expands
     mapped = await engine._mapped_synonyms(plain, state.vocabulary_revision) if expand else {}
     near = engine.neighbours if expand else None
@@ -117,6 +127,7 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
     synonyms = engine._held_synonyms_of(plain, mapped, frequencies.__contains__) if expand else {}
     words = list(dict.fromkeys([*terms, *(s for held in synonyms.values() for s in held)]))
     alone = query.time_alone()
+    filters = _Filters(scope=query.scope, memory_types=query.memory_types, start=query.start, end=query.end)
     ids: list[uuid.UUID] = []
     if alone is not None:
         ids = await memory.memory_ids_in_range(
@@ -134,11 +145,8 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
             terms=words,
             keyword_terms=words,
             prefixes=prefixes,
-            scope=query.scope,
-            memory_types=query.memory_types,
-            start=query.start,
-            end=query.end,
             limit=WORD_CANDIDATES,
+            **filters,
         )
     meaning: list[uuid.UUID] = []
     wants_meaning = query.mode == "semantic" or (query.mode == "hybrid" and engine.semantic_share > 0)
@@ -154,11 +162,8 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
             meaning = await memory.memory_vector_candidates(
                 user_id=uid,
                 vector_terms=buckets,
-                scope=query.scope,
-                memory_types=query.memory_types,
-                start=query.start,
-                end=query.end,
                 limit=MEANING_CANDIDATES,
+                **filters,
             )
     seeds = list(dict.fromkeys([*ids, *meaning]))
     if not seeds:
@@ -167,7 +172,6 @@ async def store_search(engine: HybridMemorySearch, query: SearchQuery) -> Search
     memories = await _analysed(engine, uid, list(dict.fromkeys([*seeds, *around])))
     index = CandidateIndex(
         memories=collection.memories,
-        total_length=collection.total_length,
         frequencies=frequencies,
         link_minutes=engine.link_minutes,
         embedding_dim=engine.embedder.dim,
